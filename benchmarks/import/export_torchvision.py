@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Export torchvision classification models to ONNX for import benchmarks.
+
+Usage: export_torchvision.py OUTDIR [NAME...]
+
+Models are built with random weights (weights=None, no network access needed),
+torch.manual_seed(0), eval mode, and exported with opset 13, input name "input",
+output name "output" and a dynamic batch axis on both. A model whose
+OUTDIR/<name>.onnx already exists is skipped, so reruns are cheap.
+"""
+
+import os
+import sys
+import time
+
+import torch
+import torchvision.models as models
+
+OPSET = 13
+
+# name -> (constructor, input spatial size)
+MODELS = {
+    "alexnet": (lambda: models.alexnet(weights=None), 224),
+    "vgg16": (lambda: models.vgg16(weights=None), 224),
+    "resnet18": (lambda: models.resnet18(weights=None), 224),
+    "resnet50": (lambda: models.resnet50(weights=None), 224),
+    "inception_v3": (
+        lambda: models.inception_v3(weights=None, aux_logits=False,
+                                    init_weights=False), 299),
+    "mobilenet_v2": (lambda: models.mobilenet_v2(weights=None), 224),
+    "squeezenet1_0": (lambda: models.squeezenet1_0(weights=None), 224),
+    "densenet121": (lambda: models.densenet121(weights=None), 224),
+    "googlenet": (
+        lambda: models.googlenet(weights=None, aux_logits=False,
+                                 init_weights=False), 224),
+    "shufflenet_v2_x1_0": (lambda: models.shufflenet_v2_x1_0(weights=None),
+                           224),
+}
+
+
+def export(name, path):
+    ctor, size = MODELS[name]
+    torch.manual_seed(0)
+    model = ctor().eval()
+    x = torch.randn(1, 3, size, size)
+    start = time.perf_counter()
+    with torch.no_grad():
+        torch.onnx.export(
+            model, x, path,
+            opset_version=OPSET,
+            input_names=["input"],
+            output_names=["output"],
+            dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+        )
+    return time.perf_counter() - start
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        print("Models: " + " ".join(MODELS))
+        return 0 if len(argv) >= 2 else 2
+    outdir = argv[1]
+    names = argv[2:] or list(MODELS)
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        print("unknown model(s): " + " ".join(unknown), file=sys.stderr)
+        return 2
+    os.makedirs(outdir, exist_ok=True)
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    for name in names:
+        path = os.path.join(outdir, name + ".onnx")
+        if os.path.exists(path):
+            size = os.path.getsize(path)
+            print(f"{name:20s} {size / 2**20:9.1f} MiB  skipped (exists)",
+                  flush=True)
+            continue
+        tmp = path + ".tmp"
+        secs = export(name, tmp)
+        os.replace(tmp, path)
+        size = os.path.getsize(path)
+        print(f"{name:20s} {size / 2**20:9.1f} MiB  {secs:7.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,414 @@
+//===- HPSOps.td - hps layer ops ---------------------------*- tablegen -*-===//
+//
+// One op per ONNX operator. Operator inputs that ONNX passes as tensors but
+// that must be compile-time constants (Reshape's shape, Slice's starts, ...)
+// are attributes here; the importer folds them. Attributes are explicit:
+// the importer fills every ONNX default and resolves `auto_pad` to pads.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_DIALECT_HPS_HPSOPS_TD
+#define HETERPS_DIALECT_HPS_HPSOPS_TD
+
+include "heterps/Dialect/HPS/HPSAttrs.td"
+include "heterps/Dialect/HPS/HPSInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Base classes
+//===----------------------------------------------------------------------===//
+
+// `kind` is the op's LayerKind case; `overrides` lists LayerOpInterface
+// methods the op implements itself instead of taking the default.
+class HPS_Op<string mnemonic, string kind, list<Trait> traits = [],
+             list<string> overrides = []>
+    : Op<HPS_Dialect, mnemonic, !listconcat([Pure,
+          DeclareOpInterfaceMethods<HPS_LayerOpInterface, overrides>],
+          traits)> {
+  let extraClassDeclaration =
+      "static constexpr ::mlir::hps::LayerKind kLayerKind = "
+      "::mlir::hps::LayerKind::" # kind # ";";
+}
+
+class HPS_UnaryOp<string mnemonic, string kind, string onnxName,
+                  dag attrs = (ins)>
+    : HPS_Op<mnemonic, kind, [SameOperandsAndResultType]> {
+  let summary = "ONNX " # onnxName # ", applied element-wise";
+  let arguments = !con((ins AnyTensor:$input), attrs);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+class HPS_BinaryOp<string mnemonic, string onnxName>
+    : HPS_Op<mnemonic, "eltwise", [SameOperandsAndResultElementType]> {
+  let summary = "ONNX " # onnxName # " with multidirectional broadcasting";
+  let arguments = (ins AnyTensor:$lhs, AnyTensor:$rhs);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters and constants
+//===----------------------------------------------------------------------===//
+
+def HPS_WeightOp : HPS_Op<"weight", "constant"> {
+  let summary = "A parameter tensor, referenced by name";
+  let description = [{
+    Refers to the initializer (or `Constant` node output) called `name` in the
+    ONNX model named by the module's `hps.source` attribute. The data is
+    never copied into the IR; the runtime loads it by name.
+
+    ```mlir
+    %w = hps.weight "conv1.weight" : tensor<64x3x7x7xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs AnyStaticShapeTensor:$output);
+  let assemblyFormat = "$name attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def HPS_ConstantOp : HPS_Op<"constant", "constant",
+                            [ConstantLike, AllTypesMatch<["value", "output"]>]> {
+  let summary = "A small constant tensor held in the IR";
+  let description = [{
+    Holds index-like constants (shapes, axes) and small tensors of the source
+    model that are not parameters.
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyStaticShapeTensor:$output);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def HPS_ShapeOp : HPS_Op<"shape", "shape"> {
+  let summary = "ONNX Shape: the dimensions [start, end) of the input";
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$start, I64Attr:$end);
+  let results = (outs 1DTensorOf<[I64]>:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and dense layers
+//===----------------------------------------------------------------------===//
+
+def HPS_ConvOp : HPS_Op<"conv", "conv", [], ["getFlops"]> {
+  let summary = "ONNX Conv (1-D, 2-D or 3-D, grouped, dilated)";
+  let description = [{
+    `input` is N x C x D1 x ... x Dn, `weight` is M x C/group x k1 x ... x kn
+    and the optional `bias` has M elements. `pads` holds the n begin pads
+    then the n end pads; `auto_pad` of the source model is already resolved.
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$weight,
+                       Optional<AnyTensor>:$bias,
+                       DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$dilations,
+                       DenseI64ArrayAttr:$pads,
+                       I64Attr:$group);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HPS_ConvTransposeOp : HPS_Op<"conv_transpose", "conv", [], ["getFlops"]> {
+  let summary = "ONNX ConvTranspose (1-D, 2-D or 3-D, grouped, dilated)";
+  let description = [{
+    `weight` is C x M/group x k1 x ... x kn. Output size per spatial axis:
+    `stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pad_begin
+    - pad_end`. An ONNX `output_shape` is resolved into `pads` on import.
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$weight,
+                       Optional<AnyTensor>:$bias,
+                       DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$dilations,
+                       DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$output_padding,
+                       I64Attr:$group);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HPS_GemmOp : HPS_Op<"gemm", "fc", [], ["getFlops"]> {
+  let summary = "ONNX Gemm: alpha * op(A) * op(B) + beta * C";
+  let arguments = (ins AnyTensor:$a, AnyTensor:$b, Optional<AnyTensor>:$c,
+                       F32Attr:$alpha, F32Attr:$beta,
+                       BoolAttr:$trans_a, BoolAttr:$trans_b);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = [{
+    $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HPS_MatMulOp : HPS_Op<"matmul", "fc", [SameOperandsAndResultElementType],
+                          ["getFlops", "getLayerKind"]> {
+  let summary = "ONNX MatMul (numpy semantics, batched and broadcast)";
+  let description = [{
+    The layer kind is `fc` when `rhs` is a parameter (`hps.weight`) and
+    `matmul` when both operands are activations.
+  }];
+  let arguments = (ins AnyTensor:$lhs, AnyTensor:$rhs);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise arithmetic and activations
+//===----------------------------------------------------------------------===//
+
+def HPS_AddOp : HPS_BinaryOp<"add", "Add">;
+def HPS_SubOp : HPS_BinaryOp<"sub", "Sub">;
+def HPS_MulOp : HPS_BinaryOp<"mul", "Mul">;
+def HPS_DivOp : HPS_BinaryOp<"div", "Div">;
+
+def HPS_ReluOp : HPS_UnaryOp<"relu", "activation", "Relu">;
+def HPS_SigmoidOp : HPS_UnaryOp<"sigmoid", "activation", "Sigmoid">;
+def HPS_TanhOp : HPS_UnaryOp<"tanh", "activation", "Tanh">;
+def HPS_LeakyReluOp : HPS_UnaryOp<"leaky_relu", "activation", "LeakyRelu",
+                                  (ins F32Attr:$alpha)>;
+def HPS_EluOp : HPS_UnaryOp<"elu", "activation", "Elu", (ins F32Attr:$alpha)>;
+def HPS_SeluOp : HPS_UnaryOp<"selu", "activation", "Selu",
+                             (ins F32Attr:$alpha, F32Attr:$gamma)>;
+def HPS_ClipOp : HPS_UnaryOp<"clip", "activation", "Clip",
+                             (ins OptionalAttr<F32Attr>:$min,
+                                  OptionalAttr<F32Attr>:$max)> {
+  let description = "A missing bound is unbounded.";
+  let hasVerifier = 1;
+}
+def HPS_IdentityOp : HPS_UnaryOp<"identity", "shape", "Identity">;
+def HPS_DropoutOp : HPS_UnaryOp<"dropout", "dropout", "Dropout",
+                                (ins F32Attr:$ratio)> {
+  let description = [{
+    Identity at inference; during training zeroes each element with
+    probability `ratio` and scales the others by 1 / (1 - ratio).
+  }];
+  let hasVerifier = 1;
+}
+
+class HPS_SoftmaxBase<string mnemonic, string onnxName>
+    : HPS_Op<mnemonic, "softmax", [SameOperandsAndResultType], ["getFlops"]> {
+  let summary = "ONNX " # onnxName;
+  let description = [{
+    Normalises along `axis`. With `coerce_2d` (ONNX opsets before 13) the
+    input is viewed as a 2-D matrix [d0 * ... * d(axis-1), d(axis) * ... ]
+    and normalised along its second dimension.
+  }];
+  let arguments = (ins AnyTensor:$input, I64Attr:$axis, UnitAttr:$coerce_2d);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+def HPS_SoftmaxOp : HPS_SoftmaxBase<"softmax", "Softmax">;
+def HPS_LogSoftmaxOp : HPS_SoftmaxBase<"log_softmax", "LogSoftmax">;
+
+//===----------------------------------------------------------------------===//
+// Pooling and normalisation
+//===----------------------------------------------------------------------===//
+
+def HPS_MaxPoolOp : HPS_Op<"max_pool", "pool", [], ["getFlops"]> {
+  let summary = "ONNX MaxPool";
+  let arguments = (ins AnyTensor:$input,
+                       DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$dilations,
+                       DenseI64ArrayAttr:$pads,
+                       BoolAttr:$ceil_mode);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def HPS_AveragePoolOp : HPS_Op<"average_pool", "pool", [], ["getFlops"]> {
+  let summary = "ONNX AveragePool";
+  let arguments = (ins AnyTensor:$input,
+                       DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$pads,
+                       BoolAttr:$ceil_mode,
+                       BoolAttr:$count_include_pad);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+class HPS_GlobalPoolOp<string mnemonic, string onnxName>
+    : HPS_Op<mnemonic, "pool", [], ["getFlops"]> {
+  let summary = "ONNX " # onnxName # " over all spatial dimensions";
+  let arguments = (ins AnyTensor:$input);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+def HPS_GlobalAveragePoolOp
+    : HPS_GlobalPoolOp<"global_average_pool", "GlobalAveragePool">;
+def HPS_GlobalMaxPoolOp : HPS_GlobalPoolOp<"global_max_pool", "GlobalMaxPool">;
+
+def HPS_BatchNormOp : HPS_Op<"batch_norm", "norm", [], ["getFlops"]> {
+  let summary = "ONNX BatchNormalization (inference form)";
+  let description = [{
+    `scale`, `bias`, `mean` and `var` have one element per channel
+    (dimension 1 of `input`). `momentum` is used when training updates the
+    running statistics.
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$scale, AnyTensor:$bias,
+                       AnyTensor:$mean, AnyTensor:$var,
+                       F32Attr:$epsilon, F32Attr:$momentum);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $mean `,` $var attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HPS_LRNOp : HPS_Op<"lrn", "norm", [SameOperandsAndResultType],
+                       ["getFlops"]> {
+  let summary = "ONNX LRN: local response normalisation across channels";
+  let arguments = (ins AnyTensor:$input, I64Attr:$size, F32Attr:$alpha,
+                       F32Attr:$beta, F32Attr:$bias);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation and data movement
+//===----------------------------------------------------------------------===//
+
+def HPS_FlattenOp : HPS_Op<"flatten", "shape"> {
+  let summary = "ONNX Flatten: a 2-D view split at `axis`";
+  let arguments = (ins AnyTensor:$input, I64Attr:$axis);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def HPS_ReshapeOp : HPS_Op<"reshape", "shape"> {
+  let summary = "ONNX Reshape with a constant target shape";
+  let description = [{
+    `shape` follows ONNX: -1 infers one dimension and, unless `allowzero`,
+    0 copies the input dimension at the same index.
+  }];
+  let arguments = (ins AnyTensor:$input, DenseI64ArrayAttr:$shape,
+                       BoolAttr:$allowzero);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def HPS_TransposeOp : HPS_Op<"transpose", "shape"> {
+  let summary = "ONNX Transpose";
+  let arguments = (ins AnyTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def HPS_ConcatOp : HPS_Op<"concat", "shape",
+                          [SameOperandsAndResultElementType]> {
+  let summary = "ONNX Concat along `axis`";
+  let arguments = (ins Variadic<AnyTensor>:$inputs, I64Attr:$axis);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat =
+      "$inputs attr-dict `:` functional-type($inputs, results)";
+  let hasVerifier = 1;
+}
+
+def HPS_SplitOp : HPS_Op<"split", "shape"> {
+  let summary = "ONNX Split along `axis` into pieces of the given sizes";
+  let arguments = (ins AnyTensor:$input, I64Attr:$axis,
+                       DenseI64ArrayAttr:$split);
+  let results = (outs Variadic<AnyTensor>:$outputs);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def HPS_SliceOp : HPS_Op<"slice", "shape"> {
+  let summary = "ONNX Slice with constant starts, ends, axes and steps";
+  let description = [{
+    Negative `starts`/`ends` count from the end of the axis; they are
+    clamped as in ONNX. `axes` are non-negative and distinct.
+  }];
+  let arguments = (ins AnyTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$axes,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def HPS_SqueezeOp : HPS_Op<"squeeze", "shape"> {
+  let summary = "ONNX Squeeze: remove the size-1 dimensions `axes`";
+  let arguments = (ins AnyTensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def HPS_UnsqueezeOp : HPS_Op<"unsqueeze", "shape"> {
+  let summary = "ONNX Unsqueeze: insert size-1 dimensions at `axes` of the output";
+  let arguments = (ins AnyTensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def HPS_PadOp : HPS_Op<"pad", "shape", [SameOperandsAndResultElementType]> {
+  let summary = "ONNX Pad with constant pads";
+  let description = [{
+    `pads` holds the begin pads of every dimension, then the end pads;
+    negative pads crop. `mode` is "constant", "reflect" or "edge".
+  }];
+  let arguments = (ins AnyTensor:$input, DenseI64ArrayAttr:$pads,
+                       StrAttr:$mode, F32Attr:$value);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def HPS_GatherOp : HPS_Op<"gather", "shape", [], ["getLayerKind"]> {
+  let summary = "ONNX Gather: rows of `data` selected by `indices` along `axis`";
+  let description = [{
+    The layer kind is `embedding` when `data` is a parameter (`hps.weight`)
+    gathered along axis 0: an embedding lookup whose table the parameter
+    server can serve sparsely.
+  }];
+  let arguments = (ins AnyTensor:$data, TensorOf<[I32, I64]>:$indices,
+                       I64Attr:$axis);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class HPS_ReduceOp<string mnemonic, string onnxName>
+    : HPS_Op<mnemonic, "reduce", [SameOperandsAndResultElementType],
+             ["getFlops"]> {
+  let summary = "ONNX " # onnxName # " over `axes` (all axes when empty)";
+  let arguments = (ins AnyTensor:$input, DenseI64ArrayAttr:$axes,
+                       BoolAttr:$keepdims);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+def HPS_ReduceMeanOp : HPS_ReduceOp<"reduce_mean", "ReduceMean">;
+def HPS_ReduceSumOp : HPS_ReduceOp<"reduce_sum", "ReduceSum">;
+
+#endif // HETERPS_DIALECT_HPS_HPSOPS_TD

@@ -1,0 +1,739 @@
+//===- NodeConverters.cpp - one converter per supported ONNX operator -----===//
+//
+// Each converter reads the node's attributes with their ONNX defaults for the
+// model's opset, folds inputs that hps wants as attributes (axes, pads,
+// shapes, ...) and creates one hps op. Shapes are checked by the hps
+// verifiers once the whole graph is imported.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphImporter.h"
+
+#include "heterps/Dialect/HPS/HPS.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::hps;
+using namespace mlir::hps::onnx_import;
+
+namespace {
+
+using Ints = SmallVector<int64_t>;
+
+/// Inferred type of output `i`, with input 0's element type as fallback.
+Type resultType(NodeImporter &n, unsigned i = 0) {
+  return n.outputType(i, n.inputElementType(0));
+}
+
+DenseI64ArrayAttr ints(NodeImporter &n, ArrayRef<int64_t> values) {
+  return n.builder().getDenseI64ArrayAttr(values);
+}
+FloatAttr f32(NodeImporter &n, double value) {
+  return n.builder().getF32FloatAttr(static_cast<float>(value));
+}
+IntegerAttr i64(NodeImporter &n, int64_t value) {
+  return n.builder().getI64IntegerAttr(value);
+}
+BoolAttr boolean(NodeImporter &n, bool value) {
+  return n.builder().getBoolAttr(value);
+}
+
+/// An optional input: a null Value when absent.
+FailureOr<Value> optionalInput(NodeImporter &n, unsigned i) {
+  if (!n.hasInput(i))
+    return Value();
+  return n.input(i);
+}
+
+/// A list attribute of `count` values defaulting to `dflt` each.
+Ints intsOr(NodeImporter &n, StringRef name, size_t count, int64_t dflt) {
+  if (std::optional<Ints> v = n.attrInts(name))
+    return *v;
+  return Ints(count, dflt);
+}
+
+/// Axes given as an attribute (older opsets) or as input `index` (newer).
+FailureOr<std::optional<Ints>> axesAttrOrInput(NodeImporter &n,
+                                               int inputSinceOpset,
+                                               unsigned index) {
+  if (n.opset < inputSinceOpset)
+    return n.attrInts("axes");
+  if (!n.hasInput(index))
+    return std::optional<Ints>();
+  FailureOr<Ints> axes = n.constInts(index, "axes");
+  if (failed(axes))
+    return failure();
+  return std::optional<Ints>(*axes);
+}
+
+/// Explicit pads of a window op from `pads` or `auto_pad`.
+FailureOr<Ints> resolvePads(NodeImporter &n, std::optional<Ints> inShape,
+                            ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                            ArrayRef<int64_t> dilations) {
+  size_t spatial = kernel.size();
+  std::string autoPad = n.attrString("auto_pad", "NOTSET");
+  if (autoPad == "NOTSET")
+    return intsOr(n, "pads", 2 * spatial, 0);
+  if (autoPad == "VALID")
+    return Ints(2 * spatial, 0);
+  if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
+    return n.fail("unknown auto_pad value '" + autoPad + "'");
+  if (strides.size() != spatial || dilations.size() != spatial)
+    return n.fail("'strides' and 'dilations' need one value per spatial "
+                  "dimension");
+  Ints pads(2 * spatial, 0);
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t in = inShape && inShape->size() == spatial + 2
+                     ? (*inShape)[2 + i]
+                     : ShapedType::kDynamic;
+    if (ShapedType::isDynamic(in))
+      return n.fail("auto_pad " + autoPad +
+                    " needs static spatial input dimensions");
+    int64_t out = (in + strides[i] - 1) / strides[i];
+    int64_t window = (kernel[i] - 1) * dilations[i] + 1;
+    int64_t total =
+        std::max<int64_t>((out - 1) * strides[i] + window - in, 0);
+    int64_t small = total / 2, large = total - small;
+    pads[i] = autoPad == "SAME_UPPER" ? small : large;
+    pads[spatial + i] = autoPad == "SAME_UPPER" ? large : small;
+  }
+  return pads;
+}
+
+/// Kernel dimensions of a conv weight (M x C x k1 ... kn).
+FailureOr<Ints> kernelOf(NodeImporter &n, Value weight) {
+  auto type = dyn_cast<RankedTensorType>(weight.getType());
+  if (!type || type.getRank() < 3)
+    return n.fail("the weight must be a ranked tensor of rank 3 to 5");
+  Ints kernel(type.getShape().drop_front(2));
+  if (std::optional<Ints> attr = n.attrInts("kernel_shape")) {
+    for (size_t i = 0; i < kernel.size() && i < attr->size(); ++i)
+      if (ShapedType::isDynamic(kernel[i]))
+        kernel[i] = (*attr)[i];
+    if (attr->size() != kernel.size() || *attr != kernel)
+      return n.fail("kernel_shape does not match the weight's spatial "
+                    "dimensions");
+  }
+  if (llvm::any_of(kernel, ShapedType::isDynamic))
+    return n.fail("the weight's spatial dimensions must be static");
+  return kernel;
+}
+
+LogicalResult convertConv(NodeImporter &n) {
+  FailureOr<Value> x = n.input(0), w = n.input(1), b = optionalInput(n, 2);
+  if (failed(x) || failed(w) || failed(b))
+    return failure();
+  FailureOr<Ints> kernel = kernelOf(n, *w);
+  if (failed(kernel))
+    return failure();
+  size_t spatial = kernel->size();
+  Ints strides = intsOr(n, "strides", spatial, 1);
+  Ints dilations = intsOr(n, "dilations", spatial, 1);
+  FailureOr<Ints> pads =
+      resolvePads(n, n.inputShape(0), *kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
+  Value out = n.create<ConvOp>(resultType(n), *x, *w, *b, ints(n, strides),
+                               ints(n, dilations), ints(n, *pads),
+                               i64(n, n.attrInt("group", 1)));
+  n.setOutput(0, out);
+  return success();
+}
+
+LogicalResult convertConvTranspose(NodeImporter &n) {
+  FailureOr<Value> x = n.input(0), w = n.input(1), b = optionalInput(n, 2);
+  if (failed(x) || failed(w) || failed(b))
+    return failure();
+  FailureOr<Ints> kernel = kernelOf(n, *w);
+  if (failed(kernel))
+    return failure();
+  size_t spatial = kernel->size();
+  Ints strides = intsOr(n, "strides", spatial, 1);
+  Ints dilations = intsOr(n, "dilations", spatial, 1);
+  Ints outputPadding = intsOr(n, "output_padding", spatial, 0);
+  std::string autoPad = n.attrString("auto_pad", "NOTSET");
+  std::optional<Ints> outputShape = n.attrInts("output_shape");
+  Ints pads = intsOr(n, "pads", 2 * spatial, 0);
+  if (autoPad == "VALID")
+    pads.assign(2 * spatial, 0);
+  if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    std::optional<Ints> in = n.inputShape(0);
+    if (!in || in->size() != spatial + 2 ||
+        llvm::any_of(ArrayRef<int64_t>(*in).drop_front(2),
+                     ShapedType::isDynamic))
+      return n.fail("output_shape/auto_pad need static spatial input "
+                    "dimensions");
+    if (outputShape && outputShape->size() == spatial + 2)
+      outputShape->erase(outputShape->begin(), outputShape->begin() + 2);
+    if (outputShape && outputShape->size() != spatial)
+      return n.fail("output_shape needs one value per spatial dimension");
+    for (size_t i = 0; i < spatial; ++i) {
+      int64_t target =
+          outputShape ? (*outputShape)[i] : (*in)[2 + i] * strides[i];
+      int64_t full = strides[i] * ((*in)[2 + i] - 1) + outputPadding[i] +
+                     ((*kernel)[i] - 1) * dilations[i] + 1;
+      int64_t total = full - target;
+      if (total < 0) {
+        // The requested output is larger: extend it at the end.
+        outputPadding[i] -= total;
+        total = 0;
+      }
+      int64_t small = total / 2, large = total - small;
+      bool upper = autoPad == "SAME_UPPER";
+      pads[i] = upper ? small : large;
+      pads[spatial + i] = upper ? large : small;
+    }
+  }
+  Value out = n.create<ConvTransposeOp>(
+      resultType(n), *x, *w, *b, ints(n, strides), ints(n, dilations),
+      ints(n, pads), ints(n, outputPadding), i64(n, n.attrInt("group", 1)));
+  n.setOutput(0, out);
+  return success();
+}
+
+LogicalResult convertGemm(NodeImporter &n) {
+  FailureOr<Value> a = n.input(0), b = n.input(1), c = optionalInput(n, 2);
+  if (failed(a) || failed(b) || failed(c))
+    return failure();
+  n.setOutput(0, n.create<GemmOp>(resultType(n), *a, *b, *c,
+                                  f32(n, n.attrFloat("alpha", 1.0f)),
+                                  f32(n, n.attrFloat("beta", 1.0f)),
+                                  boolean(n, n.attrInt("transA", 0)),
+                                  boolean(n, n.attrInt("transB", 0))));
+  return success();
+}
+
+template <typename OpTy>
+LogicalResult convertBinary(NodeImporter &n) {
+  FailureOr<Value> a = n.input(0), b = n.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  n.setOutput(0, n.create<OpTy>(resultType(n), *a, *b));
+  return success();
+}
+
+/// Unary ops keep their input's type exactly (SameOperandsAndResultType).
+template <typename OpTy, typename... Attrs>
+LogicalResult convertUnary(NodeImporter &n, Attrs... attrs) {
+  FailureOr<Value> x = n.input(0);
+  if (failed(x))
+    return failure();
+  n.setOutput(0, n.create<OpTy>(x->getType(), *x, attrs...));
+  return success();
+}
+
+template <typename OpTy>
+LogicalResult convertPlainUnary(NodeImporter &n) {
+  return convertUnary<OpTy>(n);
+}
+
+LogicalResult convertLeakyRelu(NodeImporter &n) {
+  return convertUnary<LeakyReluOp>(n, f32(n, n.attrFloat("alpha", 0.01f)));
+}
+LogicalResult convertElu(NodeImporter &n) {
+  return convertUnary<EluOp>(n, f32(n, n.attrFloat("alpha", 1.0f)));
+}
+LogicalResult convertSelu(NodeImporter &n) {
+  return convertUnary<SeluOp>(
+      n, f32(n, n.attrFloat("alpha", 1.67326319217681884765625f)),
+      f32(n, n.attrFloat("gamma", 1.05070102214813232421875f)));
+}
+
+LogicalResult convertClip(NodeImporter &n) {
+  FloatAttr lo, hi;
+  if (n.opset < 11) {
+    if (n.hasAttr("min"))
+      lo = f32(n, n.attrFloat("min", 0));
+    if (n.hasAttr("max"))
+      hi = f32(n, n.attrFloat("max", 0));
+  } else {
+    if (n.hasInput(1)) {
+      FailureOr<double> v = n.constScalar(1, "min");
+      if (failed(v))
+        return failure();
+      lo = f32(n, *v);
+    }
+    if (n.hasInput(2)) {
+      FailureOr<double> v = n.constScalar(2, "max");
+      if (failed(v))
+        return failure();
+      hi = f32(n, *v);
+    }
+  }
+  return convertUnary<ClipOp>(n, lo, hi);
+}
+
+LogicalResult convertDropout(NodeImporter &n) {
+  if (n.outputUsed(1))
+    return n.unsupported("the mask output");
+  double ratio = n.attrFloat("ratio", 0.5f);
+  if (n.opset >= 12 && n.hasInput(1)) {
+    FailureOr<double> v = n.constScalar(1, "ratio");
+    if (failed(v))
+      return failure();
+    ratio = *v;
+  }
+  return convertUnary<DropoutOp>(n, f32(n, ratio));
+}
+
+LogicalResult convertIdentity(NodeImporter &n) {
+  // Identity on a weight (PyTorch shares weights this way) is another name
+  // for the same parameter; on a folded constant it is the same constant.
+  if (n.aliasOutput(0, 0))
+    return success();
+  if (const ConstTensor *c = n.constInput(0)) {
+    n.setConstOutput(0, *c);
+    return success();
+  }
+  return convertUnary<IdentityOp>(n);
+}
+
+template <typename OpTy>
+LogicalResult convertSoftmax(NodeImporter &n) {
+  FailureOr<Value> x = n.input(0);
+  if (failed(x))
+    return failure();
+  int64_t axis = n.attrInt("axis", n.opset < 13 ? 1 : -1);
+  bool coerce = false;
+  if (n.opset < 13) {
+    auto type = dyn_cast<RankedTensorType>(x->getType());
+    int64_t rank = type ? type.getRank() : -1;
+    coerce = rank < 0 || (axis < 0 ? axis + rank : axis) != rank - 1;
+  }
+  auto op = n.create<OpTy>(x->getType(), *x, i64(n, axis),
+                           coerce ? n.builder().getUnitAttr() : UnitAttr());
+  n.setOutput(0, op);
+  return success();
+}
+
+/// Kernel, strides, dilations and pads of a pooling node.
+struct PoolWindow {
+  Ints kernel, strides, dilations, pads;
+};
+
+FailureOr<PoolWindow> poolWindow(NodeImporter &n) {
+  std::optional<Ints> kernel = n.attrInts("kernel_shape");
+  if (!kernel)
+    return n.fail("missing required attribute 'kernel_shape'");
+  PoolWindow w;
+  w.kernel = *kernel;
+  w.strides = intsOr(n, "strides", kernel->size(), 1);
+  w.dilations = intsOr(n, "dilations", kernel->size(), 1);
+  FailureOr<Ints> pads =
+      resolvePads(n, n.inputShape(0), w.kernel, w.strides, w.dilations);
+  if (failed(pads))
+    return failure();
+  w.pads = *pads;
+  return w;
+}
+
+LogicalResult convertMaxPool(NodeImporter &n) {
+  if (n.outputUsed(1))
+    return n.unsupported("the Indices output");
+  FailureOr<Value> x = n.input(0);
+  FailureOr<PoolWindow> w = poolWindow(n);
+  if (failed(x) || failed(w))
+    return failure();
+  n.setOutput(0, n.create<MaxPoolOp>(resultType(n), *x, ints(n, w->kernel),
+                                     ints(n, w->strides),
+                                     ints(n, w->dilations), ints(n, w->pads),
+                                     boolean(n, n.attrInt("ceil_mode", 0))));
+  return success();
+}
+
+LogicalResult convertAveragePool(NodeImporter &n) {
+  FailureOr<Value> x = n.input(0);
+  FailureOr<PoolWindow> w = poolWindow(n);
+  if (failed(x) || failed(w))
+    return failure();
+  n.setOutput(0, n.create<AveragePoolOp>(
+                     resultType(n), *x, ints(n, w->kernel),
+                     ints(n, w->strides), ints(n, w->pads),
+                     boolean(n, n.attrInt("ceil_mode", 0)),
+                     boolean(n, n.attrInt("count_include_pad", 0))));
+  return success();
+}
+
+template <typename OpTy>
+LogicalResult convertGlobalPool(NodeImporter &n) {
+  FailureOr<Value> x = n.input(0);
+  if (failed(x))
+    return failure();
+  n.setOutput(0, n.create<OpTy>(resultType(n), *x));
+  return success();
+}
+
+LogicalResult convertBatchNorm(NodeImporter &n) {
+  if (n.attrInt("training_mode", 0) != 0)
+    return n.unsupported("training_mode=1");
+  if (n.attrInt("spatial", 1) != 1)
+    return n.unsupported("spatial=0");
+  for (unsigned i = 1; i < n.numOutputs(); ++i)
+    if (n.outputUsed(i))
+      return n.unsupported("the running-statistics outputs");
+  SmallVector<Value, 5> in;
+  for (unsigned i = 0; i < 5; ++i) {
+    FailureOr<Value> v = n.input(i);
+    if (failed(v))
+      return failure();
+    in.push_back(*v);
+  }
+  n.setOutput(0, n.create<BatchNormOp>(
+                     resultType(n), in[0], in[1], in[2], in[3], in[4],
+                     f32(n, n.attrFloat("epsilon", 1e-5f)),
+                     f32(n, n.attrFloat("momentum", 0.9f))));
+  return success();
+}
+
+LogicalResult convertLRN(NodeImporter &n) {
+  if (!n.hasAttr("size"))
+    return n.fail("missing required attribute 'size'");
+  return convertUnary<LRNOp>(n, i64(n, n.attrInt("size", 1)),
+                             f32(n, n.attrFloat("alpha", 1e-4f)),
+                             f32(n, n.attrFloat("beta", 0.75f)),
+                             f32(n, n.attrFloat("bias", 1.0f)));
+}
+
+LogicalResult convertFlatten(NodeImporter &n) {
+  FailureOr<Value> x = n.input(0);
+  if (failed(x))
+    return failure();
+  n.setOutput(0, n.create<FlattenOp>(resultType(n), *x,
+                                     i64(n, n.attrInt("axis", 1))));
+  return success();
+}
+
+LogicalResult convertReshape(NodeImporter &n) {
+  FailureOr<Value> x = n.input(0);
+  if (failed(x))
+    return failure();
+  const ConstTensor *shape = n.constInput(1);
+  if (!shape || shape->isFloat())
+    return n.unsupported("a non-constant 'shape' input");
+  FailureOr<Ints> target = resolveReshapeTarget(n, *shape);
+  if (failed(target))
+    return failure();
+  bool allowzero = n.opset >= 14 && n.attrInt("allowzero", 0) != 0;
+  n.setOutput(0, n.create<ReshapeOp>(resultType(n), *x, ints(n, *target),
+                                     boolean(n, allowzero)));
+  return success();
+}
+
+LogicalResult convertTranspose(NodeImporter &n) {
+  FailureOr<Value> x = n.input(0);
+  if (failed(x))
+    return failure();
+  Ints perm;
+  if (std::optional<Ints> attr = n.attrInts("perm")) {
+    perm = *attr;
+  } else {
+    auto type = dyn_cast<RankedTensorType>(x->getType());
+    if (!type)
+      return n.fail("Transpose without 'perm' needs a ranked input");
+    for (int64_t i = type.getRank() - 1; i >= 0; --i)
+      perm.push_back(i);
+  }
+  n.setOutput(0, n.create<TransposeOp>(resultType(n), *x, ints(n, perm)));
+  return success();
+}
+
+LogicalResult convertConcat(NodeImporter &n) {
+  if (!n.hasAttr("axis"))
+    return n.fail("missing required attribute 'axis'");
+  SmallVector<Value> inputs;
+  for (int i = 0; i < n.node.input_size(); ++i) {
+    FailureOr<Value> v = n.input(i);
+    if (failed(v))
+      return failure();
+    inputs.push_back(*v);
+  }
+  n.setOutput(0, n.create<ConcatOp>(resultType(n), inputs,
+                                    i64(n, n.attrInt("axis", 0))));
+  return success();
+}
+
+LogicalResult convertSplit(NodeImporter &n) {
+  FailureOr<Value> x = n.input(0);
+  if (failed(x))
+    return failure();
+  int64_t axis = n.attrInt("axis", 0);
+  std::optional<Ints> split;
+  if (n.opset < 13) {
+    split = n.attrInts("split");
+  } else if (n.hasInput(1)) {
+    FailureOr<Ints> v = n.constInts(1, "split");
+    if (failed(v))
+      return failure();
+    split = *v;
+  }
+  unsigned parts = n.numOutputs();
+  if (!split) {
+    std::optional<Ints> shape = n.inputShape(0);
+    int64_t rank = shape ? shape->size() : 0;
+    int64_t a = axis < 0 ? axis + rank : axis;
+    if (!shape || a < 0 || a >= rank || ShapedType::isDynamic((*shape)[a]) ||
+        (*shape)[a] % parts != 0)
+      return n.fail("an equal split needs a static axis size divisible by "
+                    "the number of outputs");
+    split = Ints(parts, (*shape)[a] / parts);
+  }
+  SmallVector<Type> types;
+  for (unsigned i = 0; i < parts; ++i)
+    types.push_back(resultType(n, i));
+  auto op = n.create<SplitOp>(types, *x, i64(n, axis), ints(n, *split));
+  for (unsigned i = 0; i < parts; ++i)
+    n.setOutput(i, op.getResult(i));
+  return success();
+}
+
+LogicalResult convertSlice(NodeImporter &n) {
+  FailureOr<Value> x = n.input(0);
+  if (failed(x))
+    return failure();
+  Ints starts, ends, axes, steps;
+  if (n.opset < 10) {
+    std::optional<Ints> s = n.attrInts("starts"), e = n.attrInts("ends");
+    if (!s || !e)
+      return n.fail("missing required attribute 'starts' or 'ends'");
+    starts = *s;
+    ends = *e;
+    if (std::optional<Ints> a = n.attrInts("axes"))
+      axes = *a;
+  } else {
+    FailureOr<Ints> s = n.constInts(1, "starts"), e = n.constInts(2, "ends");
+    if (failed(s) || failed(e))
+      return failure();
+    starts = *s;
+    ends = *e;
+    if (n.hasInput(3)) {
+      FailureOr<Ints> a = n.constInts(3, "axes");
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+    if (n.hasInput(4)) {
+      FailureOr<Ints> st = n.constInts(4, "steps");
+      if (failed(st))
+        return failure();
+      steps = *st;
+    }
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(i);
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (auto type = dyn_cast<RankedTensorType>(x->getType()))
+    for (int64_t &a : axes)
+      if (a < 0)
+        a += type.getRank();
+  n.setOutput(0, n.create<SliceOp>(resultType(n), *x, ints(n, starts),
+                                   ints(n, ends), ints(n, axes),
+                                   ints(n, steps)));
+  return success();
+}
+
+LogicalResult convertSqueeze(NodeImporter &n) {
+  FailureOr<Value> x = n.input(0);
+  FailureOr<std::optional<Ints>> axes = axesAttrOrInput(n, 13, 1);
+  if (failed(x) || failed(axes))
+    return failure();
+  Ints resolved;
+  if (*axes) {
+    resolved = **axes;
+  } else {
+    // No axes: every dimension of size 1, which must be known now.
+    std::optional<Ints> shape = n.inputShape(0);
+    if (!shape || llvm::any_of(*shape, ShapedType::isDynamic))
+      return n.fail("Squeeze without 'axes' needs a static input shape");
+    for (auto [i, d] : llvm::enumerate(*shape))
+      if (d == 1)
+        resolved.push_back(i);
+  }
+  n.setOutput(0, n.create<SqueezeOp>(resultType(n), *x, ints(n, resolved)));
+  return success();
+}
+
+LogicalResult convertUnsqueeze(NodeImporter &n) {
+  FailureOr<Value> x = n.input(0);
+  FailureOr<std::optional<Ints>> axes = axesAttrOrInput(n, 13, 1);
+  if (failed(x) || failed(axes))
+    return failure();
+  if (!*axes)
+    return n.fail("missing 'axes'");
+  n.setOutput(0, n.create<UnsqueezeOp>(resultType(n), *x, ints(n, **axes)));
+  return success();
+}
+
+LogicalResult convertPad(NodeImporter &n) {
+  FailureOr<Value> x = n.input(0);
+  if (failed(x))
+    return failure();
+  Ints pads;
+  double value = 0.0;
+  if (n.opset < 11) {
+    std::optional<Ints> attr = n.attrInts("pads");
+    if (!attr)
+      return n.fail("missing required attribute 'pads'");
+    pads = *attr;
+    value = n.attrFloat("value", 0.0f);
+  } else {
+    FailureOr<Ints> p = n.constInts(1, "pads");
+    if (failed(p))
+      return failure();
+    pads = *p;
+    if (n.hasInput(2)) {
+      FailureOr<double> v = n.constScalar(2, "constant_value");
+      if (failed(v))
+        return failure();
+      value = *v;
+    }
+  }
+  n.setOutput(0, n.create<PadOp>(resultType(n), *x, ints(n, pads),
+                                 n.builder().getStringAttr(
+                                     n.attrString("mode", "constant")),
+                                 f32(n, value)));
+  return success();
+}
+
+LogicalResult convertGather(NodeImporter &n) {
+  FailureOr<Value> data = n.input(0), indices = n.input(1);
+  if (failed(data) || failed(indices))
+    return failure();
+  n.setOutput(0, n.create<GatherOp>(resultType(n), *data, *indices,
+                                    i64(n, n.attrInt("axis", 0))));
+  return success();
+}
+
+template <typename OpTy>
+LogicalResult convertReduce(NodeImporter &n, int axesInputSince) {
+  FailureOr<Value> x = n.input(0);
+  FailureOr<std::optional<Ints>> axes = axesAttrOrInput(n, axesInputSince, 1);
+  if (failed(x) || failed(axes))
+    return failure();
+  bool noop = n.attrInt("noop_with_empty_axes", 0) != 0;
+  if (noop && (!*axes || (*axes)->empty()))
+    return convertUnary<IdentityOp>(n);
+  n.setOutput(0, n.create<OpTy>(resultType(n), *x,
+                                ints(n, axes->value_or(Ints())),
+                                boolean(n, n.attrInt("keepdims", 1))));
+  return success();
+}
+
+LogicalResult convertReduceMean(NodeImporter &n) {
+  return convertReduce<ReduceMeanOp>(n, /*axes input since opset*/ 18);
+}
+LogicalResult convertReduceSum(NodeImporter &n) {
+  return convertReduce<ReduceSumOp>(n, 13);
+}
+
+LogicalResult convertShape(NodeImporter &n) {
+  // Reached only when tryFold could not evaluate it.
+  FailureOr<Value> x = n.input(0);
+  if (failed(x))
+    return failure();
+  if (!isa<RankedTensorType>(x->getType()))
+    return n.fail("Shape of a tensor of unknown rank is not supported");
+  n.setOutput(0, n.create<ShapeOp>(resultType(n), *x,
+                                   i64(n, n.attrInt("start", 0)),
+                                   i64(n, n.attrInt("end", INT64_MAX))));
+  return success();
+}
+
+LogicalResult convertCast(NodeImporter &n) {
+  // Casts of constants fold; a cast that changes nothing is an identity.
+  Type from = n.inputElementType(0);
+  Type to = convertElementType(n.attrInt("to", 0), n.context());
+  if (from && from == to)
+    return convertUnary<IdentityOp>(n);
+  return n.unsupported("Cast of a computed tensor");
+}
+
+LogicalResult convertConstant(NodeImporter &n) {
+  // Reached only for a Constant too large to fold: a weight reference.
+  const onnx::TensorProto *t = n.attrTensor("value");
+  if (!t)
+    return n.fail("only the 'value' form of a large Constant is supported");
+  n.registerLargeConstant(0, *t);
+  return success();
+}
+
+const llvm::StringMap<NodeConverter> &converters() {
+  static const llvm::StringMap<NodeConverter> table = {
+      {"Conv", convertConv},
+      {"ConvTranspose", convertConvTranspose},
+      {"Gemm", convertGemm},
+      {"MatMul", convertBinary<MatMulOp>},
+      {"Add", convertBinary<AddOp>},
+      {"Sub", convertBinary<SubOp>},
+      {"Mul", convertBinary<MulOp>},
+      {"Div", convertBinary<DivOp>},
+      {"Relu", convertPlainUnary<ReluOp>},
+      {"Sigmoid", convertPlainUnary<SigmoidOp>},
+      {"Tanh", convertPlainUnary<TanhOp>},
+      {"LeakyRelu", convertLeakyRelu},
+      {"Elu", convertElu},
+      {"Selu", convertSelu},
+      {"Clip", convertClip},
+      {"Dropout", convertDropout},
+      {"Identity", convertIdentity},
+      {"Softmax", convertSoftmax<SoftmaxOp>},
+      {"LogSoftmax", convertSoftmax<LogSoftmaxOp>},
+      {"MaxPool", convertMaxPool},
+      {"AveragePool", convertAveragePool},
+      {"GlobalAveragePool", convertGlobalPool<GlobalAveragePoolOp>},
+      {"GlobalMaxPool", convertGlobalPool<GlobalMaxPoolOp>},
+      {"BatchNormalization", convertBatchNorm},
+      {"LRN", convertLRN},
+      {"Flatten", convertFlatten},
+      {"Reshape", convertReshape},
+      {"Transpose", convertTranspose},
+      {"Concat", convertConcat},
+      {"Split", convertSplit},
+      {"Slice", convertSlice},
+      {"Squeeze", convertSqueeze},
+      {"Unsqueeze", convertUnsqueeze},
+      {"Pad", convertPad},
+      {"Gather", convertGather},
+      {"ReduceMean", convertReduceMean},
+      {"ReduceSum", convertReduceSum},
+      {"Shape", convertShape},
+      {"Cast", convertCast},
+      {"Constant", convertConstant},
+  };
+  return table;
+}
+
+} // namespace
+
+FailureOr<SmallVector<int64_t>>
+mlir::hps::onnx_import::resolveReshapeTarget(NodeImporter &n,
+                                             const ConstTensor &shape) {
+  bool allowzero = n.opset >= 14 && n.attrInt("allowzero", 0) != 0;
+  // A dynamic dimension taken from a Shape op that stays where it was is
+  // written as 0 ("copy the input dimension").
+  std::optional<SmallVector<SymInt>> inDims =
+      n.symbolicShape(n.node.input(0));
+  Ints target;
+  for (auto [i, v] : llvm::enumerate(shape.ints)) {
+    if (v.isKnown()) {
+      target.push_back(v.value);
+      continue;
+    }
+    bool sameDim = inDims && i < inDims->size() &&
+                   (*inDims)[i].symbol == v.symbol && !allowzero;
+    if (!sameDim)
+      return n.fail("target dimension " + llvm::Twine(i) +
+                    " is the dynamic dimension '" + v.symbol +
+                    "', which is not input dimension " + llvm::Twine(i));
+    target.push_back(0);
+  }
+  return target;
+}
+
+NodeConverter mlir::hps::onnx_import::lookupConverter(llvm::StringRef opType) {
+  auto it = converters().find(opType);
+  return it == converters().end() ? nullptr : it->second;
+}

@@ -1,0 +1,515 @@
+#!/usr/bin/env python3
+"""Generate small ONNX models for the HeterPS-MLIR ONNX importer tests.
+
+Usage:
+  make_model.py NAME OUT.onnx   write model NAME to OUT.onnx
+  make_model.py --list          print the known model names
+  make_model.py --all OUTDIR    write every model to OUTDIR/NAME.onnx
+
+Every model is built with onnx.helper, uses small seeded random float32
+initializers and named nodes (the importer uses node names as locations).
+Valid models are checked with onnx.checker.check_model (custom_domain and
+opset_too_new included: onnx 1.12 accepts both). Deliberately broken files
+(truncated, garbage, text_file, empty, no_graph, external_data_missing) are
+written without it; shape_inference_error passes the checker but fails strict
+shape inference.
+"""
+
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+FLOAT = TensorProto.FLOAT
+INT64 = TensorProto.INT64
+
+# opset -> IR version that introduced support for it.
+_IR_FOR_OPSET = {6: 3, 7: 3, 8: 3, 9: 4, 10: 5, 11: 6, 12: 7, 13: 7, 14: 7,
+                 15: 8, 16: 8, 17: 8, 18: 8}
+
+_rng = np.random.default_rng(0)
+
+
+def _reseed():
+    global _rng
+    _rng = np.random.default_rng(0)
+
+
+def weight(name, shape, scale=0.1):
+    """A random float32 initializer."""
+    data = (_rng.standard_normal(shape) * scale).astype(np.float32)
+    return numpy_helper.from_array(data, name)
+
+
+def const(name, values, dtype=np.int64):
+    """A constant initializer with the given values."""
+    return numpy_helper.from_array(np.asarray(values, dtype=dtype), name)
+
+
+def const_node(node_name, out, values, dtype=np.int64):
+    """A Constant node producing `values`."""
+    return helper.make_node(
+        "Constant", [], [out], name=node_name,
+        value=numpy_helper.from_array(np.asarray(values, dtype=dtype), out))
+
+
+def vi(name, shape, elem=FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def model(nodes, inputs, outputs, opset, inits=(), name="test",
+          extra_opsets=()):
+    graph = helper.make_graph(nodes, name, inputs, outputs,
+                              initializer=list(inits))
+    opsets = [helper.make_opsetid("", opset)]
+    opsets += [helper.make_opsetid(d, v) for d, v in extra_opsets]
+    m = helper.make_model(graph, opset_imports=opsets,
+                          producer_name="heterps-make_model")
+    m.ir_version = _IR_FOR_OPSET[opset]
+    onnx.checker.check_model(m)
+    return m
+
+
+# --------------------------------------------------------------------------
+# Valid models
+# --------------------------------------------------------------------------
+
+def conv_relu():
+    nodes = [
+        helper.make_node("Conv", ["x", "W", "B"], ["c"], name="conv1",
+                         kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["y"], name="relu1"),
+    ]
+    return model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 8, 8])], 13,
+                 [weight("W", [4, 3, 3, 3]), weight("B", [4])], "conv_relu")
+
+
+def conv_autopad():
+    nodes = [
+        # [1,2,7,7] -> [1,4,4,4]
+        helper.make_node("Conv", ["x", "W1", "B1"], ["c1"], name="conv_same",
+                         auto_pad="SAME_UPPER", strides=[2, 2],
+                         kernel_shape=[3, 3]),
+        # grouped + dilated, explicit pads: [1,4,4,4] -> [1,4,4,4]
+        helper.make_node("Conv", ["c1", "W2"], ["c2"], name="conv_group",
+                         group=2, dilations=[2, 2], pads=[2, 2, 2, 2],
+                         kernel_shape=[3, 3]),
+        # [1,4,4,4] -> [1,3,2,2]
+        helper.make_node("Conv", ["c2", "W3", "B3"], ["y"], name="conv_valid",
+                         auto_pad="VALID", kernel_shape=[3, 3]),
+    ]
+    inits = [weight("W1", [4, 2, 3, 3]), weight("B1", [4]),
+             weight("W2", [4, 2, 3, 3]),
+             weight("W3", [3, 4, 3, 3]), weight("B3", [3])]
+    return model(nodes, [vi("x", [1, 2, 7, 7])], [vi("y", [1, 3, 2, 2])], 11,
+                 inits, "conv_autopad")
+
+
+def conv1d():
+    nodes = [helper.make_node("Conv", ["x", "W", "B"], ["y"], name="conv1d",
+                              kernel_shape=[3])]
+    return model(nodes, [vi("x", [2, 4, 16])], [vi("y", [2, 8, 14])], 13,
+                 [weight("W", [8, 4, 3]), weight("B", [8])], "conv1d")
+
+
+def conv_transpose():
+    nodes = [
+        # default: (4-1)*2 + 3 = 9
+        helper.make_node("ConvTranspose", ["x", "W", "B"], ["y1"],
+                         name="deconv1", strides=[2, 2], kernel_shape=[3, 3]),
+        # explicit output_shape equal to the default size
+        helper.make_node("ConvTranspose", ["x", "W"], ["y2"], name="deconv2",
+                         strides=[2, 2], output_shape=[9, 9]),
+        # output_shape one larger, made exact by output_padding
+        helper.make_node("ConvTranspose", ["x", "W"], ["y3"], name="deconv3",
+                         strides=[2, 2], output_shape=[10, 10],
+                         output_padding=[1, 1]),
+    ]
+    outputs = [vi("y1", [1, 3, 9, 9]), vi("y2", [1, 3, 9, 9]),
+               vi("y3", [1, 3, 10, 10])]
+    return model(nodes, [vi("x", [1, 2, 4, 4])], outputs, 13,
+                 [weight("W", [2, 3, 3, 3]), weight("B", [3])],
+                 "conv_transpose")
+
+
+def _bn_params(prefix, c):
+    return [
+        const(prefix + "_scale", 1.0 + 0.1 * _rng.standard_normal(c),
+              np.float32),
+        const(prefix + "_bias", 0.1 * _rng.standard_normal(c), np.float32),
+        const(prefix + "_mean", 0.1 * _rng.standard_normal(c), np.float32),
+        const(prefix + "_var", 1.0 + 0.1 * _rng.random(c), np.float32),
+    ]
+
+
+def _bn_inputs(prefix):
+    return [prefix + s for s in ("_scale", "_bias", "_mean", "_var")]
+
+
+def resnet_block():
+    c = 8
+    nodes = [
+        helper.make_node("Conv", ["x", "conv1_W"], ["c1"], name="conv1",
+                         kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1"] + _bn_inputs("bn1"),
+                         ["b1"], name="bn1", epsilon=1e-5),
+        helper.make_node("Relu", ["b1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "conv2_W"], ["c2"], name="conv2",
+                         kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c2"] + _bn_inputs("bn2"),
+                         ["b2"], name="bn2", epsilon=1e-5),
+        helper.make_node("Add", ["b2", "x"], ["s"], name="add_skip"),
+        helper.make_node("Relu", ["s"], ["r2"], name="relu2"),
+        helper.make_node("GlobalAveragePool", ["r2"], ["g"], name="gap"),
+        helper.make_node("Flatten", ["g"], ["f"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["f", "fc_W", "fc_B"], ["logits"], name="fc",
+                         transB=1),
+        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax",
+                         axis=1),
+    ]
+    inits = ([weight("conv1_W", [c, c, 3, 3])] + _bn_params("bn1", c) +
+             [weight("conv2_W", [c, c, 3, 3])] + _bn_params("bn2", c) +
+             [weight("fc_W", [10, c]), weight("fc_B", [10])])
+    return model(nodes, [vi("x", ["N", c, 8, 8])], [vi("probs", ["N", 10])],
+                 13, inits, "resnet_block")
+
+
+def multi_io():
+    nodes = [
+        helper.make_node("Add", ["a", "b"], ["sum"], name="add1"),
+        helper.make_node("Sigmoid", ["b"], ["sb"], name="sigmoid1"),
+        helper.make_node("Mul", ["a", "sb"], ["prod"], name="mul1"),
+        helper.make_node("Identity", ["a"], ["a_copy"], name="identity1"),
+    ]
+    return model(nodes, [vi("a", [2, 3]), vi("b", [2, 3])],
+                 [vi("sum", [2, 3]), vi("prod", [2, 3]), vi("a_copy", [2, 3])],
+                 13, [], "multi_io")
+
+
+def broadcast():
+    nodes = [
+        helper.make_node("Add", ["x", "c4"], ["t_add"], name="add_bc"),  # [2,3,4]+[4]
+        helper.make_node("Sub", ["p", "q"], ["t_sub"], name="sub_bc"),   # [3,1]-[1,4]
+        helper.make_node("Mul", ["t_add", "t_sub"], ["t_mul"],
+                         name="mul_bc"),                                 # [2,3,4]*[3,4]
+        helper.make_node("Div", ["t_mul", "d"], ["t_div"],
+                         name="div_bc"),                                 # [2,3,4]/[2,1,1]
+        helper.make_node("Add", ["t_div", "s"], ["y"], name="add_scalar"),  # +[]
+    ]
+    inits = [weight("c4", [4]), const("d", [[[2.0]], [[4.0]]], np.float32),
+             const("s", 1.5, np.float32)]
+    return model(nodes, [vi("x", [2, 3, 4]), vi("p", [3, 1]), vi("q", [1, 4])],
+                 [vi("y", [2, 3, 4])], 13, inits, "broadcast")
+
+
+def activations():
+    nodes = [
+        helper.make_node("LeakyRelu", ["x"], ["a1"], name="leaky1", alpha=0.2),
+        helper.make_node("Elu", ["a1"], ["a2"], name="elu1"),
+        helper.make_node("Selu", ["a2"], ["a3"], name="selu1"),
+        helper.make_node("Tanh", ["a3"], ["a4"], name="tanh1"),
+        const_node("clip_max_const", "clip_max", 0.5, np.float32),
+        helper.make_node("Clip", ["a4", "clip_min", "clip_max"], ["a5"],
+                         name="clip1"),
+        helper.make_node("Sigmoid", ["a5"], ["a6"], name="sigmoid1"),
+        helper.make_node("Dropout", ["a6", "ratio"], ["a7"], name="dropout1"),
+        helper.make_node("LogSoftmax", ["a7"], ["y"], name="logsoftmax1",
+                         axis=1),
+    ]
+    inits = [const("clip_min", -0.5, np.float32),
+             const("ratio", 0.25, np.float32)]
+    return model(nodes, [vi("x", [2, 5])], [vi("y", [2, 5])], 13, inits,
+                 "activations")
+
+
+def clip_opset6():
+    nodes = [helper.make_node("Clip", ["x"], ["y"], name="clip1",
+                              min=-1.0, max=1.0)]
+    return model(nodes, [vi("x", [2, 5])], [vi("y", [2, 5])], 9, [],
+                 "clip_opset6")
+
+
+def pools():
+    nodes = [
+        # ceil((10 + 2 - 3) / 2) + 1 = 6 (floor would give 5)
+        helper.make_node("MaxPool", ["x"], ["p1"], name="maxpool1",
+                         kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1], ceil_mode=1),
+        helper.make_node("AveragePool", ["p1"], ["p2"], name="avgpool1",
+                         kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                         count_include_pad=1),
+        helper.make_node("LRN", ["p2"], ["l"], name="lrn1", size=5,
+                         alpha=1e-4, beta=0.75, bias=1.0),
+        helper.make_node("GlobalMaxPool", ["l"], ["g"], name="gmp1"),
+    ]
+    return model(nodes, [vi("x", [1, 6, 10, 10])],
+                 [vi("l", [1, 6, 6, 6]), vi("g", [1, 6, 1, 1])], 12, [],
+                 "pools")
+
+
+def shapes_opset13():
+    nodes = [
+        helper.make_node("Unsqueeze", ["x", "axes0"], ["u"],
+                         name="unsqueeze1"),                      # [1,2,5,4]
+        helper.make_node("Squeeze", ["u", "axes0"], ["sq"],
+                         name="squeeze1"),                        # [2,5,4]
+        helper.make_node("Split", ["sq", "split_sizes"], ["s0", "s1"],
+                         name="split1", axis=1),                  # [2,2,4] [2,3,4]
+        helper.make_node("Slice", ["s1", "sl_starts", "sl_ends", "sl_axes",
+                                   "sl_steps"], ["sl"],
+                         name="slice1"),                          # [2,3,2]
+        helper.make_node("Transpose", ["sl"], ["tr"], name="transpose1",
+                         perm=[0, 2, 1]),                         # [2,2,3]
+        helper.make_node("Concat", ["s0", "tr"], ["cat"], name="concat1",
+                         axis=-1),                                # [2,2,7]
+        helper.make_node("Pad", ["cat", "pads"], ["pd"], name="pad1",
+                         mode="reflect"),                         # [2,4,9]
+        helper.make_node("Reshape", ["pd", "new_shape"], ["reshaped"],
+                         name="reshape1"),                        # [2,36]
+        helper.make_node("ReduceSum", ["pd", "rs_axes"], ["rsum"],
+                         name="reducesum1", keepdims=0),          # [2,9]
+        helper.make_node("ReduceMean", ["pd"], ["rmean"],
+                         name="reducemean1", axes=[2]),           # [2,4,1]
+    ]
+    inits = [
+        const("axes0", [0]),
+        const("split_sizes", [2, 3]),
+        # dim 1: -3..3 step 1 -> 0,1,2 ; dim 2: -1..-5 step -2 -> 3,1
+        const("sl_starts", [-3, -1]),
+        const("sl_ends", [3, -5]),
+        const("sl_axes", [1, -1]),
+        const("sl_steps", [1, -2]),
+        const("pads", [0, 1, 1, 0, 1, 1]),
+        const("new_shape", [0, -1]),
+        const("rs_axes", [1]),
+    ]
+    return model(nodes, [vi("x", [2, 5, 4])],
+                 [vi("reshaped", [2, 36]), vi("rsum", [2, 9]),
+                  vi("rmean", [2, 4, 1])], 13, inits, "shapes_opset13")
+
+
+def shapes_opset9():
+    nodes = [
+        helper.make_node("Unsqueeze", ["x"], ["u"], name="unsqueeze1",
+                         axes=[0]),                               # [1,2,5,4]
+        helper.make_node("Squeeze", ["u"], ["sq"], name="squeeze1",
+                         axes=[0]),                               # [2,5,4]
+        helper.make_node("Split", ["sq"], ["s0", "s1"], name="split1",
+                         axis=1, split=[2, 3]),                   # [2,2,4] [2,3,4]
+        helper.make_node("Slice", ["s1"], ["sl"], name="slice1",
+                         starts=[1, -2], ends=[1000, 4],
+                         axes=[1, 2]),                            # [2,2,2]
+        helper.make_node("Transpose", ["s0"], ["tr"], name="transpose1",
+                         perm=[0, 2, 1]),                         # [2,4,2]
+        helper.make_node("Concat", ["tr", "sl"], ["cat"], name="concat1",
+                         axis=1),                                 # [2,6,2]
+        helper.make_node("Pad", ["cat"], ["pd"], name="pad1", mode="constant",
+                         pads=[0, 1, 0, 0, 1, 2], value=0.5),     # [2,8,4]
+        helper.make_node("ReduceSum", ["pd"], ["rsum"], name="reducesum1",
+                         axes=[2], keepdims=0),                   # [2,8]
+        # opset < 13: input coerced to 2-D [2, 8*4] around axis 1
+        helper.make_node("Softmax", ["pd"], ["sm"], name="softmax1",
+                         axis=1),                                 # [2,8,4]
+    ]
+    return model(nodes, [vi("x", [2, 5, 4])],
+                 [vi("rsum", [2, 8]), vi("sm", [2, 8, 4])], 9, [],
+                 "shapes_opset9")
+
+
+def shape_folding():
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shp"], name="shape1"),
+        const_node("const_idx", "idx0", 0),
+        helper.make_node("Gather", ["shp", "idx0"], ["n"], name="gather1",
+                         axis=0),
+        const_node("const_axes", "uaxes", [0]),
+        helper.make_node("Unsqueeze", ["n", "uaxes"], ["n1"],
+                         name="unsqueeze1"),
+        const_node("const_minus1", "minus1", [-1]),
+        helper.make_node("Concat", ["n1", "minus1"], ["new_shape"],
+                         name="concat1", axis=0),
+        helper.make_node("Reshape", ["x", "new_shape"], ["y"],
+                         name="reshape1"),
+    ]
+    return model(nodes, [vi("x", [2, 4, 3, 3])], [vi("y", [2, 36])], 13, [],
+                 "shape_folding")
+
+
+def matmul_gather():
+    nodes = [
+        helper.make_node("Gather", ["table", "ids"], ["emb"], name="embed",
+                         axis=0),                                 # [N,5,16]
+        helper.make_node("ReduceMean", ["emb"], ["pooled"], name="mean1",
+                         axes=[1], keepdims=0),                   # [N,16]
+        helper.make_node("MatMul", ["pooled", "proj_W"], ["mm"],
+                         name="matmul1"),                         # [N,8]
+        helper.make_node("Add", ["mm", "proj_B"], ["out"], name="add_bias"),
+        helper.make_node("MatMul", ["p", "q"], ["bmm"],
+                         name="batched_matmul"),                  # [2,3,5]
+    ]
+    inits = [weight("table", [100, 16]), weight("proj_W", [16, 8]),
+             weight("proj_B", [8])]
+    return model(nodes,
+                 [vi("ids", ["N", 5], INT64), vi("p", [2, 3, 4]),
+                  vi("q", [2, 4, 5])],
+                 [vi("out", ["N", 8]), vi("bmm", [2, 3, 5])], 13, inits,
+                 "matmul_gather")
+
+
+def unsupported_op():
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu1"),
+        helper.make_node("Hardmax", ["r"], ["y"], name="hm1"),
+    ]
+    return model(nodes, [vi("x", [2, 5])], [vi("y", [2, 5])], 13, [],
+                 "unsupported_op")
+
+
+def custom_domain():
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu1"),
+        helper.make_node("FancyOp", ["r"], ["y"], name="custom1",
+                         domain="com.example", flavor="spicy"),
+    ]
+    return model(nodes, [vi("x", [2, 5])], [vi("y", [2, 5])], 13, [],
+                 "custom_domain", extra_opsets=[("com.example", 1)])
+
+
+def _relu_model(opset):
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu1")]
+    return model(nodes, [vi("x", [2, 5])], [vi("y", [2, 5])], opset, [],
+                 "relu_opset%d" % opset)
+
+
+def opset_too_new():
+    # Newer than the opsets the importer supports. onnx 1.12 itself only
+    # knows opsets up to 17, but its checker still accepts this model.
+    return _relu_model(18)
+
+
+def opset_too_old():
+    return _relu_model(6)
+
+
+def shape_inference_error():
+    nodes = [helper.make_node("Add", ["a", "b"], ["y"], name="add_bad")]
+    m = model(nodes, [vi("a", [2, 3]), vi("b", [4, 5])],
+              [vi("y", ["d0", "d1"])], 13, [], "shape_inference_error")
+    try:
+        onnx.shape_inference.infer_shapes(m, strict_mode=True)
+    except Exception:  # expected: incompatible broadcast
+        return m
+    raise RuntimeError("shape_inference_error: strict inference did not fail")
+
+
+# --------------------------------------------------------------------------
+# Writers for models that need files beside them or are not ModelProtos
+# --------------------------------------------------------------------------
+
+def _save(m, out):
+    onnx.save_model(m, out)
+
+
+def _write_bytes(data):
+    def writer(out):
+        with open(out, "wb") as f:
+            f.write(data() if callable(data) else data)
+    return writer
+
+
+def _write_external(out, keep_data=True):
+    m = conv_relu()
+    m.graph.name = "external_data"
+    data_name = os.path.basename(out) + ".data"
+    data_path = os.path.join(os.path.dirname(os.path.abspath(out)), data_name)
+    if os.path.exists(data_path):
+        os.remove(data_path)  # save_model appends to an existing file
+    onnx.save_model(m, out, save_as_external_data=True,
+                    all_tensors_to_one_file=True, location=data_name,
+                    size_threshold=0)
+    if keep_data:
+        onnx.checker.check_model(out)
+    else:
+        os.remove(data_path)
+
+
+def _truncated_bytes():
+    data = conv_relu().SerializeToString()
+    return data[: int(len(data) * 0.6)]
+
+
+def _garbage_bytes():
+    return np.random.default_rng(1234).integers(
+        0, 256, 4096, dtype=np.uint8).tobytes()
+
+
+def _no_graph_bytes():
+    m = onnx.ModelProto()
+    m.ir_version = 7
+    m.producer_name = "heterps-make_model"
+    m.opset_import.append(helper.make_opsetid("", 13))
+    return m.SerializeToString()
+
+
+def _proto(builder):
+    return lambda out: _save(builder(), out)
+
+
+MODELS = {
+    "conv_relu": _proto(conv_relu),
+    "conv_autopad": _proto(conv_autopad),
+    "conv1d": _proto(conv1d),
+    "conv_transpose": _proto(conv_transpose),
+    "resnet_block": _proto(resnet_block),
+    "multi_io": _proto(multi_io),
+    "broadcast": _proto(broadcast),
+    "activations": _proto(activations),
+    "clip_opset6": _proto(clip_opset6),
+    "pools": _proto(pools),
+    "shapes_opset13": _proto(shapes_opset13),
+    "shapes_opset9": _proto(shapes_opset9),
+    "shape_folding": _proto(shape_folding),
+    "matmul_gather": _proto(matmul_gather),
+    "external_data": lambda out: _write_external(out, keep_data=True),
+    "external_data_missing": lambda out: _write_external(out, keep_data=False),
+    "unsupported_op": _proto(unsupported_op),
+    "custom_domain": _proto(custom_domain),
+    "opset_too_new": _proto(opset_too_new),
+    "opset_too_old": _proto(opset_too_old),
+    "shape_inference_error": _proto(shape_inference_error),
+    "truncated": _write_bytes(_truncated_bytes),
+    "garbage": _write_bytes(_garbage_bytes),
+    "text_file": _write_bytes(b"this is not an onnx model\n"),
+    "empty": _write_bytes(b""),
+    "no_graph": _write_bytes(_no_graph_bytes),
+}
+
+
+def write(name, out):
+    _reseed()  # each model is deterministic on its own
+    MODELS[name](out)
+
+
+def main(argv):
+    if len(argv) == 2 and argv[1] == "--list":
+        print("\n".join(MODELS))
+        return 0
+    if len(argv) == 3 and argv[1] == "--all":
+        os.makedirs(argv[2], exist_ok=True)
+        for name in MODELS:
+            write(name, os.path.join(argv[2], name + ".onnx"))
+        return 0
+    if len(argv) == 3 and not argv[1].startswith("-"):
+        if argv[1] not in MODELS:
+            print("unknown model '%s'; try --list" % argv[1], file=sys.stderr)
+            return 2
+        write(argv[1], argv[2])
+        return 0
+    print(__doc__.strip(), file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
