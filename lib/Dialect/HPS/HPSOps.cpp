@@ -375,6 +375,28 @@ LogicalResult AddOp::verify() { return verifyBroadcastOp(*this); }
 LogicalResult SubOp::verify() { return verifyBroadcastOp(*this); }
 LogicalResult MulOp::verify() { return verifyBroadcastOp(*this); }
 LogicalResult DivOp::verify() { return verifyBroadcastOp(*this); }
+LogicalResult PowOp::verify() { return verifyBroadcastOp(*this); }
+LogicalResult MaxOp::verify() { return verifyBroadcastOp(*this); }
+LogicalResult MinOp::verify() { return verifyBroadcastOp(*this); }
+
+LogicalResult PReluOp::verify() {
+  // The slope broadcasts to the input (unidirectionally): the result has the
+  // input's shape.
+  std::optional<Shape> x = rankedShape(getLhs());
+  std::optional<Shape> slope = rankedShape(getRhs());
+  if (!x || !slope)
+    return success();
+  std::optional<Shape> shape = broadcastShapes(*x, *slope);
+  if (!shape || shape->size() != x->size() ||
+      llvm::any_of(llvm::zip(*shape, *x), [](auto pair) {
+        auto [b, d] = pair;
+        return !isDyn(b) && !isDyn(d) && b != d;
+      }))
+    return emitOpError("slope of shape ")
+           << formatShape(*slope) << " does not broadcast to the input shape "
+           << formatShape(*x);
+  return verifyResultShape(*this, getOutput(), *x);
+}
 
 LogicalResult ClipOp::verify() {
   if (getMin() && getMax() &&
@@ -492,6 +514,29 @@ LogicalResult LRNOp::verify() {
   if (in && failed(verifyRankBetween(*this, "input", *in, 3, INT64_MAX)))
     return failure();
   return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  std::optional<Shape> in = rankedShape(getInput());
+  if (!in)
+    return success();
+  FailureOr<int64_t> axis = verifyAxis(*this, "axis", getAxis(), in->size());
+  if (failed(axis))
+    return failure();
+  ArrayRef<int64_t> normalized = ArrayRef<int64_t>(*in).drop_front(*axis);
+  for (auto [name, value] : {std::pair<StringRef, Value>{"scale", getScale()},
+                             {"bias", getBias()}}) {
+    std::optional<Shape> shape = value ? rankedShape(value) : std::nullopt;
+    if (!shape)
+      continue;
+    std::optional<Shape> b = broadcastShapes(normalized, *shape);
+    if (!b || b->size() != normalized.size())
+      return emitOpError("expects '")
+             << name << "' of shape " << formatShape(*shape)
+             << " to broadcast to the normalised dimensions "
+             << formatShape(normalized);
+  }
+  return verifyResultShape(*this, getOutput(), *in);
 }
 
 //===----------------------------------------------------------------------===//
@@ -803,6 +848,12 @@ LogicalResult ReduceMeanOp::verify() {
   return verifyReduce(*this, getInput(), getOutput(), getAxes(), getKeepdims());
 }
 LogicalResult ReduceSumOp::verify() {
+  return verifyReduce(*this, getInput(), getOutput(), getAxes(), getKeepdims());
+}
+LogicalResult ReduceMaxOp::verify() {
+  return verifyReduce(*this, getInput(), getOutput(), getAxes(), getKeepdims());
+}
+LogicalResult ReduceMinOp::verify() {
   return verifyReduce(*this, getInput(), getOutput(), getAxes(), getKeepdims());
 }
 

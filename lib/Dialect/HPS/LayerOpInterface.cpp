@@ -158,8 +158,15 @@ int64_t SoftmaxOp::getFlops() {
 }
 int64_t LogSoftmaxOp::getFlops() { return 5 * elementsOf(getOutput()); }
 
+int64_t LayerNormOp::getFlops() {
+  // Mean, variance, normalise, scale and shift per element.
+  return 8 * elementsOf(getOutput());
+}
+
 int64_t ReduceMeanOp::getFlops() { return elementsOf(getInput()); }
 int64_t ReduceSumOp::getFlops() { return elementsOf(getInput()); }
+int64_t ReduceMaxOp::getFlops() { return elementsOf(getInput()); }
+int64_t ReduceMinOp::getFlops() { return elementsOf(getInput()); }
 
 LayerKind GatherOp::getLayerKind() {
   return isParameter(getData()) && getAxis() == 0 ? LayerKind::embedding

@@ -230,7 +230,7 @@ std::optional<ConstTensor> foldSlice(NodeImporter &n, const ConstTensor &in) {
 }
 
 std::optional<ConstTensor> foldCast(NodeImporter &n, const ConstTensor &in) {
-  int64_t to = n.attrInt("to", 0);
+  int32_t to = castTarget(n);
   ConstTensor out = in;
   out.elemType = to;
   if (out.isFloat() == in.isFloat())
@@ -249,6 +249,15 @@ std::optional<ConstTensor> foldCast(NodeImporter &n, const ConstTensor &in) {
 }
 
 } // namespace
+
+int32_t mlir::hps::onnx_import::castTarget(const NodeImporter &n) {
+  // Opsets 1-5 name the target type ("FLOAT"); later ones give its number.
+  TensorProto::DataType type;
+  std::string name = n.attrString("to", "");
+  if (!name.empty() && TensorProto::DataType_Parse(name, &type))
+    return type;
+  return static_cast<int32_t>(n.attrInt("to", 0));
+}
 
 LogicalResult mlir::hps::onnx_import::tryFold(NodeImporter &n, bool &folded) {
   folded = false;

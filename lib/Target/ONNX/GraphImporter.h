@@ -151,6 +151,8 @@ NodeConverter lookupConverter(llvm::StringRef opType);
 /// that stay in place become 0. Fails (with the node's error set) otherwise.
 FailureOr<llvm::SmallVector<int64_t>>
 resolveReshapeTarget(NodeImporter &node, const ConstTensor &shape);
+/// Target data type of a Cast node, in any opset.
+int32_t castTarget(const NodeImporter &node);
 /// Tries to evaluate the node at import time (shape arithmetic on constants).
 /// Returns success with `folded` set when it did.
 LogicalResult tryFold(NodeImporter &node, bool &folded);

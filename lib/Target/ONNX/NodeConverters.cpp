@@ -205,12 +205,41 @@ LogicalResult convertGemm(NodeImporter &n) {
   return success();
 }
 
+/// Opsets before 7 broadcast only when `broadcast` is set, aligning B with
+/// A's dimensions from `axis` on. Returns B reshaped so that numpy rules give
+/// the same result (trailing size-1 dimensions appended).
+FailureOr<Value> legacyBroadcastOperand(NodeImporter &n, Value a, Value b) {
+  if (n.opset >= 7 || !n.attrInt("broadcast", 0) || !n.hasAttr("axis"))
+    return b;
+  auto ta = dyn_cast<RankedTensorType>(a.getType());
+  auto tb = dyn_cast<RankedTensorType>(b.getType());
+  if (!ta || !tb || !tb.hasStaticShape())
+    return n.fail("legacy broadcast with 'axis' needs ranked operands and a "
+                  "static second operand");
+  int64_t axis = n.attrInt("axis", 0);
+  if (axis < 0)
+    axis += ta.getRank();
+  int64_t trailing = ta.getRank() - axis - tb.getRank();
+  if (axis < 0 || trailing < 0)
+    return n.fail("legacy broadcast 'axis' is out of range");
+  if (trailing == 0)
+    return b;
+  Ints shape(tb.getShape());
+  shape.append(trailing, 1);
+  auto type = RankedTensorType::get(shape, tb.getElementType());
+  return n.create<ReshapeOp>(type, b, ints(n, shape), boolean(n, false))
+      .getResult();
+}
+
 template <typename OpTy>
 LogicalResult convertBinary(NodeImporter &n) {
   FailureOr<Value> a = n.input(0), b = n.input(1);
   if (failed(a) || failed(b))
     return failure();
-  n.setOutput(0, n.create<OpTy>(resultType(n), *a, *b));
+  FailureOr<Value> rhs = legacyBroadcastOperand(n, *a, *b);
+  if (failed(rhs))
+    return failure();
+  n.setOutput(0, n.create<OpTy>(resultType(n), *a, *rhs));
   return success();
 }
 
@@ -276,6 +305,67 @@ LogicalResult convertDropout(NodeImporter &n) {
     ratio = *v;
   }
   return convertUnary<DropoutOp>(n, f32(n, ratio));
+}
+
+LogicalResult convertPRelu(NodeImporter &n) {
+  FailureOr<Value> x = n.input(0), slope = n.input(1);
+  if (failed(x) || failed(slope))
+    return failure();
+  // Before opset 7 a 1-D slope of C values is per channel (dimension 1);
+  // since opset 7 it broadcasts numpy-style, so give it trailing 1s.
+  auto tx = dyn_cast<RankedTensorType>(x->getType());
+  auto ts = dyn_cast<RankedTensorType>(slope->getType());
+  if (n.opset < 7 && tx && ts && tx.getRank() > 2 && ts.getRank() == 1 &&
+      ts.getDimSize(0) > 1) {
+    Ints shape(tx.getRank() - 1, 1);
+    shape[0] = ts.getDimSize(0);
+    auto type = RankedTensorType::get(shape, ts.getElementType());
+    slope = n.create<ReshapeOp>(type, *slope, ints(n, shape),
+                                boolean(n, false))
+                .getResult();
+  }
+  n.setOutput(0, n.create<PReluOp>(resultType(n), *x, *slope));
+  return success();
+}
+
+LogicalResult convertHardSigmoid(NodeImporter &n) {
+  return convertUnary<HardSigmoidOp>(n, f32(n, n.attrFloat("alpha", 0.2f)),
+                                     f32(n, n.attrFloat("beta", 0.5f)));
+}
+
+/// Max and Min take one or more inputs: a chain of binary ops.
+template <typename OpTy>
+LogicalResult convertVariadicMinMax(NodeImporter &n) {
+  FailureOr<Value> acc = n.input(0);
+  if (failed(acc))
+    return failure();
+  if (n.node.input_size() == 1)
+    return convertUnary<IdentityOp>(n);
+  for (int i = 1; i < n.node.input_size(); ++i) {
+    FailureOr<Value> next = n.input(i);
+    if (failed(next))
+      return failure();
+    Type type = i + 1 == n.node.input_size()
+                    ? resultType(n)
+                    : UnrankedTensorType::get(n.inputElementType(0));
+    acc = n.create<OpTy>(type, *acc, *next).getResult();
+  }
+  n.setOutput(0, *acc);
+  return success();
+}
+
+LogicalResult convertLayerNorm(NodeImporter &n) {
+  if (n.outputUsed(1) || n.outputUsed(2))
+    return n.unsupported("the Mean/InvStdDev outputs");
+  FailureOr<Value> x = n.input(0), scale = n.input(1),
+                   bias = optionalInput(n, 2);
+  if (failed(x) || failed(scale) || failed(bias))
+    return failure();
+  n.setOutput(0, n.create<LayerNormOp>(
+                     resultType(n), *x, *scale, *bias,
+                     i64(n, n.attrInt("axis", -1)),
+                     f32(n, n.attrFloat("epsilon", 1e-5f))));
+  return success();
 }
 
 LogicalResult convertIdentity(NodeImporter &n) {
@@ -409,6 +499,14 @@ LogicalResult convertReshape(NodeImporter &n) {
   FailureOr<Value> x = n.input(0);
   if (failed(x))
     return failure();
+  if (n.opset < 5) {
+    std::optional<Ints> attr = n.attrInts("shape");
+    if (!attr)
+      return n.fail("missing required attribute 'shape'");
+    n.setOutput(0, n.create<ReshapeOp>(resultType(n), *x, ints(n, *attr),
+                                       boolean(n, false)));
+    return success();
+  }
   const ConstTensor *shape = n.constInput(1);
   if (!shape || shape->isFloat())
     return n.unsupported("a non-constant 'shape' input");
@@ -440,7 +538,7 @@ LogicalResult convertTranspose(NodeImporter &n) {
 }
 
 LogicalResult convertConcat(NodeImporter &n) {
-  if (!n.hasAttr("axis"))
+  if (!n.hasAttr("axis") && n.opset >= 4)
     return n.fail("missing required attribute 'axis'");
   SmallVector<Value> inputs;
   for (int i = 0; i < n.node.input_size(); ++i) {
@@ -450,7 +548,7 @@ LogicalResult convertConcat(NodeImporter &n) {
     inputs.push_back(*v);
   }
   n.setOutput(0, n.create<ConcatOp>(resultType(n), inputs,
-                                    i64(n, n.attrInt("axis", 0))));
+                                    i64(n, n.attrInt("axis", 1))));
   return success();
 }
 
@@ -460,7 +558,7 @@ LogicalResult convertSplit(NodeImporter &n) {
     return failure();
   int64_t axis = n.attrInt("axis", 0);
   std::optional<Ints> split;
-  if (n.opset < 13) {
+  if (n.opset < 13 && !(n.opset < 2 && n.hasInput(1))) {
     split = n.attrInts("split");
   } else if (n.hasInput(1)) {
     FailureOr<Ints> v = n.constInts(1, "split");
@@ -574,7 +672,8 @@ LogicalResult convertPad(NodeImporter &n) {
   Ints pads;
   double value = 0.0;
   if (n.opset < 11) {
-    std::optional<Ints> attr = n.attrInts("pads");
+    std::optional<Ints> attr =
+        n.attrInts(n.opset < 2 ? "paddings" : "pads");
     if (!attr)
       return n.fail("missing required attribute 'pads'");
     pads = *attr;
@@ -628,6 +727,12 @@ LogicalResult convertReduceMean(NodeImporter &n) {
 LogicalResult convertReduceSum(NodeImporter &n) {
   return convertReduce<ReduceSumOp>(n, 13);
 }
+LogicalResult convertReduceMax(NodeImporter &n) {
+  return convertReduce<ReduceMaxOp>(n, 18);
+}
+LogicalResult convertReduceMin(NodeImporter &n) {
+  return convertReduce<ReduceMinOp>(n, 18);
+}
 
 LogicalResult convertShape(NodeImporter &n) {
   // Reached only when tryFold could not evaluate it.
@@ -645,7 +750,7 @@ LogicalResult convertShape(NodeImporter &n) {
 LogicalResult convertCast(NodeImporter &n) {
   // Casts of constants fold; a cast that changes nothing is an identity.
   Type from = n.inputElementType(0);
-  Type to = convertElementType(n.attrInt("to", 0), n.context());
+  Type to = convertElementType(castTarget(n), n.context());
   if (from && from == to)
     return convertUnary<IdentityOp>(n);
   return n.unsupported("Cast of a computed tensor");
@@ -670,7 +775,26 @@ const llvm::StringMap<NodeConverter> &converters() {
       {"Sub", convertBinary<SubOp>},
       {"Mul", convertBinary<MulOp>},
       {"Div", convertBinary<DivOp>},
+      {"Pow", convertBinary<PowOp>},
+      {"PRelu", convertPRelu},
+      {"Max", convertVariadicMinMax<MaxOp>},
+      {"Min", convertVariadicMinMax<MinOp>},
       {"Relu", convertPlainUnary<ReluOp>},
+      {"HardSigmoid", convertHardSigmoid},
+      {"Softplus", convertPlainUnary<SoftplusOp>},
+      {"Softsign", convertPlainUnary<SoftsignOp>},
+      {"Erf", convertPlainUnary<ErfOp>},
+      {"Abs", convertPlainUnary<AbsOp>},
+      {"Neg", convertPlainUnary<NegOp>},
+      {"Exp", convertPlainUnary<ExpOp>},
+      {"Log", convertPlainUnary<LogOp>},
+      {"Sqrt", convertPlainUnary<SqrtOp>},
+      {"Reciprocal", convertPlainUnary<ReciprocalOp>},
+      {"Floor", convertPlainUnary<FloorOp>},
+      {"Ceil", convertPlainUnary<CeilOp>},
+      {"LayerNormalization", convertLayerNorm},
+      {"ReduceMax", convertReduceMax},
+      {"ReduceMin", convertReduceMin},
       {"Sigmoid", convertPlainUnary<SigmoidOp>},
       {"Tanh", convertPlainUnary<TanhOp>},
       {"LeakyRelu", convertLeakyRelu},

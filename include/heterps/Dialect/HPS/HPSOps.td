@@ -43,8 +43,9 @@ class HPS_UnaryOp<string mnemonic, string kind, string onnxName,
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-class HPS_BinaryOp<string mnemonic, string onnxName>
-    : HPS_Op<mnemonic, "eltwise", [SameOperandsAndResultElementType]> {
+class HPS_BinaryOp<string mnemonic, string onnxName,
+                   list<Trait> traits = [SameOperandsAndResultElementType]>
+    : HPS_Op<mnemonic, "eltwise", traits> {
   let summary = "ONNX " # onnxName # " with multidirectional broadcasting";
   let arguments = (ins AnyTensor:$lhs, AnyTensor:$rhs);
   let results = (outs AnyTensor:$output);
@@ -175,6 +176,12 @@ def HPS_SubOp : HPS_BinaryOp<"sub", "Sub">;
 def HPS_MulOp : HPS_BinaryOp<"mul", "Mul">;
 def HPS_DivOp : HPS_BinaryOp<"div", "Div">;
 
+// The exponent may have another element type than the base (ONNX Pow-12).
+def HPS_PowOp : HPS_BinaryOp<"pow", "Pow", []>;
+def HPS_MaxOp : HPS_BinaryOp<"max", "Max (two inputs)">;
+def HPS_MinOp : HPS_BinaryOp<"min", "Min (two inputs)">;
+def HPS_PReluOp : HPS_BinaryOp<"prelu", "PRelu (slope broadcast to the input)">;
+
 def HPS_ReluOp : HPS_UnaryOp<"relu", "activation", "Relu">;
 def HPS_SigmoidOp : HPS_UnaryOp<"sigmoid", "activation", "Sigmoid">;
 def HPS_TanhOp : HPS_UnaryOp<"tanh", "activation", "Tanh">;
@@ -189,6 +196,20 @@ def HPS_ClipOp : HPS_UnaryOp<"clip", "activation", "Clip",
   let description = "A missing bound is unbounded.";
   let hasVerifier = 1;
 }
+def HPS_HardSigmoidOp : HPS_UnaryOp<"hard_sigmoid", "activation",
+                                    "HardSigmoid",
+                                    (ins F32Attr:$alpha, F32Attr:$beta)>;
+def HPS_SoftplusOp : HPS_UnaryOp<"softplus", "activation", "Softplus">;
+def HPS_SoftsignOp : HPS_UnaryOp<"softsign", "activation", "Softsign">;
+def HPS_ErfOp : HPS_UnaryOp<"erf", "activation", "Erf">;
+def HPS_AbsOp : HPS_UnaryOp<"abs", "eltwise", "Abs">;
+def HPS_NegOp : HPS_UnaryOp<"neg", "eltwise", "Neg">;
+def HPS_ExpOp : HPS_UnaryOp<"exp", "eltwise", "Exp">;
+def HPS_LogOp : HPS_UnaryOp<"log", "eltwise", "Log">;
+def HPS_SqrtOp : HPS_UnaryOp<"sqrt", "eltwise", "Sqrt">;
+def HPS_ReciprocalOp : HPS_UnaryOp<"reciprocal", "eltwise", "Reciprocal">;
+def HPS_FloorOp : HPS_UnaryOp<"floor", "eltwise", "Floor">;
+def HPS_CeilOp : HPS_UnaryOp<"ceil", "eltwise", "Ceil">;
 def HPS_IdentityOp : HPS_UnaryOp<"identity", "shape", "Identity">;
 def HPS_DropoutOp : HPS_UnaryOp<"dropout", "dropout", "Dropout",
                                 (ins F32Attr:$ratio)> {
@@ -282,6 +303,23 @@ def HPS_LRNOp : HPS_Op<"lrn", "norm", [SameOperandsAndResultType],
                        F32Attr:$beta, F32Attr:$bias);
   let results = (outs AnyTensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def HPS_LayerNormOp : HPS_Op<"layer_norm", "norm", [], ["getFlops"]> {
+  let summary = "ONNX LayerNormalization over the dimensions from `axis` on";
+  let description = [{
+    `scale` and the optional `bias` broadcast to the normalised dimensions
+    `input[axis:]`.
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$scale,
+                       Optional<AnyTensor>:$bias, I64Attr:$axis,
+                       F32Attr:$epsilon);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 
@@ -410,5 +448,7 @@ class HPS_ReduceOp<string mnemonic, string onnxName>
 }
 def HPS_ReduceMeanOp : HPS_ReduceOp<"reduce_mean", "ReduceMean">;
 def HPS_ReduceSumOp : HPS_ReduceOp<"reduce_sum", "ReduceSum">;
+def HPS_ReduceMaxOp : HPS_ReduceOp<"reduce_max", "ReduceMax">;
+def HPS_ReduceMinOp : HPS_ReduceOp<"reduce_min", "ReduceMin">;
 
 #endif // HETERPS_DIALECT_HPS_HPSOPS_TD

@@ -1,6 +1,6 @@
 //===- ImportONNX.h - ONNX model to hps dialect -----------------*- C++ -*-===//
 //
-// Imports an ONNX model (opsets 7-17 of the default domain) into a module
+// Imports an ONNX model (opsets 1-17 of the default domain) into a module
 // holding one `func.func @main` of hps ops. The model is parsed and checked
 // with libonnx (onnx::checker, ONNX shape inference); weights are referenced
 // by name (`hps.weight`), never copied into the IR.
@@ -23,7 +23,9 @@
 namespace mlir::hps {
 
 /// Oldest and newest opset of the default ONNX domain the importer accepts.
-inline constexpr int kMinOnnxOpset = 7;
+/// Opsets 1-6 are read with their legacy attribute forms (e.g. `broadcast`
+/// and `axis` on arithmetic ops, Reshape's `shape` attribute).
+inline constexpr int kMinOnnxOpset = 1;
 inline constexpr int kMaxOnnxOpset = 17;
 
 struct ONNXImportOptions {

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs the dependencies, then configures and builds HeterPS-MLIR in
+# build/ (Ninja, ccache, Release). Reruns rebuild only what changed.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/install-deps.sh"
+cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-19/build/utils/lit/lit.py >/dev/null
+cmake --build "$root/build"

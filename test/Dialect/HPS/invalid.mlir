@@ -1,0 +1,1315 @@
+// RUN: heterps-opt %s -split-input-file -verify-diagnostics
+
+// One case per diagnostic of the hps dialect: the discardable attribute
+// checks of HPSDialect.cpp, the op verifiers of HPSOps.cpp and a few
+// ODS-generated checks.
+
+//===----------------------------------------------------------------------===//
+// Discardable attributes: hps.device, hps.stage
+//===----------------------------------------------------------------------===//
+
+func.func @device_name_empty(%x: tensor<4xf32>) {
+  // expected-error @+1 {{device type name must be a non-empty identifier of letters, digits, '_', '-' and '.', got ''}}
+  %0 = hps.relu %x {hps.device = #hps.device<"">} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @device_name_space(%x: tensor<4xf32>) {
+  // expected-error @+1 {{device type name must be a non-empty identifier of letters, digits, '_', '-' and '.', got 'v 100'}}
+  %0 = hps.relu %x {hps.device = #hps.device<"v 100">} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// A plain string is not a device attribute.
+func.func @device_not_device_attr(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.device' must be a #hps.device attribute}}
+  %0 = hps.relu %x {hps.device = "v100"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @stage_negative(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.stage' must be a non-negative integer}}
+  %0 = hps.relu %x {hps.device = #hps.device<"v100">, hps.stage = -1}
+      : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @stage_not_integer(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.stage' must be a non-negative integer}}
+  %0 = hps.relu %x {hps.device = #hps.device<"v100">, hps.stage = "first"}
+      : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @stage_without_device(%x: tensor<4xf32>) {
+  // expected-error @+1 {{an op with 'hps.stage' must also have 'hps.device'}}
+  %0 = hps.relu %x {hps.stage = 0} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// The closest staged op before the failing one is the first relu; the
+// unstaged sigmoid in between does not matter.
+func.func @stage_decreases(%x: tensor<4xf32>) {
+  %0 = hps.relu %x {hps.device = #hps.device<"v100">, hps.stage = 1}
+      : tensor<4xf32>
+  %1 = hps.sigmoid %0 : tensor<4xf32>
+  // expected-error @+1 {{stage 0 follows stage 1: stage indices must not decrease along a block}}
+  %2 = hps.tanh %1 {hps.device = #hps.device<"v100">, hps.stage = 0}
+      : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @stage_mixes_devices(%x: tensor<4xf32>) {
+  %0 = hps.relu %x {hps.device = #hps.device<"v100">, hps.stage = 0}
+      : tensor<4xf32>
+  // expected-error @+1 {{stage 0 mixes device types 'v100' and 'cpu': a stage runs on one device type}}
+  %1 = hps.relu %0 {hps.device = #hps.device<"cpu">, hps.stage = 0}
+      : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_attribute(%x: tensor<4xf32>) {
+  // expected-error @+1 {{unknown hps attribute 'hps.placement'}}
+  %0 = hps.relu %x {hps.placement = 1} : tensor<4xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// hps.weight, hps.shape
+//===----------------------------------------------------------------------===//
+
+func.func @weight_empty_name() {
+  // expected-error @+1 {{'hps.weight' op expects a non-empty 'name'}}
+  %0 = hps.weight "" : tensor<4xf32>
+  return
+}
+
+// -----
+
+// ODS: a weight has a static shape.
+func.func @weight_dynamic() {
+  // expected-error @+1 {{'hps.weight' op result #0 must be statically shaped tensor of any type values, but got 'tensor<?x4xf32>'}}
+  %0 = hps.weight "w" : tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @shape_result(%x: tensor<?x3x8x8xf32>) {
+  // expected-error @+1 {{'hps.shape' op result shape [3] does not match the computed shape [2]}}
+  %0 = hps.shape %x {start = 1 : i64, end = 3 : i64}
+      : (tensor<?x3x8x8xf32>) -> tensor<3xi64>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// hps.conv
+//===----------------------------------------------------------------------===//
+
+// ODS: inherent attributes are required.
+func.func @conv_missing_group(%x: tensor<1x3x8x8xf32>,
+                              %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv' op requires attribute 'group'}}
+  %0 = hps.conv %x, %w {strides = array<i64: 1, 1>,
+                        dilations = array<i64: 1, 1>,
+                        pads = array<i64: 1, 1, 1, 1>}
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_group(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv' op expects 'group' to be positive, got 0}}
+  %0 = hps.conv %x, %w {strides = array<i64: 1, 1>,
+                        dilations = array<i64: 1, 1>,
+                        pads = array<i64: 1, 1, 1, 1>, group = 0 : i64}
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_input_rank(%x: tensor<1x3xf32>, %w: tensor<4x3xf32>) {
+  // expected-error @+1 {{'hps.conv' op expects input of rank 3 to 5, got rank 2}}
+  %0 = hps.conv %x, %w {strides = array<i64>, dilations = array<i64>,
+                        pads = array<i64>, group = 1 : i64}
+      : (tensor<1x3xf32>, tensor<4x3xf32>) -> tensor<1x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_weight_rank(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv' op expects weight of rank 4 like the input, got rank 3}}
+  %0 = hps.conv %x, %w {strides = array<i64: 1, 1>,
+                        dilations = array<i64: 1, 1>,
+                        pads = array<i64: 1, 1, 1, 1>, group = 1 : i64}
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_strides_count(%x: tensor<1x3x8x8xf32>,
+                              %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv' op expects 'strides' to have 2 values (one per spatial dimension), got 1}}
+  %0 = hps.conv %x, %w {strides = array<i64: 1>,
+                        dilations = array<i64: 1, 1>,
+                        pads = array<i64: 1, 1, 1, 1>, group = 1 : i64}
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_dilations_count(%x: tensor<1x3x8x8xf32>,
+                                %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv' op expects 'dilations' to have 2 values (one per spatial dimension), got 3}}
+  %0 = hps.conv %x, %w {strides = array<i64: 1, 1>,
+                        dilations = array<i64: 1, 1, 1>,
+                        pads = array<i64: 1, 1, 1, 1>, group = 1 : i64}
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_pads_count(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv' op expects 'pads' to have 4 values (begin and end per spatial dimension), got 2}}
+  %0 = hps.conv %x, %w {strides = array<i64: 1, 1>,
+                        dilations = array<i64: 1, 1>,
+                        pads = array<i64: 1, 1>, group = 1 : i64}
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_strides_positive(%x: tensor<1x3x8x8xf32>,
+                                 %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv' op expects 'strides' values to be positive, got [1, 0]}}
+  %0 = hps.conv %x, %w {strides = array<i64: 1, 0>,
+                        dilations = array<i64: 1, 1>,
+                        pads = array<i64: 1, 1, 1, 1>, group = 1 : i64}
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_dilations_positive(%x: tensor<1x3x8x8xf32>,
+                                   %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv' op expects 'dilations' values to be positive, got [0, 1]}}
+  %0 = hps.conv %x, %w {strides = array<i64: 1, 1>,
+                        dilations = array<i64: 0, 1>,
+                        pads = array<i64: 1, 1, 1, 1>, group = 1 : i64}
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_pads_negative(%x: tensor<1x3x8x8xf32>,
+                              %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv' op expects 'pads' values to be non-negative, got [1, -1, 1, 1]}}
+  %0 = hps.conv %x, %w {strides = array<i64: 1, 1>,
+                        dilations = array<i64: 1, 1>,
+                        pads = array<i64: 1, -1, 1, 1>, group = 1 : i64}
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv' op expects input channels (3) to equal weight dimension 1 (2) times group (1)}}
+  %0 = hps.conv %x, %w {strides = array<i64: 1, 1>,
+                        dilations = array<i64: 1, 1>,
+                        pads = array<i64: 1, 1, 1, 1>, group = 1 : i64}
+      : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+// 8 input channels = 2 per group * 4 groups, but 6 filters do not split
+// into 4 groups.
+func.func @conv_filters_group(%x: tensor<1x8x8x8xf32>,
+                              %w: tensor<6x2x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv' op expects the number of filters (6) to be divisible by group (4)}}
+  %0 = hps.conv %x, %w {strides = array<i64: 1, 1>,
+                        dilations = array<i64: 1, 1>,
+                        pads = array<i64: 1, 1, 1, 1>, group = 4 : i64}
+      : (tensor<1x8x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bias(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>,
+                     %b: tensor<3xf32>) {
+  // expected-error @+1 {{'hps.conv' op expects 'bias' of shape [4], got [3]}}
+  %0 = hps.conv %x, %w, %b {strides = array<i64: 1, 1>,
+                            dilations = array<i64: 1, 1>,
+                            pads = array<i64: 1, 1, 1, 1>, group = 1 : i64}
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<3xf32>)
+      -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bias_rank(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>,
+                          %b: tensor<1x4xf32>) {
+  // expected-error @+1 {{'hps.conv' op expects 'bias' of shape [4], got [1, 4]}}
+  %0 = hps.conv %x, %w, %b {strides = array<i64: 1, 1>,
+                            dilations = array<i64: 1, 1>,
+                            pads = array<i64: 1, 1, 1, 1>, group = 1 : i64}
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<1x4xf32>)
+      -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+// Dilation 2 makes the 3-wide kernel span 5 elements.
+func.func @conv_window(%x: tensor<1x3x4x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv' op spatial dimension 0 of size 4 padded by 0+0 is smaller than the dilated window of size 5}}
+  %0 = hps.conv %x, %w {strides = array<i64: 1, 1>,
+                        dilations = array<i64: 2, 1>,
+                        pads = array<i64: 0, 0, 0, 0>, group = 1 : i64}
+      : (tensor<1x3x4x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x1x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_result(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv' op result shape [1, 4, 8, 8] does not match the computed shape [1, 4, 6, 6]}}
+  %0 = hps.conv %x, %w {strides = array<i64: 1, 1>,
+                        dilations = array<i64: 1, 1>,
+                        pads = array<i64: 0, 0, 0, 0>, group = 1 : i64}
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// hps.conv_transpose
+//===----------------------------------------------------------------------===//
+
+func.func @conv_transpose_output_padding_count(%x: tensor<1x4x8x8xf32>,
+                                               %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv_transpose' op expects 'output_padding' to have 2 values (one per spatial dimension), got 1}}
+  %0 = hps.conv_transpose %x, %w {strides = array<i64: 2, 2>,
+                                  dilations = array<i64: 1, 1>,
+                                  pads = array<i64: 1, 1, 1, 1>,
+                                  output_padding = array<i64: 1>,
+                                  group = 1 : i64}
+      : (tensor<1x4x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x2x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_output_padding_negative(%x: tensor<1x4x8x8xf32>,
+                                                  %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv_transpose' op expects 'output_padding' values to be non-negative, got [0, -1]}}
+  %0 = hps.conv_transpose %x, %w {strides = array<i64: 2, 2>,
+                                  dilations = array<i64: 1, 1>,
+                                  pads = array<i64: 1, 1, 1, 1>,
+                                  output_padding = array<i64: 0, -1>,
+                                  group = 1 : i64}
+      : (tensor<1x4x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x2x15x14xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_channels(%x: tensor<1x3x8x8xf32>,
+                                   %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv_transpose' op expects input channels (3) to equal weight dimension 0 (4)}}
+  %0 = hps.conv_transpose %x, %w {strides = array<i64: 1, 1>,
+                                  dilations = array<i64: 1, 1>,
+                                  pads = array<i64: 0, 0, 0, 0>,
+                                  output_padding = array<i64: 0, 0>,
+                                  group = 1 : i64}
+      : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x2x10x10xf32>
+  return
+}
+
+// -----
+
+// The output has weight dimension 1 * group = 2 channels.
+func.func @conv_transpose_bias(%x: tensor<1x4x8x8xf32>,
+                               %w: tensor<4x2x3x3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.conv_transpose' op expects 'bias' of shape [2], got [4]}}
+  %0 = hps.conv_transpose %x, %w, %b {strides = array<i64: 1, 1>,
+                                      dilations = array<i64: 1, 1>,
+                                      pads = array<i64: 0, 0, 0, 0>,
+                                      output_padding = array<i64: 0, 0>,
+                                      group = 1 : i64}
+      : (tensor<1x4x8x8xf32>, tensor<4x2x3x3xf32>, tensor<4xf32>)
+      -> tensor<1x2x10x10xf32>
+  return
+}
+
+// -----
+
+// 1 * (1 - 1) + 0 + (1 - 1) * 1 + 1 - 1 - 1 = -1.
+func.func @conv_transpose_empty_output(%x: tensor<1x4x1xf32>,
+                                       %w: tensor<4x2x1xf32>) {
+  // expected-error @+1 {{'hps.conv_transpose' op spatial dimension 0 of the output would have size -1}}
+  %0 = hps.conv_transpose %x, %w {strides = array<i64: 1>,
+                                  dilations = array<i64: 1>,
+                                  pads = array<i64: 1, 1>,
+                                  output_padding = array<i64: 0>,
+                                  group = 1 : i64}
+      : (tensor<1x4x1xf32>, tensor<4x2x1xf32>) -> tensor<1x2x1xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_result(%x: tensor<1x4x8x8xf32>,
+                                 %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+1 {{'hps.conv_transpose' op result shape [1, 2, 16, 16] does not match the computed shape [1, 2, 15, 15]}}
+  %0 = hps.conv_transpose %x, %w {strides = array<i64: 2, 2>,
+                                  dilations = array<i64: 1, 1>,
+                                  pads = array<i64: 1, 1, 1, 1>,
+                                  output_padding = array<i64: 0, 0>,
+                                  group = 1 : i64}
+      : (tensor<1x4x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x2x16x16xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// hps.gemm
+//===----------------------------------------------------------------------===//
+
+func.func @gemm_a_rank(%a: tensor<1x2x4xf32>, %b: tensor<4x8xf32>) {
+  // expected-error @+1 {{'hps.gemm' op expects 'a' of rank 2, got rank 3}}
+  %0 = hps.gemm %a, %b {alpha = 1.0 : f32, beta = 1.0 : f32,
+                        trans_a = false, trans_b = false}
+      : (tensor<1x2x4xf32>, tensor<4x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_b_rank(%a: tensor<2x4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.gemm' op expects 'b' of rank 2, got rank 1}}
+  %0 = hps.gemm %a, %b {alpha = 1.0 : f32, beta = 1.0 : f32,
+                        trans_a = false, trans_b = false}
+      : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+// With trans_b the inner dimension of b is its dimension 1.
+func.func @gemm_inner(%a: tensor<2x4xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hps.gemm' op expects the inner dimensions to agree, got 4 (a) and 5 (b)}}
+  %0 = hps.gemm %a, %b {alpha = 1.0 : f32, beta = 1.0 : f32,
+                        trans_a = false, trans_b = true}
+      : (tensor<2x4xf32>, tensor<4x5xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_c(%a: tensor<2x4xf32>, %b: tensor<4x8xf32>, %c: tensor<3xf32>) {
+  // expected-error @+1 {{'hps.gemm' op expects 'c' of shape [3] to broadcast to [2, 8]}}
+  %0 = hps.gemm %a, %b, %c {alpha = 1.0 : f32, beta = 1.0 : f32,
+                            trans_a = false, trans_b = false}
+      : (tensor<2x4xf32>, tensor<4x8xf32>, tensor<3xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// c broadcasts with [2, 8] but to a larger shape.
+func.func @gemm_c_rank(%a: tensor<2x4xf32>, %b: tensor<4x8xf32>,
+                       %c: tensor<1x2x8xf32>) {
+  // expected-error @+1 {{'hps.gemm' op expects 'c' of shape [1, 2, 8] to broadcast to [2, 8]}}
+  %0 = hps.gemm %a, %b, %c {alpha = 1.0 : f32, beta = 1.0 : f32,
+                            trans_a = false, trans_b = false}
+      : (tensor<2x4xf32>, tensor<4x8xf32>, tensor<1x2x8xf32>)
+      -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_result(%a: tensor<4x2xf32>, %b: tensor<4x8xf32>) {
+  // expected-error @+1 {{'hps.gemm' op result shape [4, 8] does not match the computed shape [2, 8]}}
+  %0 = hps.gemm %a, %b {alpha = 1.0 : f32, beta = 1.0 : f32,
+                        trans_a = true, trans_b = false}
+      : (tensor<4x2xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// hps.matmul
+//===----------------------------------------------------------------------===//
+
+func.func @matmul_scalar(%a: tensor<f32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.matmul' op expects operands of rank at least 1}}
+  %0 = hps.matmul %a, %b : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_inner(%a: tensor<2x4xf32>, %b: tensor<5x8xf32>) {
+  // expected-error @+1 {{'hps.matmul' op expects the inner dimensions to agree, got 4 and 5}}
+  %0 = hps.matmul %a, %b : (tensor<2x4xf32>, tensor<5x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<2x3x4xf32>, %b: tensor<3x4x5xf32>) {
+  // expected-error @+1 {{'hps.matmul' op batch dimensions [2] and [3] are not broadcastable}}
+  %0 = hps.matmul %a, %b : (tensor<2x3x4xf32>, tensor<3x4x5xf32>)
+      -> tensor<2x3x5xf32>
+  return
+}
+
+// -----
+
+// A vector lhs drops the row dimension.
+func.func @matmul_result(%a: tensor<4xf32>, %b: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{'hps.matmul' op result shape [2, 1, 8] does not match the computed shape [2, 8]}}
+  %0 = hps.matmul %a, %b : (tensor<4xf32>, tensor<2x4x8xf32>)
+      -> tensor<2x1x8xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Element-wise arithmetic
+//===----------------------------------------------------------------------===//
+
+func.func @add_broadcast(%a: tensor<2x3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.add' op operands of shapes [2, 3] and [4] are not broadcastable}}
+  %0 = hps.add %a, %b : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @sub_broadcast(%a: tensor<?x3x8x8xf32>, %b: tensor<4x1x1xf32>) {
+  // expected-error @+1 {{'hps.sub' op operands of shapes [?, 3, 8, 8] and [4, 1, 1] are not broadcastable}}
+  %0 = hps.sub %a, %b : (tensor<?x3x8x8xf32>, tensor<4x1x1xf32>)
+      -> tensor<?x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @mul_broadcast(%a: tensor<2xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'hps.mul' op operands of shapes [2] and [3] are not broadcastable}}
+  %0 = hps.mul %a, %b : (tensor<2xf32>, tensor<3xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @div_broadcast(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>) {
+  // expected-error @+1 {{'hps.div' op operands of shapes [2, 3] and [3, 2] are not broadcastable}}
+  %0 = hps.div %a, %b : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @add_result(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'hps.add' op result shape [3, 3] does not match the computed shape [2, 3]}}
+  %0 = hps.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<3x3xf32>
+  return
+}
+
+// -----
+
+// ODS: SameOperandsAndResultElementType.
+func.func @add_element_type(%a: tensor<3xf32>, %b: tensor<3xf16>) {
+  // expected-error @+1 {{'hps.add' op requires the same element type for all operands and results}}
+  %0 = hps.add %a, %b : (tensor<3xf32>, tensor<3xf16>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Activations and softmax
+//===----------------------------------------------------------------------===//
+
+// ODS: SameOperandsAndResultType (only the generic form can spell it).
+func.func @relu_type(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.relu' op requires the same type for all operands and results}}
+  %0 = "hps.relu"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @clip_bounds(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.clip' op expects 'min' (6.500000e+00) to be at most 'max' (0.000000e+00)}}
+  %0 = hps.clip %x {min = 6.5 : f32, max = 0.0 : f32} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_ratio(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.dropout' op expects 'ratio' in [0, 1), got 1.000000e+00}}
+  %0 = hps.dropout %x {ratio = 1.0 : f32} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_ratio_negative(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.dropout' op expects 'ratio' in [0, 1), got -5.000000e-01}}
+  %0 = hps.dropout %x {ratio = -0.5 : f32} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'hps.softmax' op expects 'axis' in [-3, 2], got 3}}
+  %0 = hps.softmax %x {axis = 3 : i64} : tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @log_softmax_axis(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'hps.log_softmax' op expects 'axis' in [-3, 2], got -4}}
+  %0 = hps.log_softmax %x {axis = -4 : i64, coerce_2d} : tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+func.func @max_pool_kernel_empty(%x: tensor<1x4xf32>) {
+  // expected-error @+1 {{'hps.max_pool' op expects a non-empty 'kernel_shape'}}
+  %0 = hps.max_pool %x {kernel_shape = array<i64>, strides = array<i64>,
+                        dilations = array<i64>, pads = array<i64>,
+                        ceil_mode = false}
+      : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_kernel_positive(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'hps.max_pool' op expects 'kernel_shape' values to be positive, got [2, 0]}}
+  %0 = hps.max_pool %x {kernel_shape = array<i64: 2, 0>,
+                        strides = array<i64: 2, 2>,
+                        dilations = array<i64: 1, 1>,
+                        pads = array<i64: 0, 0, 0, 0>, ceil_mode = false}
+      : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_strides_count(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'hps.max_pool' op expects 'strides' to have 2 values (one per spatial dimension), got 1}}
+  %0 = hps.max_pool %x {kernel_shape = array<i64: 2, 2>,
+                        strides = array<i64: 2>,
+                        dilations = array<i64: 1, 1>,
+                        pads = array<i64: 0, 0, 0, 0>, ceil_mode = false}
+      : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_dilations_positive(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'hps.max_pool' op expects 'dilations' values to be positive, got [1, -1]}}
+  %0 = hps.max_pool %x {kernel_shape = array<i64: 2, 2>,
+                        strides = array<i64: 2, 2>,
+                        dilations = array<i64: 1, -1>,
+                        pads = array<i64: 0, 0, 0, 0>, ceil_mode = false}
+      : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_input_rank(%x: tensor<1x4x8xf32>) {
+  // expected-error @+1 {{'hps.max_pool' op expects input of rank 4 (N x C and one dimension per kernel axis), got rank 3}}
+  %0 = hps.max_pool %x {kernel_shape = array<i64: 2, 2>,
+                        strides = array<i64: 2, 2>,
+                        dilations = array<i64: 1, 1>,
+                        pads = array<i64: 0, 0, 0, 0>, ceil_mode = false}
+      : (tensor<1x4x8xf32>) -> tensor<1x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_pads_kernel(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'hps.max_pool' op expects pads smaller than the kernel, got pad 2 for kernel size 2 on spatial dimension 1}}
+  %0 = hps.max_pool %x {kernel_shape = array<i64: 2, 2>,
+                        strides = array<i64: 2, 2>,
+                        dilations = array<i64: 1, 1>,
+                        pads = array<i64: 0, 0, 0, 2>, ceil_mode = false}
+      : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x5xf32>
+  return
+}
+
+// -----
+
+// A 2-wide kernel with dilation 2 spans 3 elements.
+func.func @max_pool_window(%x: tensor<1x4x8x2xf32>) {
+  // expected-error @+1 {{'hps.max_pool' op spatial dimension 1 of size 2 padded by 0+0 is smaller than the dilated window of size 3}}
+  %0 = hps.max_pool %x {kernel_shape = array<i64: 2, 2>,
+                        strides = array<i64: 1, 1>,
+                        dilations = array<i64: 2, 2>,
+                        pads = array<i64: 0, 0, 0, 0>, ceil_mode = false}
+      : (tensor<1x4x8x2xf32>) -> tensor<1x4x6x1xf32>
+  return
+}
+
+// -----
+
+// Without ceil_mode: (8 - 3) / 2 + 1 = 3.
+func.func @max_pool_result(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'hps.max_pool' op result shape [1, 4, 4, 4] does not match the computed shape [1, 4, 3, 3]}}
+  %0 = hps.max_pool %x {kernel_shape = array<i64: 3, 3>,
+                        strides = array<i64: 2, 2>,
+                        dilations = array<i64: 1, 1>,
+                        pads = array<i64: 0, 0, 0, 0>, ceil_mode = false}
+      : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @average_pool_pads_count(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'hps.average_pool' op expects 'pads' to have 4 values (begin and end per spatial dimension), got 2}}
+  %0 = hps.average_pool %x {kernel_shape = array<i64: 2, 2>,
+                            strides = array<i64: 2, 2>,
+                            pads = array<i64: 0, 0>, ceil_mode = false,
+                            count_include_pad = false}
+      : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @average_pool_result(%x: tensor<?x4x8x8xf32>) {
+  // expected-error @+1 {{'hps.average_pool' op result shape [?, 4, 8, 8] does not match the computed shape [?, 4, 4, 4]}}
+  %0 = hps.average_pool %x {kernel_shape = array<i64: 2, 2>,
+                            strides = array<i64: 2, 2>,
+                            pads = array<i64: 0, 0, 0, 0>, ceil_mode = false,
+                            count_include_pad = false}
+      : (tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @global_average_pool_rank(%x: tensor<1x4xf32>) {
+  // expected-error @+1 {{'hps.global_average_pool' op expects input of rank at least 3, got rank 2}}
+  %0 = hps.global_average_pool %x : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  return
+}
+
+// -----
+
+func.func @global_max_pool_result(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'hps.global_max_pool' op result shape [1, 4] does not match the computed shape [1, 4, 1, 1]}}
+  %0 = hps.global_max_pool %x : (tensor<1x4x8x8xf32>) -> tensor<1x4xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+func.func @batch_norm_epsilon(%x: tensor<1x4x8x8xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.batch_norm' op expects 'epsilon' to be non-negative}}
+  %0 = hps.batch_norm %x, %s, %s, %s, %s
+      {epsilon = -1.0e-5 : f32, momentum = 0.9 : f32}
+      : (tensor<1x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
+         tensor<4xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_rank(%x: tensor<4xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.batch_norm' op expects input of rank at least 2, got rank 1}}
+  %0 = hps.batch_norm %x, %s, %s, %s, %s
+      {epsilon = 1.0e-5 : f32, momentum = 0.9 : f32}
+      : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
+         tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_scale(%x: tensor<1x4x8x8xf32>, %s: tensor<4xf32>,
+                            %t: tensor<3xf32>) {
+  // expected-error @+1 {{'hps.batch_norm' op expects 'scale' of shape [4], got [3]}}
+  %0 = hps.batch_norm %x, %t, %s, %s, %s
+      {epsilon = 1.0e-5 : f32, momentum = 0.9 : f32}
+      : (tensor<1x4x8x8xf32>, tensor<3xf32>, tensor<4xf32>, tensor<4xf32>,
+         tensor<4xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_bias(%x: tensor<1x4x8x8xf32>, %s: tensor<4xf32>,
+                           %t: tensor<3xf32>) {
+  // expected-error @+1 {{'hps.batch_norm' op expects 'bias' of shape [4], got [3]}}
+  %0 = hps.batch_norm %x, %s, %t, %s, %s
+      {epsilon = 1.0e-5 : f32, momentum = 0.9 : f32}
+      : (tensor<1x4x8x8xf32>, tensor<4xf32>, tensor<3xf32>, tensor<4xf32>,
+         tensor<4xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_mean(%x: tensor<1x4x8x8xf32>, %s: tensor<4xf32>,
+                           %t: tensor<3xf32>) {
+  // expected-error @+1 {{'hps.batch_norm' op expects 'mean' of shape [4], got [3]}}
+  %0 = hps.batch_norm %x, %s, %s, %t, %s
+      {epsilon = 1.0e-5 : f32, momentum = 0.9 : f32}
+      : (tensor<1x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<3xf32>,
+         tensor<4xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+// With unknown channels only the rank of the statistics is checked.
+func.func @batch_norm_var(%x: tensor<?x?x8x8xf32>, %s: tensor<4xf32>,
+                          %t: tensor<1x4xf32>) {
+  // expected-error @+1 {{'hps.batch_norm' op expects 'var' of shape [?], got [1, 4]}}
+  %0 = hps.batch_norm %x, %s, %s, %s, %t
+      {epsilon = 1.0e-5 : f32, momentum = 0.9 : f32}
+      : (tensor<?x?x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
+         tensor<1x4xf32>) -> tensor<?x?x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_result(%x: tensor<1x4x8x8xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.batch_norm' op result shape [1, 4, 4, 4] does not match the computed shape [1, 4, 8, 8]}}
+  %0 = hps.batch_norm %x, %s, %s, %s, %s
+      {epsilon = 1.0e-5 : f32, momentum = 0.9 : f32}
+      : (tensor<1x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
+         tensor<4xf32>) -> tensor<1x4x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @lrn_size(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'hps.lrn' op expects 'size' to be positive, got 0}}
+  %0 = hps.lrn %x {size = 0 : i64, alpha = 1.0e-4 : f32, beta = 0.75 : f32,
+                   bias = 1.0 : f32} : tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @lrn_rank(%x: tensor<1x4xf32>) {
+  // expected-error @+1 {{'hps.lrn' op expects input of rank at least 3, got rank 2}}
+  %0 = hps.lrn %x {size = 5 : i64, alpha = 1.0e-4 : f32, beta = 0.75 : f32,
+                   bias = 1.0 : f32} : tensor<1x4xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// hps.flatten, hps.reshape, hps.transpose
+//===----------------------------------------------------------------------===//
+
+// Flatten accepts axis == rank.
+func.func @flatten_axis(%x: tensor<2x3x4x5xf32>) {
+  // expected-error @+1 {{'hps.flatten' op expects 'axis' in [-4, 4], got 5}}
+  %0 = hps.flatten %x {axis = 5 : i64}
+      : (tensor<2x3x4x5xf32>) -> tensor<120x1xf32>
+  return
+}
+
+// -----
+
+func.func @flatten_result(%x: tensor<2x3x4x5xf32>) {
+  // expected-error @+1 {{'hps.flatten' op result shape [2, 60] does not match the computed shape [6, 20]}}
+  %0 = hps.flatten %x {axis = 2 : i64}
+      : (tensor<2x3x4x5xf32>) -> tensor<2x60xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_value(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'hps.reshape' op expects 'shape' values of at least -1, got -2}}
+  %0 = hps.reshape %x {shape = array<i64: 2, -2>, allowzero = false}
+      : (tensor<2x3x4xf32>) -> tensor<2x12xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_two_inferred(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'hps.reshape' op expects at most one -1 in 'shape'}}
+  %0 = hps.reshape %x {shape = array<i64: -1, -1>, allowzero = false}
+      : (tensor<2x3x4xf32>) -> tensor<2x12xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_allowzero(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'hps.reshape' op cannot combine 0 and -1 in 'shape' when 'allowzero' is set}}
+  %0 = hps.reshape %x {shape = array<i64: 0, -1>, allowzero = true}
+      : (tensor<2x3x4xf32>) -> tensor<0x24xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_copy_rank(%x: tensor<2x12xf32>) {
+  // expected-error @+1 {{'hps.reshape' op 'shape' copies input dimension 2 (value 0) but the input has rank 2}}
+  %0 = hps.reshape %x {shape = array<i64: 2, 12, 0>, allowzero = false}
+      : (tensor<2x12xf32>) -> tensor<2x12x1xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_infer(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'hps.reshape' op cannot infer the -1 dimension: 24 elements are not divisible by 5}}
+  %0 = hps.reshape %x {shape = array<i64: 5, -1>, allowzero = false}
+      : (tensor<2x3x4xf32>) -> tensor<5x5xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_elements(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'hps.reshape' op expects [5, 5] to hold the 24 elements of the input}}
+  %0 = hps.reshape %x {shape = array<i64: 5, 5>, allowzero = false}
+      : (tensor<2x3x4xf32>) -> tensor<5x5xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_result(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'hps.reshape' op result shape [6, 4] does not match the computed shape [4, 6]}}
+  %0 = hps.reshape %x {shape = array<i64: 4, -1>, allowzero = false}
+      : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_perm(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'hps.transpose' op expects 'perm' to be a permutation of [0, 3), got [0, 1, 1]}}
+  %0 = hps.transpose %x {perm = array<i64: 0, 1, 1>}
+      : (tensor<2x3x4xf32>) -> tensor<2x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_perm_size(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'hps.transpose' op expects 'perm' to be a permutation of [0, 3), got [1, 0]}}
+  %0 = hps.transpose %x {perm = array<i64: 1, 0>}
+      : (tensor<2x3x4xf32>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_result(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'hps.transpose' op result shape [4, 3, 2] does not match the computed shape [2, 4, 3]}}
+  %0 = hps.transpose %x {perm = array<i64: 0, 2, 1>}
+      : (tensor<2x3x4xf32>) -> tensor<4x3x2xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// hps.concat, hps.split
+//===----------------------------------------------------------------------===//
+
+// ODS: SameOperandsAndResultElementType wants an operand, so this fires
+// before the verifier's own "expects at least one input".
+func.func @concat_no_input() {
+  // expected-error @+1 {{'hps.concat' op expected 1 or more operands, but found 0}}
+  %0 = hps.concat {axis = 0 : i64} : () -> tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @concat_axis(%a: tensor<1x2x4xf32>, %b: tensor<1x3x4xf32>) {
+  // expected-error @+1 {{'hps.concat' op expects 'axis' in [-3, 2], got 3}}
+  %0 = hps.concat %a, %b {axis = 3 : i64}
+      : (tensor<1x2x4xf32>, tensor<1x3x4xf32>) -> tensor<1x5x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_rank(%a: tensor<1x2x4xf32>, %b: tensor<3x4xf32>) {
+  // expected-error @+1 {{'hps.concat' op expects all inputs to have rank 3, input 1 has rank 2}}
+  %0 = hps.concat %a, %b {axis = 1 : i64}
+      : (tensor<1x2x4xf32>, tensor<3x4xf32>) -> tensor<1x5x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_size(%a: tensor<1x2x4xf32>, %b: tensor<1x3x5xf32>) {
+  // expected-error @+1 {{'hps.concat' op expects input 1 to have size 4 in dimension 2 like input 0, got 5}}
+  %0 = hps.concat %a, %b {axis = 1 : i64}
+      : (tensor<1x2x4xf32>, tensor<1x3x5xf32>) -> tensor<1x5x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_result(%a: tensor<1x2x4xf32>, %b: tensor<1x3x4xf32>) {
+  // expected-error @+1 {{'hps.concat' op result shape [1, 6, 4] does not match the computed shape [1, 5, 4]}}
+  %0 = hps.concat %a, %b {axis = -2 : i64}
+      : (tensor<1x2x4xf32>, tensor<1x3x4xf32>) -> tensor<1x6x4xf32>
+  return
+}
+
+// -----
+
+func.func @split_count(%x: tensor<1x6x4xf32>) {
+  // expected-error @+1 {{'hps.split' op expects 'split' to have one size per result (2), got 3}}
+  %0:2 = hps.split %x {axis = 1 : i64, split = array<i64: 2, 2, 2>}
+      : (tensor<1x6x4xf32>) -> (tensor<1x2x4xf32>, tensor<1x4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @split_negative(%x: tensor<1x6x4xf32>) {
+  // expected-error @+1 {{'hps.split' op expects 'split' values to be non-negative, got [-1, 7]}}
+  %0:2 = hps.split %x {axis = 1 : i64, split = array<i64: -1, 7>}
+      : (tensor<1x6x4xf32>) -> (tensor<1x2x4xf32>, tensor<1x4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @split_axis(%x: tensor<1x6x4xf32>) {
+  // expected-error @+1 {{'hps.split' op expects 'axis' in [-3, 2], got -4}}
+  %0:2 = hps.split %x {axis = -4 : i64, split = array<i64: 2, 4>}
+      : (tensor<1x6x4xf32>) -> (tensor<1x2x4xf32>, tensor<1x4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @split_sum(%x: tensor<1x6x4xf32>) {
+  // expected-error @+1 {{'hps.split' op expects 'split' sizes to add up to dimension 1 of the input (6), got 5}}
+  %0:2 = hps.split %x {axis = 1 : i64, split = array<i64: 2, 3>}
+      : (tensor<1x6x4xf32>) -> (tensor<1x2x4xf32>, tensor<1x3x4xf32>)
+  return
+}
+
+// -----
+
+func.func @split_result(%x: tensor<1x6x4xf32>) {
+  // expected-error @+1 {{'hps.split' op result shape [1, 3, 4] does not match the computed shape [1, 4, 4]}}
+  %0:2 = hps.split %x {axis = 1 : i64, split = array<i64: 2, 4>}
+      : (tensor<1x6x4xf32>) -> (tensor<1x2x4xf32>, tensor<1x3x4xf32>)
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// hps.slice, hps.squeeze, hps.unsqueeze
+//===----------------------------------------------------------------------===//
+
+func.func @slice_lengths(%x: tensor<10x20xf32>) {
+  // expected-error @+1 {{'hps.slice' op expects 'starts', 'ends', 'axes' and 'steps' to have the same length}}
+  %0 = hps.slice %x {starts = array<i64: 0, 0>, ends = array<i64: 5>,
+                     axes = array<i64: 0>, steps = array<i64: 1>}
+      : (tensor<10x20xf32>) -> tensor<5x20xf32>
+  return
+}
+
+// -----
+
+func.func @slice_step_zero(%x: tensor<10x20xf32>) {
+  // expected-error @+1 {{'hps.slice' op expects 'steps' values to be non-zero}}
+  %0 = hps.slice %x {starts = array<i64: 0>, ends = array<i64: 5>,
+                     axes = array<i64: 0>, steps = array<i64: 0>}
+      : (tensor<10x20xf32>) -> tensor<5x20xf32>
+  return
+}
+
+// -----
+
+func.func @slice_axis(%x: tensor<10x20xf32>) {
+  // expected-error @+1 {{'hps.slice' op expects 'axes' in [-2, 1], got 2}}
+  %0 = hps.slice %x {starts = array<i64: 0>, ends = array<i64: 5>,
+                     axes = array<i64: 2>, steps = array<i64: 1>}
+      : (tensor<10x20xf32>) -> tensor<10x20xf32>
+  return
+}
+
+// -----
+
+// Axes 1 and -1 name the same axis of a rank-2 input.
+func.func @slice_axis_twice(%x: tensor<10x20xf32>) {
+  // expected-error @+1 {{'hps.slice' op expects 'axes' to name each axis once, got axis 1 twice}}
+  %0 = hps.slice %x {starts = array<i64: 0, 0>, ends = array<i64: 5, 5>,
+                     axes = array<i64: 1, -1>, steps = array<i64: 1, 1>}
+      : (tensor<10x20xf32>) -> tensor<10x5xf32>
+  return
+}
+
+// -----
+
+// Backwards from the last row with step -3 selects rows 9, 6, 3 and 0.
+func.func @slice_result(%x: tensor<10x20xf32>) {
+  // expected-error @+1 {{'hps.slice' op result shape [3, 20] does not match the computed shape [4, 20]}}
+  %0 = hps.slice %x {starts = array<i64: -1>, ends = array<i64: -100>,
+                     axes = array<i64: 0>, steps = array<i64: -3>}
+      : (tensor<10x20xf32>) -> tensor<3x20xf32>
+  return
+}
+
+// -----
+
+func.func @squeeze_size(%x: tensor<1x3x1x4xf32>) {
+  // expected-error @+1 {{'hps.squeeze' op cannot squeeze dimension 1 of size 3}}
+  %0 = hps.squeeze %x {axes = array<i64: 1>}
+      : (tensor<1x3x1x4xf32>) -> tensor<1x1x4xf32>
+  return
+}
+
+// -----
+
+func.func @squeeze_axis(%x: tensor<1x3x1x4xf32>) {
+  // expected-error @+1 {{'hps.squeeze' op expects 'axes' in [-4, 3], got -5}}
+  %0 = hps.squeeze %x {axes = array<i64: -5>}
+      : (tensor<1x3x1x4xf32>) -> tensor<3x1x4xf32>
+  return
+}
+
+// -----
+
+func.func @squeeze_axis_twice(%x: tensor<1x3x1x4xf32>) {
+  // expected-error @+1 {{'hps.squeeze' op expects 'axes' to name each axis once, got axis 2 twice}}
+  %0 = hps.squeeze %x {axes = array<i64: 2, -2>}
+      : (tensor<1x3x1x4xf32>) -> tensor<1x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @squeeze_result(%x: tensor<1x3x1x4xf32>) {
+  // expected-error @+1 {{'hps.squeeze' op result shape [1, 3, 4] does not match the computed shape [3, 4]}}
+  %0 = hps.squeeze %x {axes = array<i64>}
+      : (tensor<1x3x1x4xf32>) -> tensor<1x3x4xf32>
+  return
+}
+
+// -----
+
+// Unsqueeze axes index the output, of rank 3 here.
+func.func @unsqueeze_axis(%x: tensor<3x4xf32>) {
+  // expected-error @+1 {{'hps.unsqueeze' op expects 'axes' in [-3, 2], got 3}}
+  %0 = hps.unsqueeze %x {axes = array<i64: 3>}
+      : (tensor<3x4xf32>) -> tensor<3x4x1xf32>
+  return
+}
+
+// -----
+
+func.func @unsqueeze_axis_twice(%x: tensor<3x4xf32>) {
+  // expected-error @+1 {{'hps.unsqueeze' op expects 'axes' to name each axis once, got axis 0 twice}}
+  %0 = hps.unsqueeze %x {axes = array<i64: 0, -4>}
+      : (tensor<3x4xf32>) -> tensor<1x1x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @unsqueeze_result(%x: tensor<3x4xf32>) {
+  // expected-error @+1 {{'hps.unsqueeze' op result shape [1, 3, 4] does not match the computed shape [3, 1, 4]}}
+  %0 = hps.unsqueeze %x {axes = array<i64: 1>}
+      : (tensor<3x4xf32>) -> tensor<1x3x4xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// hps.pad, hps.gather
+//===----------------------------------------------------------------------===//
+
+func.func @pad_mode(%x: tensor<1x3x4x4xf32>) {
+  // expected-error @+1 {{'hps.pad' op expects 'mode' to be "constant", "reflect" or "edge", got "wrap"}}
+  %0 = hps.pad %x {pads = array<i64: 0, 0, 1, 1, 0, 0, 1, 1>, mode = "wrap",
+                   value = 0.0 : f32}
+      : (tensor<1x3x4x4xf32>) -> tensor<1x3x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @pad_count(%x: tensor<1x3x4x4xf32>) {
+  // expected-error @+1 {{'hps.pad' op expects 'pads' to have 8 values (begin and end per dimension), got 4}}
+  %0 = hps.pad %x {pads = array<i64: 1, 1, 1, 1>, mode = "constant",
+                   value = 0.0 : f32}
+      : (tensor<1x3x4x4xf32>) -> tensor<1x3x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @pad_crop(%x: tensor<1x3x4x4xf32>) {
+  // expected-error @+1 {{'hps.pad' op pads remove more than the 4 elements of dimension 2}}
+  %0 = hps.pad %x {pads = array<i64: 0, 0, -3, 0, 0, 0, -2, 0>,
+                   mode = "constant", value = 0.0 : f32}
+      : (tensor<1x3x4x4xf32>) -> tensor<1x3x0x4xf32>
+  return
+}
+
+// -----
+
+func.func @pad_result(%x: tensor<1x3x4x4xf32>) {
+  // expected-error @+1 {{'hps.pad' op result shape [1, 3, 6, 6] does not match the computed shape [1, 3, 5, 5]}}
+  %0 = hps.pad %x {pads = array<i64: 0, 0, 1, 1, 0, 0, 0, 0>,
+                   mode = "edge", value = 0.0 : f32}
+      : (tensor<1x3x4x4xf32>) -> tensor<1x3x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @gather_scalar_data(%d: tensor<f32>, %i: tensor<2xi64>) {
+  // expected-error @+1 {{'hps.gather' op expects 'data' of rank at least 1}}
+  %0 = hps.gather %d, %i {axis = 0 : i64}
+      : (tensor<f32>, tensor<2xi64>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @gather_axis(%d: tensor<3x4xf32>, %i: tensor<2xi64>) {
+  // expected-error @+1 {{'hps.gather' op expects 'axis' in [-2, 1], got 2}}
+  %0 = hps.gather %d, %i {axis = 2 : i64}
+      : (tensor<3x4xf32>, tensor<2xi64>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_result(%d: tensor<1000x64xf32>, %i: tensor<2x8xi64>) {
+  // expected-error @+1 {{'hps.gather' op result shape [16, 64] does not match the computed shape [2, 8, 64]}}
+  %0 = hps.gather %d, %i {axis = 0 : i64}
+      : (tensor<1000x64xf32>, tensor<2x8xi64>) -> tensor<16x64xf32>
+  return
+}
+
+// -----
+
+// ODS: indices are i32 or i64.
+func.func @gather_indices_type(%d: tensor<3x4xf32>, %i: tensor<2xf32>) {
+  // expected-error @+1 {{'hps.gather' op operand #1 must be tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<2xf32>'}}
+  %0 = hps.gather %d, %i {axis = 0 : i64}
+      : (tensor<3x4xf32>, tensor<2xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+func.func @reduce_mean_axis(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'hps.reduce_mean' op expects 'axes' in [-4, 3], got 4}}
+  %0 = hps.reduce_mean %x {axes = array<i64: 2, 4>, keepdims = true}
+      : (tensor<1x4x8x8xf32>) -> tensor<1x4x1x1xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_sum_axis_twice(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'hps.reduce_sum' op expects 'axes' to name each axis once, got axis 3 twice}}
+  %0 = hps.reduce_sum %x {axes = array<i64: 3, -1>, keepdims = true}
+      : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x1xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_mean_result(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'hps.reduce_mean' op result shape [1, 4] does not match the computed shape [1, 4, 1, 1]}}
+  %0 = hps.reduce_mean %x {axes = array<i64: 2, 3>, keepdims = true}
+      : (tensor<1x4x8x8xf32>) -> tensor<1x4xf32>
+  return
+}
+
+// -----
+
+// Empty axes reduce everything.
+func.func @reduce_sum_result(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'hps.reduce_sum' op result shape [1] does not match the computed shape []}}
+  %0 = hps.reduce_sum %x {axes = array<i64>, keepdims = false}
+      : (tensor<1x4x8x8xf32>) -> tensor<1xf32>
+  return
+}
