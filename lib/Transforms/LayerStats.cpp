@@ -40,8 +40,7 @@ void printText(llvm::raw_ostream &os, StringRef function,
     os << llvm::formatv("{0} {1} {2} {3,16} {4,14} {5,16}\n",
                         llvm::left_justify(name, width),
                         llvm::left_justify(op, 22),
-                        llvm::left_justify(kind, 10),
-                        flops, params, acts);
+                        llvm::left_justify(kind, 10), flops, params, acts);
   };
   os << "layer statistics of @" << function
      << " (a dynamic dimension counts as 1)\n";
@@ -85,20 +84,20 @@ struct LayerStatsPass : public mlir::hps::impl::LayerStatsBase<LayerStatsPass> {
     if (format == OutputFormat::Json) {
       llvm::json::Array layers;
       for (const LayerRow &r : rows)
-        layers.push_back(llvm::json::Object{
-            {"name", r.name},
-            {"op", r.op},
-            {"kind", r.kind},
-            {"flops", r.flops},
-            {"param_bytes", r.paramBytes},
-            {"activation_bytes", r.activationBytes}});
+        layers.push_back(
+            llvm::json::Object{{"name", r.name},
+                               {"op", r.op},
+                               {"kind", r.kind},
+                               {"flops", r.flops},
+                               {"param_bytes", r.paramBytes},
+                               {"activation_bytes", r.activationBytes}});
       llvm::json::Object doc{
           {"function", func.getSymName()},
           {"layers", std::move(layers)},
-          {"total", llvm::json::Object{
-                        {"flops", total.flops},
-                        {"param_bytes", total.paramBytes},
-                        {"activation_bytes", total.activationBytes}}}};
+          {"total",
+           llvm::json::Object{{"flops", total.flops},
+                              {"param_bytes", total.paramBytes},
+                              {"activation_bytes", total.activationBytes}}}};
       os << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))) << "\n";
     } else {
       printText(os, func.getSymName(), rows, total);

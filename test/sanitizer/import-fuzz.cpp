@@ -1,4 +1,5 @@
-//===- import-fuzz.cpp - the importer on corrupted models, under ASan ------===//
+//===- import-fuzz.cpp - the importer on corrupted models, under ASan
+//------===//
 //
 // Built with -fsanitize=address,undefined (see test/CMakeLists.txt). For each
 // model given, imports it, then every prefix of it at a stride (truncations)

@@ -133,8 +133,7 @@ int main(int argc, char **argv) {
     llvm::outs() << llvm::formatv(
         "{0,-60} models {1,4}  imported {2,4}  unsupported {3,4}  failed "
         "{4,3}\n",
-        folder, models.size(), tally.imported, tally.unsupported,
-        tally.failed);
+        folder, models.size(), tally.imported, tally.unsupported, tally.failed);
     total.imported += tally.imported;
     total.unsupported += tally.unsupported;
     total.failed += tally.failed;

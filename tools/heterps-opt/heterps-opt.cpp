@@ -81,8 +81,8 @@ int main(int argc, char **argv) {
     llvm::outs() << result;
     return 0;
   }
-  if (llvm::Error err = llvm::writeToOutput(
-          outputFilename, [&](llvm::raw_ostream &out) {
+  if (llvm::Error err =
+          llvm::writeToOutput(outputFilename, [&](llvm::raw_ostream &out) {
             out << result;
             return llvm::Error::success();
           }))

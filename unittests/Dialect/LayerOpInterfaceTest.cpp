@@ -42,9 +42,8 @@ protected:
 };
 
 TEST_F(LayerOpInterfaceTest, ConvCountsMultiplyAddsAndBias) {
-  auto layers = parse(
-      "(%x: tensor<2x3x8x8xf32>) -> tensor<2x4x4x4xf32>",
-      R"(%w = hps.weight "w" : tensor<4x3x3x3xf32>
+  auto layers = parse("(%x: tensor<2x3x8x8xf32>) -> tensor<2x4x4x4xf32>",
+                      R"(%w = hps.weight "w" : tensor<4x3x3x3xf32>
          %b = hps.weight "b" : tensor<4xf32>
          %y = hps.conv %x, %w, %b {strides = array<i64: 2, 2>,
              dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
@@ -60,9 +59,8 @@ TEST_F(LayerOpInterfaceTest, ConvCountsMultiplyAddsAndBias) {
 }
 
 TEST_F(LayerOpInterfaceTest, GroupedConvUsesPerGroupChannels) {
-  auto layers = parse(
-      "(%x: tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>",
-      R"(%w = hps.weight "w" : tensor<8x1x3x3xf32>
+  auto layers = parse("(%x: tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>",
+                      R"(%w = hps.weight "w" : tensor<8x1x3x3xf32>
          %y = hps.conv %x, %w {strides = array<i64: 1, 1>,
              dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
              group = 8 : i64} : (tensor<1x8x4x4xf32>, tensor<8x1x3x3xf32>)
@@ -73,9 +71,8 @@ TEST_F(LayerOpInterfaceTest, GroupedConvUsesPerGroupChannels) {
 }
 
 TEST_F(LayerOpInterfaceTest, DynamicBatchCountsAsOne) {
-  auto layers = parse(
-      "(%x: tensor<?x16xf32>) -> tensor<?x8xf32>",
-      R"(%w = hps.weight "w" : tensor<8x16xf32>
+  auto layers = parse("(%x: tensor<?x16xf32>) -> tensor<?x8xf32>",
+                      R"(%w = hps.weight "w" : tensor<8x16xf32>
          %b = hps.weight "b" : tensor<8xf32>
          %y = hps.gemm %x, %w, %b {alpha = 1.0 : f32, beta = 1.0 : f32,
              trans_a = false, trans_b = true} : (tensor<?x16xf32>,
@@ -87,10 +84,9 @@ TEST_F(LayerOpInterfaceTest, DynamicBatchCountsAsOne) {
 }
 
 TEST_F(LayerOpInterfaceTest, MatMulKindDependsOnWeights) {
-  auto layers = parse(
-      "(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) -> "
-      "(tensor<2x3x5xf32>, tensor<2x3x6xf32>)",
-      R"(%w = hps.weight "w" : tensor<4x6xf32>
+  auto layers = parse("(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) -> "
+                      "(tensor<2x3x5xf32>, tensor<2x3x6xf32>)",
+                      R"(%w = hps.weight "w" : tensor<4x6xf32>
          %0 = hps.matmul %a, %b : (tensor<2x3x4xf32>, tensor<2x4x5xf32>)
              -> tensor<2x3x5xf32>
          %1 = hps.matmul %a, %w : (tensor<2x3x4xf32>, tensor<4x6xf32>)
@@ -105,10 +101,9 @@ TEST_F(LayerOpInterfaceTest, MatMulKindDependsOnWeights) {
 }
 
 TEST_F(LayerOpInterfaceTest, GatherFromWeightIsEmbedding) {
-  auto layers = parse(
-      "(%ids: tensor<4x5xi64>, %x: tensor<10x3xf32>) -> "
-      "(tensor<4x5x16xf32>, tensor<10x2xf32>)",
-      R"(%t = hps.weight "table" : tensor<1000x16xf32>
+  auto layers = parse("(%ids: tensor<4x5xi64>, %x: tensor<10x3xf32>) -> "
+                      "(tensor<4x5x16xf32>, tensor<10x2xf32>)",
+                      R"(%t = hps.weight "table" : tensor<1000x16xf32>
          %i = hps.constant dense<[0, 2]> : tensor<2xi64>
          %0 = hps.gather %t, %ids {axis = 0 : i64} : (tensor<1000x16xf32>,
              tensor<4x5xi64>) -> tensor<4x5x16xf32>
@@ -123,9 +118,8 @@ TEST_F(LayerOpInterfaceTest, GatherFromWeightIsEmbedding) {
 }
 
 TEST_F(LayerOpInterfaceTest, PoolingAndDataMovement) {
-  auto layers = parse(
-      "(%x: tensor<1x2x4x4xf32>) -> tensor<1x8xf32>",
-      R"(%0 = hps.max_pool %x {kernel_shape = array<i64: 2, 2>,
+  auto layers = parse("(%x: tensor<1x2x4x4xf32>) -> tensor<1x8xf32>",
+                      R"(%0 = hps.max_pool %x {kernel_shape = array<i64: 2, 2>,
              strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>,
              pads = array<i64: 0, 0, 0, 0>, ceil_mode = false}
              : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>

@@ -1,12 +1,12 @@
 //===- ImportONNXTest.cpp - importer on models built in memory ------------===//
 
-#include "heterps/InitAll.h"
 #include "heterps/Target/ONNX/ImportONNX.h"
+#include "heterps/InitAll.h"
 
 #include "mlir/IR/MLIRContext.h"
 
-#include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
+#include "gtest/gtest.h"
 
 using namespace mlir;
 using namespace mlir::hps;
@@ -143,18 +143,17 @@ TEST_F(ImportONNXTest, UnsupportedOperatorsAreListed) {
 TEST_F(ImportONNXTest, ErrorsAreOneLine) {
   model.clear_graph();
   EXPECT_EQ(importError(), "test.onnx: not an ONNX model (no graph)");
-  EXPECT_EQ(llvm::toString(
-                importONNXBuffer("\x08\x07\x12", "t.onnx", &context)
-                    .takeError()),
-            "t.onnx: not an ONNX model (the protobuf does not parse; "
-            "truncated or not a ModelProto)");
-  EXPECT_EQ(llvm::toString(importONNXBuffer("", "t.onnx", &context)
-                               .takeError()),
-            "t.onnx: empty file, not an ONNX model");
   EXPECT_EQ(
-      llvm::toString(importONNXFile("/nonexistent/m.onnx", &context)
-                         .takeError()),
-      "/nonexistent/m.onnx: cannot open: No such file or directory");
+      llvm::toString(
+          importONNXBuffer("\x08\x07\x12", "t.onnx", &context).takeError()),
+      "t.onnx: not an ONNX model (the protobuf does not parse; "
+      "truncated or not a ModelProto)");
+  EXPECT_EQ(
+      llvm::toString(importONNXBuffer("", "t.onnx", &context).takeError()),
+      "t.onnx: empty file, not an ONNX model");
+  EXPECT_EQ(llvm::toString(
+                importONNXFile("/nonexistent/m.onnx", &context).takeError()),
+            "/nonexistent/m.onnx: cannot open: No such file or directory");
 }
 
 TEST_F(ImportONNXTest, CheckerFailureIsReported) {

@@ -34,7 +34,8 @@ void HPSDialect::registerAttributes() {
 LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  StringRef name) {
   auto valid = [](char c) {
-    return llvm::isAlnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+    return llvm::isAlnum(static_cast<unsigned char>(c)) || c == '_' ||
+           c == '-' || c == '.';
   };
   if (name.empty() || !llvm::all_of(name, valid))
     return emitError() << "device type name must be a non-empty identifier of "
@@ -56,15 +57,15 @@ LogicalResult HPSDialect::verifyOperationAttribute(Operation *op,
   StringRef name = attr.getName().getValue();
   if (name == kDeviceAttrName) {
     if (!isa<DeviceAttr>(attr.getValue()))
-      return op->emitError() << "'" << kDeviceAttrName
-                             << "' must be a #hps.device attribute";
+      return op->emitError()
+             << "'" << kDeviceAttrName << "' must be a #hps.device attribute";
     return success();
   }
   if (name == kStageAttrName) {
     auto stage = dyn_cast<IntegerAttr>(attr.getValue());
     if (!stage || stage.getInt() < 0)
-      return op->emitError() << "'" << kStageAttrName
-                             << "' must be a non-negative integer";
+      return op->emitError()
+             << "'" << kStageAttrName << "' must be a non-negative integer";
     auto device = op->getAttrOfType<DeviceAttr>(kDeviceAttrName);
     if (!device)
       return op->emitError() << "an op with '" << kStageAttrName
@@ -75,10 +76,10 @@ LogicalResult HPSDialect::verifyOperationAttribute(Operation *op,
     int64_t prevStage =
         prev->getAttrOfType<IntegerAttr>(kStageAttrName).getInt();
     if (stage.getInt() < prevStage)
-      return op->emitError() << "stage " << stage.getInt() << " follows stage "
-                             << prevStage
-                             << ": stage indices must not decrease along a "
-                                "block";
+      return op->emitError()
+             << "stage " << stage.getInt() << " follows stage " << prevStage
+             << ": stage indices must not decrease along a "
+                "block";
     auto prevDevice = prev->getAttrOfType<DeviceAttr>(kDeviceAttrName);
     if (stage.getInt() == prevStage && prevDevice &&
         prevDevice.getName() != device.getName())
@@ -88,7 +89,8 @@ LogicalResult HPSDialect::verifyOperationAttribute(Operation *op,
              << "': a stage runs on one device type";
     return success();
   }
-  if (name == kSourceAttrName || name == kOpsetAttrName || name == kNameAttrName)
+  if (name == kSourceAttrName || name == kOpsetAttrName ||
+      name == kNameAttrName)
     return success();
   return op->emitError() << "unknown hps attribute '" << name << "'";
 }

@@ -63,8 +63,8 @@ static LogicalResult verifyCount(Operation *op, StringRef name,
   if (static_cast<int64_t>(values.size()) == expected)
     return success();
   return op->emitOpError("expects '")
-         << name << "' to have " << expected << " values (" << why
-         << "), got " << values.size();
+         << name << "' to have " << expected << " values (" << why << "), got "
+         << values.size();
 }
 
 static LogicalResult verifyAll(Operation *op, StringRef name,
@@ -81,9 +81,8 @@ static FailureOr<int64_t> verifyAxis(Operation *op, StringRef name,
                                      int64_t axis, int64_t rank) {
   std::optional<int64_t> normalized = normalizeAxis(axis, rank);
   if (!normalized)
-    return op->emitOpError("expects '")
-           << name << "' in [" << -rank << ", " << rank - 1 << "], got "
-           << axis;
+    return op->emitOpError("expects '") << name << "' in [" << -rank << ", "
+                                        << rank - 1 << "], got " << axis;
   return *normalized;
 }
 
@@ -99,8 +98,7 @@ static FailureOr<Shape> verifyAxes(Operation *op, StringRef name,
       return failure();
     if (!seen.insert(*a).second)
       return op->emitOpError("expects '")
-             << name << "' to name each axis once, got axis " << *a
-             << " twice";
+             << name << "' to name each axis once, got axis " << *a << " twice";
     normalized.push_back(*a);
   }
   return normalized;
@@ -181,7 +179,8 @@ LogicalResult ShapeOp::verify() {
       getStart() < 0 ? getStart() + rank : getStart(), 0, rank);
   int64_t end =
       std::clamp<int64_t>(getEnd() < 0 ? getEnd() + rank : getEnd(), 0, rank);
-  return verifyResultShape(*this, getOutput(), {std::max<int64_t>(end - start, 0)});
+  return verifyResultShape(*this, getOutput(),
+                           {std::max<int64_t>(end - start, 0)});
 }
 
 //===----------------------------------------------------------------------===//
@@ -190,12 +189,10 @@ LogicalResult ShapeOp::verify() {
 
 /// Shared by Conv and ConvTranspose. `outChannelsOf` gives the number of
 /// output channels from the weight shape.
-static FailureOr<int64_t> verifyConvCommon(Operation *op, Value input,
-                                           Value weight, Value bias,
-                                           ArrayRef<int64_t> strides,
-                                           ArrayRef<int64_t> dilations,
-                                           ArrayRef<int64_t> pads,
-                                           int64_t group) {
+static FailureOr<int64_t>
+verifyConvCommon(Operation *op, Value input, Value weight, Value bias,
+                 ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                 ArrayRef<int64_t> pads, int64_t group) {
   if (group < 1)
     return op->emitOpError("expects 'group' to be positive, got ") << group;
   std::optional<Shape> in = rankedShape(input);
@@ -250,8 +247,8 @@ LogicalResult ConvTransposeOp::verify() {
                        getDilations(), getPads(), getGroup());
   if (failed(rank))
     return failure();
-  if (failed(verifyCount(*this, "output_padding", getOutputPadding(),
-                         *rank - 2, "one per spatial dimension")) ||
+  if (failed(verifyCount(*this, "output_padding", getOutputPadding(), *rank - 2,
+                         "one per spatial dimension")) ||
       failed(verifyAll(*this, "output_padding", getOutputPadding(), 0)))
     return failure();
   std::optional<Shape> in = rankedShape(getInput());
@@ -307,8 +304,7 @@ LogicalResult GemmOp::verify() {
               !(isDyn((*bc)[0]) || isDyn(m) || (*bc)[0] == m) ||
               !(isDyn((*bc)[1]) || isDyn(n) || (*bc)[1] == n)))
       return emitOpError("expects 'c' of shape ")
-             << formatShape(*c) << " to broadcast to "
-             << formatShape({m, n});
+             << formatShape(*c) << " to broadcast to " << formatShape({m, n});
   }
   return verifyResultShape(*this, getOutput(), {m, n});
 }
@@ -611,9 +607,8 @@ LogicalResult ReshapeOp::verify() {
     }
   } else if (!isDyn(total) && !isDyn(product(expected)) &&
              total != product(expected)) {
-    return emitOpError("expects ")
-           << formatShape(expected) << " to hold the " << total
-           << " elements of the input";
+    return emitOpError("expects ") << formatShape(expected) << " to hold the "
+                                   << total << " elements of the input";
   }
   return verifyResultShape(*this, getOutput(), expected);
 }
@@ -649,7 +644,8 @@ LogicalResult ConcatOp::verify() {
     if (!shape)
       return success();
     if (!expected) {
-      FailureOr<int64_t> a = verifyAxis(*this, "axis", getAxis(), shape->size());
+      FailureOr<int64_t> a =
+          verifyAxis(*this, "axis", getAxis(), shape->size());
       if (failed(a))
         return failure();
       axis = *a;
@@ -696,8 +692,7 @@ LogicalResult SplitOp::verify() {
     total += s;
   if (!isDyn((*in)[*axis]) && total != (*in)[*axis])
     return emitOpError("expects 'split' sizes to add up to dimension ")
-           << *axis << " of the input (" << (*in)[*axis] << "), got "
-           << total;
+           << *axis << " of the input (" << (*in)[*axis] << "), got " << total;
   for (auto [size, result] : llvm::zip(split, getOutputs())) {
     Shape expected = *in;
     expected[*axis] = size;
@@ -758,8 +753,7 @@ LogicalResult SqueezeOp::verify() {
   for (auto [i, d] : llvm::enumerate(*in)) {
     bool named = llvm::is_contained(*axes, static_cast<int64_t>(i));
     if (named && !isDyn(d) && d != 1)
-      return emitOpError("cannot squeeze dimension ")
-             << i << " of size " << d;
+      return emitOpError("cannot squeeze dimension ") << i << " of size " << d;
     if (axes->empty() && isDyn(d))
       return success(); // Which dimensions go is only known at run time.
     if (!named && !(axes->empty() && d == 1))

@@ -32,7 +32,9 @@ int64_t mlir::hps::tensorBytes(Type type) {
   return (numElementsOrOne(type) * bits + 7) / 8;
 }
 
-static bool isParameter(Value v) { return v.getDefiningOp<WeightOp>() != nullptr; }
+static bool isParameter(Value v) {
+  return v.getDefiningOp<WeightOp>() != nullptr;
+}
 
 static int64_t numResultElements(Operation *op) {
   int64_t n = 0;

@@ -57,12 +57,10 @@ std::optional<Shape> mlir::hps::broadcastShapes(ArrayRef<int64_t> a,
   return result;
 }
 
-std::optional<int64_t> mlir::hps::windowOutputSize(int64_t in, int64_t kernel,
-                                                   int64_t stride,
-                                                   int64_t dilation,
-                                                   int64_t padBegin,
-                                                   int64_t padEnd,
-                                                   bool ceilMode) {
+std::optional<int64_t>
+mlir::hps::windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                            int64_t dilation, int64_t padBegin, int64_t padEnd,
+                            bool ceilMode) {
   if (isDyn(in) || isDyn(kernel))
     return ShapedType::kDynamic;
   int64_t span = in + padBegin + padEnd - ((kernel - 1) * dilation + 1);

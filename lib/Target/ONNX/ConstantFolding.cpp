@@ -36,7 +36,8 @@ std::optional<ConstTensor> constantValue(NodeImporter &n) {
       out.shape.push_back(1);
   };
   if (const TensorProto *t = n.attrTensor("value")) {
-    llvm::Expected<ConstTensor> v = readTensor(*t, n.modelDir(), n.inlineLimit());
+    llvm::Expected<ConstTensor> v =
+        readTensor(*t, n.modelDir(), n.inlineLimit());
     if (!v) {
       llvm::consumeError(v.takeError());
       return std::nullopt;
@@ -107,7 +108,8 @@ std::optional<ConstTensor> foldArith(NodeImporter &n, const ConstTensor &a,
   ConstTensor out = na >= nb ? a : b;
   llvm::StringRef op = n.node.op_type();
   for (int64_t i = 0; i < std::max(na, nb); ++i) {
-    int64_t x = a.ints[na == 1 ? 0 : i].value, y = b.ints[nb == 1 ? 0 : i].value;
+    int64_t x = a.ints[na == 1 ? 0 : i].value,
+            y = b.ints[nb == 1 ? 0 : i].value;
     int64_t r;
     if (op == "Add")
       r = x + y;
@@ -179,8 +181,8 @@ std::optional<ConstTensor> foldReshapeLike(NodeImporter &n,
     SmallVector<int64_t> shape;
     auto next = in.shape.begin();
     for (int64_t i = 0; i < rank; ++i) {
-      bool inserted = llvm::any_of(
-          axes, [&](int64_t a) { return normAxis(a, rank) == i; });
+      bool inserted =
+          llvm::any_of(axes, [&](int64_t a) { return normAxis(a, rank) == i; });
       shape.push_back(inserted ? 1 : *next++);
     }
     outShape = shape;
@@ -188,10 +190,10 @@ std::optional<ConstTensor> foldReshapeLike(NodeImporter &n,
     int64_t rank = in.shape.size();
     SmallVector<int64_t> shape;
     for (int64_t i = 0; i < rank; ++i) {
-      bool removed = axes.empty() ? in.shape[i] == 1
-                                  : llvm::any_of(axes, [&](int64_t a) {
-                                      return normAxis(a, rank) == i;
-                                    });
+      bool removed =
+          axes.empty() ? in.shape[i] == 1 : llvm::any_of(axes, [&](int64_t a) {
+            return normAxis(a, rank) == i;
+          });
       if (!removed)
         shape.push_back(in.shape[i]);
     }

@@ -39,7 +39,7 @@ struct SymInt {
 struct ConstTensor {
   int32_t elemType = onnx::TensorProto::UNDEFINED;
   llvm::SmallVector<int64_t> shape;
-  llvm::SmallVector<SymInt> ints; // integer and bool element types
+  llvm::SmallVector<SymInt> ints;   // integer and bool element types
   llvm::SmallVector<double> floats; // floating-point element types
 
   bool isFloat() const;
@@ -54,8 +54,7 @@ std::string dataTypeName(int32_t onnxType);
 /// Reads an initializer (or Constant value) with at most `limit` elements.
 /// External data is read relative to `modelDir`. Returns an error text.
 llvm::Expected<ConstTensor> readTensor(const onnx::TensorProto &tensor,
-                                       llvm::StringRef modelDir,
-                                       int64_t limit);
+                                       llvm::StringRef modelDir, int64_t limit);
 /// Builds the dense attribute of a (fully known) constant tensor.
 DenseElementsAttr toDenseAttr(const ConstTensor &tensor, MLIRContext *context);
 
@@ -133,8 +132,7 @@ public:
   int64_t inlineLimit() const;
 
   /// Creates an hps op at the current position with this node's location.
-  template <typename OpTy, typename... Args>
-  OpTy create(Args &&...args) {
+  template <typename OpTy, typename... Args> OpTy create(Args &&...args) {
     return builder().create<OpTy>(loc, std::forward<Args>(args)...);
   }
 

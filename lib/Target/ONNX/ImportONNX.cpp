@@ -101,11 +101,11 @@ static llvm::Error checkSupported(const onnx::ModelProto &model,
           for (const auto &entry : model.opset_import())
             if (entry.domain() == node.domain())
               nodeOpset = entry.version();
-        first = (path + ": node " + nodeLabel(node, index) + " (" +
-                 node.op_type() + ", domain '" + domainName(node.domain()) +
-                 "', opset " + llvm::Twine(nodeOpset) +
-                 "): unsupported operator")
-                    .str();
+        first =
+            (path + ": node " + nodeLabel(node, index) + " (" + node.op_type() +
+             ", domain '" + domainName(node.domain()) + "', opset " +
+             llvm::Twine(nodeOpset) + "): unsupported operator")
+                .str();
       }
     }
     ++index;
@@ -119,8 +119,8 @@ static llvm::Error checkSupported(const onnx::ModelProto &model,
   return llvm::make_error<UnsupportedOperatorError>(first, unsupported);
 }
 
-/// External data files must exist and be long enough; the checker of ONNX
-/// 1.12 does not look at them for an in-memory model.
+/// External data files must exist and be long enough. Checked before the
+/// ONNX checker, whose message for a missing file is less direct.
 static llvm::Error checkExternalData(const onnx::ModelProto &model,
                                      llvm::StringRef path,
                                      llvm::StringRef modelDir) {
@@ -166,9 +166,8 @@ static void removeDeadNodes(onnx::GraphProto &graph) {
     auto *nodes = graph.mutable_node();
     for (int i = nodes->size() - 1; i >= 0; --i) {
       const auto &outs = nodes->Get(i).output();
-      if (llvm::none_of(outs, [&](const std::string &o) {
-            return read.contains(o);
-          })) {
+      if (llvm::none_of(
+              outs, [&](const std::string &o) { return read.contains(o); })) {
         nodes->DeleteSubrange(i, 1);
         removed = true;
       }
@@ -265,7 +264,15 @@ mlir::hps::importONNXBuffer(llvm::StringRef bytes, llvm::StringRef path,
     return std::move(err);
 
   try {
-    onnx::checker::check_model(model);
+    // The in-memory checker of ONNX 1.12 looks for external data relative to
+    // the working directory; the file-based one looks next to the model.
+    bool external = llvm::any_of(model.graph().initializer(), [](auto &t) {
+      return t.data_location() == onnx::TensorProto::EXTERNAL;
+    });
+    if (external)
+      onnx::checker::check_model(path.str());
+    else
+      onnx::checker::check_model(model);
   } catch (const std::exception &e) {
     return makeError(path + ": invalid ONNX model: " + firstLine(e.what()));
   }
@@ -372,10 +379,9 @@ FailureOr<Value> GraphImporter::materialize(llvm::StringRef name,
   Value result;
   auto init = initializers.find(name);
   const ConstTensor *folded = nullptr;
-  bool isFloatInit =
-      init != initializers.end() &&
-      isa_and_nonnull<FloatType>(
-          convertElementType(init->second->data_type(), context));
+  bool isFloatInit = init != initializers.end() &&
+                     isa_and_nonnull<FloatType>(convertElementType(
+                         init->second->data_type(), context));
   if (init != initializers.end() && (isFloatInit || !constant(name, err))) {
     // Parameters (and large integer tables) are referenced, never inlined.
     const onnx::TensorProto &t = *init->second;
@@ -399,9 +405,9 @@ FailureOr<Value> GraphImporter::materialize(llvm::StringRef name,
             dataTypeName(folded->elemType);
       return failure();
     }
-    result = builder.create<ConstantOp>(
-        NameLoc::get(builder.getStringAttr(name)),
-        toDenseAttr(*folded, context));
+    result =
+        builder.create<ConstantOp>(NameLoc::get(builder.getStringAttr(name)),
+                                   toDenseAttr(*folded, context));
   } else {
     err = "input '" + name.str() + "' is not defined before its use";
     return failure();
@@ -440,12 +446,13 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
 
   builder.setInsertionPointToEnd(module->getBody());
   auto func = builder.create<func::FuncOp>(
-      NameLoc::get(builder.getStringAttr(graph.name().empty() ? "main"
-                                                              : graph.name())),
+      NameLoc::get(
+          builder.getStringAttr(graph.name().empty() ? "main" : graph.name())),
       "main", builder.getFunctionType(argTypes, {}));
   Block *entry = func.addEntryBlock();
   for (auto [i, name] : llvm::enumerate(argNames)) {
     values[name] = entry->getArgument(i);
+    entry->getArgument(i).setLoc(NameLoc::get(builder.getStringAttr(name)));
     func.setArgAttr(i, HPSDialect::kNameAttrName, builder.getStringAttr(name));
   }
   builder.setInsertionPointToEnd(entry);
@@ -453,9 +460,9 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   int index = 0;
   for (const auto &node : graph.node()) {
     Location loc = NameLoc::get(builder.getStringAttr(
-        !node.name().empty()                             ? node.name()
+        !node.name().empty()                            ? node.name()
         : node.output_size() && !node.output(0).empty() ? node.output(0)
-                                                         : node.op_type()));
+                                                        : node.op_type()));
     NodeImporter ctx(*this, node, opset, loc);
     nodeErrorText.clear();
     unsupportedFeature.clear();

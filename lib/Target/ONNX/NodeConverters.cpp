@@ -55,9 +55,8 @@ Ints intsOr(NodeImporter &n, StringRef name, size_t count, int64_t dflt) {
 }
 
 /// Axes given as an attribute (older opsets) or as input `index` (newer).
-FailureOr<std::optional<Ints>> axesAttrOrInput(NodeImporter &n,
-                                               int inputSinceOpset,
-                                               unsigned index) {
+FailureOr<std::optional<Ints>>
+axesAttrOrInput(NodeImporter &n, int inputSinceOpset, unsigned index) {
   if (n.opset < inputSinceOpset)
     return n.attrInts("axes");
   if (!n.hasInput(index))
@@ -93,8 +92,7 @@ FailureOr<Ints> resolvePads(NodeImporter &n, std::optional<Ints> inShape,
                     " needs static spatial input dimensions");
     int64_t out = (in + strides[i] - 1) / strides[i];
     int64_t window = (kernel[i] - 1) * dilations[i] + 1;
-    int64_t total =
-        std::max<int64_t>((out - 1) * strides[i] + window - in, 0);
+    int64_t total = std::max<int64_t>((out - 1) * strides[i] + window - in, 0);
     int64_t small = total / 2, large = total - small;
     pads[i] = autoPad == "SAME_UPPER" ? small : large;
     pads[spatial + i] = autoPad == "SAME_UPPER" ? large : small;
@@ -231,8 +229,7 @@ FailureOr<Value> legacyBroadcastOperand(NodeImporter &n, Value a, Value b) {
       .getResult();
 }
 
-template <typename OpTy>
-LogicalResult convertBinary(NodeImporter &n) {
+template <typename OpTy> LogicalResult convertBinary(NodeImporter &n) {
   FailureOr<Value> a = n.input(0), b = n.input(1);
   if (failed(a) || failed(b))
     return failure();
@@ -253,8 +250,7 @@ LogicalResult convertUnary(NodeImporter &n, Attrs... attrs) {
   return success();
 }
 
-template <typename OpTy>
-LogicalResult convertPlainUnary(NodeImporter &n) {
+template <typename OpTy> LogicalResult convertPlainUnary(NodeImporter &n) {
   return convertUnary<OpTy>(n);
 }
 
@@ -320,8 +316,7 @@ LogicalResult convertPRelu(NodeImporter &n) {
     Ints shape(tx.getRank() - 1, 1);
     shape[0] = ts.getDimSize(0);
     auto type = RankedTensorType::get(shape, ts.getElementType());
-    slope = n.create<ReshapeOp>(type, *slope, ints(n, shape),
-                                boolean(n, false))
+    slope = n.create<ReshapeOp>(type, *slope, ints(n, shape), boolean(n, false))
                 .getResult();
   }
   n.setOutput(0, n.create<PReluOp>(resultType(n), *x, *slope));
@@ -334,8 +329,7 @@ LogicalResult convertHardSigmoid(NodeImporter &n) {
 }
 
 /// Max and Min take one or more inputs: a chain of binary ops.
-template <typename OpTy>
-LogicalResult convertVariadicMinMax(NodeImporter &n) {
+template <typename OpTy> LogicalResult convertVariadicMinMax(NodeImporter &n) {
   FailureOr<Value> acc = n.input(0);
   if (failed(acc))
     return failure();
@@ -361,10 +355,9 @@ LogicalResult convertLayerNorm(NodeImporter &n) {
                    bias = optionalInput(n, 2);
   if (failed(x) || failed(scale) || failed(bias))
     return failure();
-  n.setOutput(0, n.create<LayerNormOp>(
-                     resultType(n), *x, *scale, *bias,
-                     i64(n, n.attrInt("axis", -1)),
-                     f32(n, n.attrFloat("epsilon", 1e-5f))));
+  n.setOutput(0, n.create<LayerNormOp>(resultType(n), *x, *scale, *bias,
+                                       i64(n, n.attrInt("axis", -1)),
+                                       f32(n, n.attrFloat("epsilon", 1e-5f))));
   return success();
 }
 
@@ -380,8 +373,7 @@ LogicalResult convertIdentity(NodeImporter &n) {
   return convertUnary<IdentityOp>(n);
 }
 
-template <typename OpTy>
-LogicalResult convertSoftmax(NodeImporter &n) {
+template <typename OpTy> LogicalResult convertSoftmax(NodeImporter &n) {
   FailureOr<Value> x = n.input(0);
   if (failed(x))
     return failure();
@@ -427,8 +419,8 @@ LogicalResult convertMaxPool(NodeImporter &n) {
   if (failed(x) || failed(w))
     return failure();
   n.setOutput(0, n.create<MaxPoolOp>(resultType(n), *x, ints(n, w->kernel),
-                                     ints(n, w->strides),
-                                     ints(n, w->dilations), ints(n, w->pads),
+                                     ints(n, w->strides), ints(n, w->dilations),
+                                     ints(n, w->pads),
                                      boolean(n, n.attrInt("ceil_mode", 0))));
   return success();
 }
@@ -439,15 +431,13 @@ LogicalResult convertAveragePool(NodeImporter &n) {
   if (failed(x) || failed(w))
     return failure();
   n.setOutput(0, n.create<AveragePoolOp>(
-                     resultType(n), *x, ints(n, w->kernel),
-                     ints(n, w->strides), ints(n, w->pads),
-                     boolean(n, n.attrInt("ceil_mode", 0)),
+                     resultType(n), *x, ints(n, w->kernel), ints(n, w->strides),
+                     ints(n, w->pads), boolean(n, n.attrInt("ceil_mode", 0)),
                      boolean(n, n.attrInt("count_include_pad", 0))));
   return success();
 }
 
-template <typename OpTy>
-LogicalResult convertGlobalPool(NodeImporter &n) {
+template <typename OpTy> LogicalResult convertGlobalPool(NodeImporter &n) {
   FailureOr<Value> x = n.input(0);
   if (failed(x))
     return failure();
@@ -470,28 +460,27 @@ LogicalResult convertBatchNorm(NodeImporter &n) {
       return failure();
     in.push_back(*v);
   }
-  n.setOutput(0, n.create<BatchNormOp>(
-                     resultType(n), in[0], in[1], in[2], in[3], in[4],
-                     f32(n, n.attrFloat("epsilon", 1e-5f)),
-                     f32(n, n.attrFloat("momentum", 0.9f))));
+  n.setOutput(0, n.create<BatchNormOp>(resultType(n), in[0], in[1], in[2],
+                                       in[3], in[4],
+                                       f32(n, n.attrFloat("epsilon", 1e-5f)),
+                                       f32(n, n.attrFloat("momentum", 0.9f))));
   return success();
 }
 
 LogicalResult convertLRN(NodeImporter &n) {
   if (!n.hasAttr("size"))
     return n.fail("missing required attribute 'size'");
-  return convertUnary<LRNOp>(n, i64(n, n.attrInt("size", 1)),
-                             f32(n, n.attrFloat("alpha", 1e-4f)),
-                             f32(n, n.attrFloat("beta", 0.75f)),
-                             f32(n, n.attrFloat("bias", 1.0f)));
+  return convertUnary<LRNOp>(
+      n, i64(n, n.attrInt("size", 1)), f32(n, n.attrFloat("alpha", 1e-4f)),
+      f32(n, n.attrFloat("beta", 0.75f)), f32(n, n.attrFloat("bias", 1.0f)));
 }
 
 LogicalResult convertFlatten(NodeImporter &n) {
   FailureOr<Value> x = n.input(0);
   if (failed(x))
     return failure();
-  n.setOutput(0, n.create<FlattenOp>(resultType(n), *x,
-                                     i64(n, n.attrInt("axis", 1))));
+  n.setOutput(
+      0, n.create<FlattenOp>(resultType(n), *x, i64(n, n.attrInt("axis", 1))));
   return success();
 }
 
@@ -627,9 +616,9 @@ LogicalResult convertSlice(NodeImporter &n) {
     for (int64_t &a : axes)
       if (a < 0)
         a += type.getRank();
-  n.setOutput(0, n.create<SliceOp>(resultType(n), *x, ints(n, starts),
-                                   ints(n, ends), ints(n, axes),
-                                   ints(n, steps)));
+  n.setOutput(0,
+              n.create<SliceOp>(resultType(n), *x, ints(n, starts),
+                                ints(n, ends), ints(n, axes), ints(n, steps)));
   return success();
 }
 
@@ -672,8 +661,7 @@ LogicalResult convertPad(NodeImporter &n) {
   Ints pads;
   double value = 0.0;
   if (n.opset < 11) {
-    std::optional<Ints> attr =
-        n.attrInts(n.opset < 2 ? "paddings" : "pads");
+    std::optional<Ints> attr = n.attrInts(n.opset < 2 ? "paddings" : "pads");
     if (!attr)
       return n.fail("missing required attribute 'pads'");
     pads = *attr;
@@ -715,9 +703,9 @@ LogicalResult convertReduce(NodeImporter &n, int axesInputSince) {
   bool noop = n.attrInt("noop_with_empty_axes", 0) != 0;
   if (noop && (!*axes || (*axes)->empty()))
     return convertUnary<IdentityOp>(n);
-  n.setOutput(0, n.create<OpTy>(resultType(n), *x,
-                                ints(n, axes->value_or(Ints())),
-                                boolean(n, n.attrInt("keepdims", 1))));
+  n.setOutput(0,
+              n.create<OpTy>(resultType(n), *x, ints(n, axes->value_or(Ints())),
+                             boolean(n, n.attrInt("keepdims", 1))));
   return success();
 }
 
@@ -838,8 +826,7 @@ mlir::hps::onnx_import::resolveReshapeTarget(NodeImporter &n,
   bool allowzero = n.opset >= 14 && n.attrInt("allowzero", 0) != 0;
   // A dynamic dimension taken from a Shape op that stays where it was is
   // written as 0 ("copy the input dimension").
-  std::optional<SmallVector<SymInt>> inDims =
-      n.symbolicShape(n.node.input(0));
+  std::optional<SmallVector<SymInt>> inDims = n.symbolicShape(n.node.input(0));
   Ints target;
   for (auto [i, v] : llvm::enumerate(shape.ints)) {
     if (v.isKnown()) {

@@ -176,10 +176,9 @@ static llvm::Expected<std::string> readExternal(const TensorProto &t,
   auto buffer = llvm::MemoryBuffer::getFile(file, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
-    return llvm::createStringError(buffer.getError(),
-                                   "cannot read external data file '%s': %s",
-                                   file.c_str(),
-                                   buffer.getError().message().c_str());
+    return llvm::createStringError(
+        buffer.getError(), "cannot read external data file '%s': %s",
+        file.c_str(), buffer.getError().message().c_str());
   int64_t size = (*buffer)->getBufferSize();
   if (length < 0)
     length = size - offset;
@@ -285,8 +284,9 @@ DenseElementsAttr mlir::hps::onnx_import::toDenseAttr(const ConstTensor &t,
   unsigned width = elem.getIntOrFloatBitWidth();
   SmallVector<APInt> values;
   for (const SymInt &v : t.ints)
-    values.push_back(APInt(64, static_cast<uint64_t>(v.value), /*isSigned=*/true)
-                         .sextOrTrunc(width));
+    values.push_back(
+        APInt(64, static_cast<uint64_t>(v.value), /*isSigned=*/true)
+            .sextOrTrunc(width));
   return DenseElementsAttr::get(type, values);
 }
 

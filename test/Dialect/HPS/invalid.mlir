@@ -551,6 +551,55 @@ func.func @div_broadcast(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>) {
 
 // -----
 
+func.func @pow_broadcast(%a: tensor<2x3xf32>, %b: tensor<2xi64>) {
+  // expected-error @+1 {{'hps.pow' op operands of shapes [2, 3] and [2] are not broadcastable}}
+  %0 = hps.pow %a, %b : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @max_broadcast(%a: tensor<4x3xf32>, %b: tensor<2x1xf32>) {
+  // expected-error @+1 {{'hps.max' op operands of shapes [4, 3] and [2, 1] are not broadcastable}}
+  %0 = hps.max %a, %b : (tensor<4x3xf32>, tensor<2x1xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @min_broadcast(%a: tensor<5xf32>, %b: tensor<1x3xf32>) {
+  // expected-error @+1 {{'hps.min' op operands of shapes [5] and [1, 3] are not broadcastable}}
+  %0 = hps.min %a, %b : (tensor<5xf32>, tensor<1x3xf32>) -> tensor<1x5xf32>
+  return
+}
+
+// -----
+
+func.func @prelu_slope(%x: tensor<2x4xf32>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{'hps.prelu' op slope of shape [3] does not broadcast to the input shape [2, 4]}}
+  %0 = hps.prelu %x, %s : (tensor<2x4xf32>, tensor<3xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// The slope broadcasts one way only: it may not grow the input.
+func.func @prelu_slope_rank(%x: tensor<4xf32>, %s: tensor<2x4xf32>) {
+  // expected-error @+1 {{'hps.prelu' op slope of shape [2, 4] does not broadcast to the input shape [4]}}
+  %0 = hps.prelu %x, %s : (tensor<4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @prelu_result(%x: tensor<2x4xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.prelu' op result shape [2, 5] does not match the computed shape [2, 4]}}
+  %0 = hps.prelu %x, %s : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
 func.func @add_result(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
   // expected-error @+1 {{'hps.add' op result shape [3, 3] does not match the computed shape [2, 3]}}
   %0 = hps.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<3x3xf32>
@@ -861,6 +910,45 @@ func.func @lrn_rank(%x: tensor<1x4xf32>) {
   // expected-error @+1 {{'hps.lrn' op expects input of rank at least 3, got rank 2}}
   %0 = hps.lrn %x {size = 5 : i64, alpha = 1.0e-4 : f32, beta = 0.75 : f32,
                    bias = 1.0 : f32} : tensor<1x4xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_axis(%x: tensor<2x5x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'hps.layer_norm' op expects 'axis' in [-3, 2], got 3}}
+  %0 = hps.layer_norm %x, %g {axis = 3 : i64, epsilon = 1.0e-5 : f32}
+      : (tensor<2x5x8xf32>, tensor<8xf32>) -> tensor<2x5x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale(%x: tensor<2x5x8xf32>, %g: tensor<4x8xf32>) {
+  // expected-error @+1 {{'hps.layer_norm' op expects 'scale' of shape [4, 8] to broadcast to the normalised dimensions [5, 8]}}
+  %0 = hps.layer_norm %x, %g {axis = 1 : i64, epsilon = 1.0e-5 : f32}
+      : (tensor<2x5x8xf32>, tensor<4x8xf32>) -> tensor<2x5x8xf32>
+  return
+}
+
+// -----
+
+// The bias has more dimensions than the normalised part [8].
+func.func @layer_norm_bias(%x: tensor<2x5x8xf32>, %g: tensor<8xf32>,
+                           %b: tensor<2x8xf32>) {
+  // expected-error @+1 {{'hps.layer_norm' op expects 'bias' of shape [2, 8] to broadcast to the normalised dimensions [8]}}
+  %0 = hps.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.0e-5 : f32}
+      : (tensor<2x5x8xf32>, tensor<8xf32>, tensor<2x8xf32>)
+      -> tensor<2x5x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_result(%x: tensor<2x5x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'hps.layer_norm' op result shape [2, 40] does not match the computed shape [2, 5, 8]}}
+  %0 = hps.layer_norm %x, %g {axis = -1 : i64, epsilon = 1.0e-5 : f32}
+      : (tensor<2x5x8xf32>, tensor<8xf32>) -> tensor<2x40xf32>
   return
 }
 
@@ -1311,5 +1399,23 @@ func.func @reduce_sum_result(%x: tensor<1x4x8x8xf32>) {
   // expected-error @+1 {{'hps.reduce_sum' op result shape [1] does not match the computed shape []}}
   %0 = hps.reduce_sum %x {axes = array<i64>, keepdims = false}
       : (tensor<1x4x8x8xf32>) -> tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_max_axis_twice(%x: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{'hps.reduce_max' op expects 'axes' to name each axis once, got axis 0 twice}}
+  %0 = hps.reduce_max %x {axes = array<i64: 0, -3>, keepdims = false}
+      : (tensor<2x4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_min_result(%x: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{'hps.reduce_min' op result shape [2, 1, 8] does not match the computed shape [2, 8]}}
+  %0 = hps.reduce_min %x {axes = array<i64: 1>, keepdims = false}
+      : (tensor<2x4x8xf32>) -> tensor<2x1x8xf32>
   return
 }

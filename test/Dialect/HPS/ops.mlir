@@ -325,6 +325,36 @@ func.func @binary(%a: tensor<2x3x4xf32>, %b: tensor<4xf32>,
                           tensor<2x3x4xf32>, tensor<4xf32>
 }
 
+// Pow takes an exponent of another element type; PRelu broadcasts the slope
+// to the input only.
+// CHECK-LABEL: func.func @binary_more(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<?x4x8x8xf32>,
+// CHECK-SAME: %[[S:[^:]+]]: tensor<4x1x1xf32>, %[[E:[^:]+]]: tensor<i64>
+// CHECK: %[[R0:.*]] = hps.pow %[[X]], %[[E]]
+// CHECK-SAME: : (tensor<?x4x8x8xf32>, tensor<i64>) -> tensor<?x4x8x8xf32>
+// CHECK: %[[R1:.*]] = hps.max %[[R0]], %[[S]]
+// CHECK-SAME: : (tensor<?x4x8x8xf32>, tensor<4x1x1xf32>)
+// CHECK-SAME: -> tensor<?x4x8x8xf32>
+// CHECK: %[[R2:.*]] = hps.min %[[S]], %[[R1]]
+// CHECK-SAME: : (tensor<4x1x1xf32>, tensor<?x4x8x8xf32>)
+// CHECK-SAME: -> tensor<?x4x8x8xf32>
+// CHECK: %[[R3:.*]] = hps.prelu %[[R2]], %[[S]]
+// CHECK-SAME: : (tensor<?x4x8x8xf32>, tensor<4x1x1xf32>)
+// CHECK-SAME: -> tensor<?x4x8x8xf32>
+// CHECK: return %[[R3]]
+func.func @binary_more(%x: tensor<?x4x8x8xf32>, %s: tensor<4x1x1xf32>,
+                       %e: tensor<i64>) -> tensor<?x4x8x8xf32> {
+  %0 = hps.pow %x, %e : (tensor<?x4x8x8xf32>, tensor<i64>)
+      -> tensor<?x4x8x8xf32>
+  %1 = hps.max %0, %s : (tensor<?x4x8x8xf32>, tensor<4x1x1xf32>)
+      -> tensor<?x4x8x8xf32>
+  %2 = hps.min %s, %1 : (tensor<4x1x1xf32>, tensor<?x4x8x8xf32>)
+      -> tensor<?x4x8x8xf32>
+  %3 = hps.prelu %2, %s : (tensor<?x4x8x8xf32>, tensor<4x1x1xf32>)
+      -> tensor<?x4x8x8xf32>
+  return %3 : tensor<?x4x8x8xf32>
+}
+
 // CHECK-LABEL: func.func @binary_unranked(
 // CHECK-SAME: %[[U:[^:]+]]: tensor<*xf32>, %[[B:[^:]+]]: tensor<4xf32>
 // CHECK: %[[R:.*]] = hps.add %[[U]], %[[B]]
@@ -366,6 +396,47 @@ func.func @activations(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
   %6 = hps.identity %5 : tensor<?x16xf32>
   %7 = hps.dropout %6 {ratio = 0.5 : f32} : tensor<?x16xf32>
   return %7 : tensor<?x16xf32>
+}
+
+// CHECK-LABEL: func.func @activations_more(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<2x?xf32>
+// CHECK: %[[R0:.*]] = hps.hard_sigmoid %[[X]]
+// CHECK-SAME: {alpha = 2.500000e-01 : f32, beta = 5.000000e-01 : f32}
+// CHECK-SAME: : tensor<2x?xf32>
+// CHECK: %[[R1:.*]] = hps.softplus %[[R0]] : tensor<2x?xf32>
+// CHECK: %[[R2:.*]] = hps.softsign %[[R1]] : tensor<2x?xf32>
+// CHECK: %[[R3:.*]] = hps.erf %[[R2]] : tensor<2x?xf32>
+// CHECK: return %[[R3]]
+func.func @activations_more(%x: tensor<2x?xf32>) -> tensor<2x?xf32> {
+  %0 = hps.hard_sigmoid %x {alpha = 0.25 : f32, beta = 0.5 : f32}
+      : tensor<2x?xf32>
+  %1 = hps.softplus %0 : tensor<2x?xf32>
+  %2 = hps.softsign %1 : tensor<2x?xf32>
+  %3 = hps.erf %2 : tensor<2x?xf32>
+  return %3 : tensor<2x?xf32>
+}
+
+// CHECK-LABEL: func.func @unary_math(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<8xf32>
+// CHECK: %[[R0:.*]] = hps.abs %[[X]] : tensor<8xf32>
+// CHECK: %[[R1:.*]] = hps.neg %[[R0]] : tensor<8xf32>
+// CHECK: %[[R2:.*]] = hps.exp %[[R1]] : tensor<8xf32>
+// CHECK: %[[R3:.*]] = hps.log %[[R2]] : tensor<8xf32>
+// CHECK: %[[R4:.*]] = hps.sqrt %[[R3]] : tensor<8xf32>
+// CHECK: %[[R5:.*]] = hps.reciprocal %[[R4]] : tensor<8xf32>
+// CHECK: %[[R6:.*]] = hps.floor %[[R5]] : tensor<8xf32>
+// CHECK: %[[R7:.*]] = hps.ceil %[[R6]] : tensor<8xf32>
+// CHECK: return %[[R7]]
+func.func @unary_math(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = hps.abs %x : tensor<8xf32>
+  %1 = hps.neg %0 : tensor<8xf32>
+  %2 = hps.exp %1 : tensor<8xf32>
+  %3 = hps.log %2 : tensor<8xf32>
+  %4 = hps.sqrt %3 : tensor<8xf32>
+  %5 = hps.reciprocal %4 : tensor<8xf32>
+  %6 = hps.floor %5 : tensor<8xf32>
+  %7 = hps.ceil %6 : tensor<8xf32>
+  return %7 : tensor<8xf32>
 }
 
 // A missing bound is unbounded.
@@ -504,6 +575,28 @@ func.func @lrn(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32> {
   %0 = hps.lrn %x {size = 5 : i64, alpha = 1.0e-4 : f32, beta = 0.75 : f32,
                    bias = 1.0 : f32} : tensor<1x4x8x8xf32>
   return %0 : tensor<1x4x8x8xf32>
+}
+
+// Scale and bias broadcast to the normalised dimensions input[axis:].
+// CHECK-LABEL: func.func @layer_norm(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<?x5x8xf32>, %[[G:[^:]+]]: tensor<8xf32>,
+// CHECK-SAME: %[[B:[^:]+]]: tensor<8xf32>, %[[G2:[^:]+]]: tensor<5x1xf32>
+// CHECK: %[[R0:.*]] = hps.layer_norm %[[X]], %[[G]], %[[B]]
+// CHECK-SAME: {axis = -1 : i64, epsilon = 9.99999974E-6 : f32}
+// CHECK-SAME: : (tensor<?x5x8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-SAME: -> tensor<?x5x8xf32>
+// CHECK: %[[R1:.*]] = hps.layer_norm %[[X]], %[[G2]]
+// CHECK-SAME: {axis = 1 : i64, epsilon = 9.99999974E-6 : f32}
+// CHECK-SAME: : (tensor<?x5x8xf32>, tensor<5x1xf32>) -> tensor<?x5x8xf32>
+// CHECK: return %[[R0]], %[[R1]]
+func.func @layer_norm(%x: tensor<?x5x8xf32>, %g: tensor<8xf32>,
+                      %b: tensor<8xf32>, %g2: tensor<5x1xf32>)
+    -> (tensor<?x5x8xf32>, tensor<?x5x8xf32>) {
+  %0 = hps.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-5 : f32}
+      : (tensor<?x5x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x5x8xf32>
+  %1 = hps.layer_norm %x, %g2 {axis = 1 : i64, epsilon = 1.0e-5 : f32}
+      : (tensor<?x5x8xf32>, tensor<5x1xf32>) -> tensor<?x5x8xf32>
+  return %0, %1 : tensor<?x5x8xf32>, tensor<?x5x8xf32>
 }
 
 //===----------------------------------------------------------------------===//
@@ -725,6 +818,24 @@ func.func @reduce(%x: tensor<?x4x8x8xf32>)
   %2 = hps.reduce_sum %x {axes = array<i64: -1>, keepdims = false}
       : (tensor<?x4x8x8xf32>) -> tensor<?x4x8xf32>
   return %0, %1, %2 : tensor<?x4x1x1xf32>, tensor<f32>, tensor<?x4x8xf32>
+}
+
+// CHECK-LABEL: func.func @reduce_max_min(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<2x4x8xf32>
+// CHECK: %[[R0:.*]] = hps.reduce_max %[[X]]
+// CHECK-SAME: {axes = array<i64: 1>, keepdims = true}
+// CHECK-SAME: : (tensor<2x4x8xf32>) -> tensor<2x1x8xf32>
+// CHECK: %[[R1:.*]] = hps.reduce_min %[[X]]
+// CHECK-SAME: {axes = array<i64: -1, 0>, keepdims = false}
+// CHECK-SAME: : (tensor<2x4x8xf32>) -> tensor<4xf32>
+// CHECK: return %[[R0]], %[[R1]]
+func.func @reduce_max_min(%x: tensor<2x4x8xf32>)
+    -> (tensor<2x1x8xf32>, tensor<4xf32>) {
+  %0 = hps.reduce_max %x {axes = array<i64: 1>, keepdims = true}
+      : (tensor<2x4x8xf32>) -> tensor<2x1x8xf32>
+  %1 = hps.reduce_min %x {axes = array<i64: -1, 0>, keepdims = false}
+      : (tensor<2x4x8xf32>) -> tensor<4xf32>
+  return %0, %1 : tensor<2x1x8xf32>, tensor<4xf32>
 }
 
 //===----------------------------------------------------------------------===//

@@ -389,8 +389,24 @@ def opset_too_new():
     return _relu_model(18)
 
 
-def opset_too_old():
+def opset_legacy():
+    # Opset 6: read with the legacy attribute forms (imports).
     return _relu_model(6)
+
+
+def opset_zero():
+    # Below every opset the importer supports (the checker would refuse it,
+    # so it is built from an opset-6 model without checking).
+    m = _relu_model(6)
+    m.opset_import[0].version = 0
+    return m
+
+
+def opset_missing():
+    # No opset_import for the default domain at all.
+    m = _relu_model(13)
+    del m.opset_import[:]
+    return m
 
 
 def shape_inference_error():
@@ -477,7 +493,9 @@ MODELS = {
     "unsupported_op": _proto(unsupported_op),
     "custom_domain": _proto(custom_domain),
     "opset_too_new": _proto(opset_too_new),
-    "opset_too_old": _proto(opset_too_old),
+    "opset_legacy": _proto(opset_legacy),
+    "opset_zero": _proto(opset_zero),
+    "opset_missing": _proto(opset_missing),
     "shape_inference_error": _proto(shape_inference_error),
     "truncated": _write_bytes(_truncated_bytes),
     "garbage": _write_bytes(_garbage_bytes),
