@@ -15,6 +15,9 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.heterps_obj_root, "test")
 
 llvm_config.use_default_substitutions()  # FileCheck, not, count, %python...
+# %python must be the interpreter with Debian's onnx/torch modules, not the
+# one running lit (LLVM's default substitution).
+config.substitutions = [s for s in config.substitutions if s[0] != "%python"]
 config.substitutions.append(("%python", config.heterps_python))
 config.substitutions.append(("%make_model",
     config.heterps_python + " " +
