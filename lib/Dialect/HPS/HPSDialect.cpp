@@ -2,6 +2,8 @@
 
 #include "heterps/Dialect/HPS/HPS.h"
 
+#include "mlir/IR/BuiltinOps.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringExtras.h"
@@ -47,7 +49,7 @@ LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 /// The closest op before `op` in its block that carries a stage index.
 static Operation *previousStagedOp(Operation *op) {
   for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode())
-    if (prev->hasAttr(HPSDialect::kStageAttrName))
+    if (prev->getAttrOfType<IntegerAttr>(HPSDialect::kStageAttrName))
       return prev;
   return nullptr;
 }
@@ -63,7 +65,7 @@ LogicalResult HPSDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == kStageAttrName) {
     auto stage = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!stage || stage.getInt() < 0)
+    if (!stage || !stage.getType().isSignlessInteger() || stage.getInt() < 0)
       return op->emitError()
              << "'" << kStageAttrName << "' must be a non-negative integer";
     auto device = op->getAttrOfType<DeviceAttr>(kDeviceAttrName);
@@ -89,8 +91,43 @@ LogicalResult HPSDialect::verifyOperationAttribute(Operation *op,
              << "': a stage runs on one device type";
     return success();
   }
-  if (name == kSourceAttrName || name == kOpsetAttrName ||
-      name == kNameAttrName)
+  if (name == kSourceAttrName) {
+    if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << kSourceAttrName << "' must be a string on the module";
     return success();
+  }
+  if (name == kOpsetAttrName) {
+    auto opset = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !opset || !opset.getType().isSignlessInteger())
+      return op->emitError()
+             << "'" << kOpsetAttrName << "' must be an integer on the module";
+    return success();
+  }
   return op->emitError() << "unknown hps attribute '" << name << "'";
+}
+
+/// Function arguments and results may carry `hps.name` (the ONNX graph
+/// input or output name) and nothing else of this dialect.
+static LogicalResult verifyValueAttribute(Operation *op, NamedAttribute attr,
+                                          StringRef what) {
+  if (attr.getName() != HPSDialect::kNameAttrName)
+    return op->emitError() << "unknown hps " << what << " attribute '"
+                           << attr.getName().getValue() << "'";
+  if (!isa<StringAttr>(attr.getValue()))
+    return op->emitError() << "'" << HPSDialect::kNameAttrName
+                           << "' must be a string";
+  return success();
+}
+
+LogicalResult HPSDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                   unsigned,
+                                                   NamedAttribute attr) {
+  return verifyValueAttribute(op, attr, "argument");
+}
+
+LogicalResult HPSDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                      unsigned,
+                                                      NamedAttribute attr) {
+  return verifyValueAttribute(op, attr, "result");
 }

@@ -147,6 +147,18 @@ static FailureOr<Shape> windowOutput(Operation *op, ArrayRef<int64_t> input,
   return out;
 }
 
+/// True when `from` broadcasts to `target` without changing it (ONNX
+/// unidirectional broadcasting).
+static bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> target) {
+  std::optional<Shape> b = broadcastShapes(target, from);
+  if (!b || b->size() != target.size())
+    return false;
+  for (auto [r, t] : llvm::zip(*b, target))
+    if (!isDyn(r) && !isDyn(t) && r != t)
+      return false;
+  return true;
+}
+
 /// A per-channel operand: rank 1 with `channels` elements.
 static LogicalResult verifyPerChannel(Operation *op, StringRef name,
                                       Value value, int64_t channels) {
@@ -175,10 +187,12 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
 
 LogicalResult ShapeOp::verify() {
   int64_t rank = getInput().getType().getRank();
-  int64_t start = std::clamp<int64_t>(
-      getStart() < 0 ? getStart() + rank : getStart(), 0, rank);
-  int64_t end =
-      std::clamp<int64_t>(getEnd() < 0 ? getEnd() + rank : getEnd(), 0, rank);
+  auto clampIndex = [&](int64_t v) {
+    return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank);
+  };
+  // I64Attr getters return uint64_t; the attribute holds a signed value.
+  int64_t start = clampIndex(static_cast<int64_t>(getStart()));
+  int64_t end = clampIndex(static_cast<int64_t>(getEnd()));
   return verifyResultShape(*this, getOutput(),
                            {std::max<int64_t>(end - start, 0)});
 }
@@ -202,6 +216,8 @@ verifyConvCommon(Operation *op, Value input, Value weight, Value bias,
     return kDyn;
   if (in && failed(verifyRankBetween(op, "input", *in, 3, 5)))
     return failure();
+  if (!in && failed(verifyRankBetween(op, "weight", *w, 3, 5)))
+    return failure();
   if (w && static_cast<int64_t>(w->size()) != rank)
     return op->emitOpError("expects weight of rank ")
            << rank << " like the input, got rank " << w->size();
@@ -211,16 +227,16 @@ verifyConvCommon(Operation *op, Value input, Value weight, Value bias,
 }
 
 LogicalResult ConvOp::verify() {
-  FailureOr<int64_t> rank =
-      verifyConvCommon(*this, getInput(), getWeight(), getBias(), getStrides(),
-                       getDilations(), getPads(), getGroup());
+  FailureOr<int64_t> rank = verifyConvCommon(
+      *this, getInput(), getWeight(), getBias(), getStrides(), getDilations(),
+      getPads(), static_cast<int64_t>(getGroup()));
   if (failed(rank))
     return failure();
   std::optional<Shape> in = rankedShape(getInput());
   std::optional<Shape> w = rankedShape(getWeight());
   if (!in || !w)
     return success();
-  int64_t group = getGroup();
+  int64_t group = static_cast<int64_t>(getGroup());
   int64_t channels = (*in)[1], filters = (*w)[0], perGroup = (*w)[1];
   if (!isDyn(channels) && !isDyn(perGroup) && channels != perGroup * group)
     return emitOpError("expects input channels (")
@@ -242,9 +258,9 @@ LogicalResult ConvOp::verify() {
 }
 
 LogicalResult ConvTransposeOp::verify() {
-  FailureOr<int64_t> rank =
-      verifyConvCommon(*this, getInput(), getWeight(), getBias(), getStrides(),
-                       getDilations(), getPads(), getGroup());
+  FailureOr<int64_t> rank = verifyConvCommon(
+      *this, getInput(), getWeight(), getBias(), getStrides(), getDilations(),
+      getPads(), static_cast<int64_t>(getGroup()));
   if (failed(rank))
     return failure();
   if (failed(verifyCount(*this, "output_padding", getOutputPadding(), *rank - 2,
@@ -255,10 +271,13 @@ LogicalResult ConvTransposeOp::verify() {
   std::optional<Shape> w = rankedShape(getWeight());
   if (!in || !w)
     return success();
-  int64_t group = getGroup();
+  int64_t group = static_cast<int64_t>(getGroup());
   if (!isDyn((*in)[1]) && !isDyn((*w)[0]) && (*in)[1] != (*w)[0])
     return emitOpError("expects input channels (")
            << (*in)[1] << ") to equal weight dimension 0 (" << (*w)[0] << ")";
+  if (!isDyn((*in)[1]) && (*in)[1] % group != 0)
+    return emitOpError("expects input channels (")
+           << (*in)[1] << ") to be divisible by group (" << group << ")";
   int64_t filters = isDyn((*w)[1]) ? kDyn : (*w)[1] * group;
   if (getBias() && failed(verifyPerChannel(*this, "bias", getBias(), filters)))
     return failure();
@@ -371,7 +390,14 @@ LogicalResult AddOp::verify() { return verifyBroadcastOp(*this); }
 LogicalResult SubOp::verify() { return verifyBroadcastOp(*this); }
 LogicalResult MulOp::verify() { return verifyBroadcastOp(*this); }
 LogicalResult DivOp::verify() { return verifyBroadcastOp(*this); }
-LogicalResult PowOp::verify() { return verifyBroadcastOp(*this); }
+LogicalResult PowOp::verify() {
+  // The exponent may have another element type; the result has the base's.
+  Type base = getElementTypeOrSelf(getLhs().getType());
+  if (getElementTypeOrSelf(getOutput().getType()) != base)
+    return emitOpError("expects the result element type to be the base's (")
+           << base << ")";
+  return verifyBroadcastOp(*this);
+}
 LogicalResult MaxOp::verify() { return verifyBroadcastOp(*this); }
 LogicalResult MinOp::verify() { return verifyBroadcastOp(*this); }
 
@@ -382,14 +408,9 @@ LogicalResult PReluOp::verify() {
   std::optional<Shape> slope = rankedShape(getRhs());
   if (!x || !slope)
     return success();
-  std::optional<Shape> shape = broadcastShapes(*x, *slope);
-  if (!shape || shape->size() != x->size() ||
-      llvm::any_of(llvm::zip(*shape, *x), [](auto pair) {
-        auto [b, d] = pair;
-        return !isDyn(b) && !isDyn(d) && b != d;
-      }))
-    return emitOpError("slope of shape ")
-           << formatShape(*slope) << " does not broadcast to the input shape "
+  if (!broadcastsTo(*slope, *x))
+    return emitOpError("expects the slope of shape ")
+           << formatShape(*slope) << " to broadcast to the input shape "
            << formatShape(*x);
   return verifyResultShape(*this, getOutput(), *x);
 }
@@ -488,7 +509,8 @@ LogicalResult GlobalMaxPoolOp::verify() { return verifyGlobalPool(*this); }
 
 LogicalResult BatchNormOp::verify() {
   if (getEpsilon().convertToFloat() < 0.0f)
-    return emitOpError("expects 'epsilon' to be non-negative");
+    return emitOpError("expects 'epsilon' to be non-negative, got ")
+           << getEpsilon().convertToFloat();
   std::optional<Shape> in = rankedShape(getInput());
   if (!in)
     return success();
@@ -504,8 +526,9 @@ LogicalResult BatchNormOp::verify() {
 }
 
 LogicalResult LRNOp::verify() {
-  if (getSize() < 1)
-    return emitOpError("expects 'size' to be positive, got ") << getSize();
+  int64_t size = static_cast<int64_t>(getSize());
+  if (size < 1)
+    return emitOpError("expects 'size' to be positive, got ") << size;
   std::optional<Shape> in = rankedShape(getInput());
   if (in && failed(verifyRankBetween(*this, "input", *in, 3, INT64_MAX)))
     return failure();
@@ -513,6 +536,9 @@ LogicalResult LRNOp::verify() {
 }
 
 LogicalResult LayerNormOp::verify() {
+  if (getEpsilon().convertToFloat() < 0.0f)
+    return emitOpError("expects 'epsilon' to be non-negative, got ")
+           << getEpsilon().convertToFloat();
   std::optional<Shape> in = rankedShape(getInput());
   if (!in)
     return success();
@@ -525,8 +551,7 @@ LogicalResult LayerNormOp::verify() {
     std::optional<Shape> shape = value ? rankedShape(value) : std::nullopt;
     if (!shape)
       continue;
-    std::optional<Shape> b = broadcastShapes(normalized, *shape);
-    if (!b || b->size() != normalized.size())
+    if (!broadcastsTo(*shape, normalized))
       return emitOpError("expects '")
              << name << "' of shape " << formatShape(*shape)
              << " to broadcast to the normalised dimensions "
@@ -599,7 +624,10 @@ LogicalResult ReshapeOp::verify() {
     int64_t known = product(expected);
     if (isDyn(total) || isDyn(known)) {
       expected[inferred] = kDyn;
-    } else if (known == 0 || total % known != 0) {
+    } else if (known == 0) {
+      return emitOpError("cannot infer the -1 dimension next to a dimension "
+                         "of size 0");
+    } else if (total % known != 0) {
       return emitOpError("cannot infer the -1 dimension: ")
              << total << " elements are not divisible by " << known;
     } else {
@@ -635,14 +663,17 @@ LogicalResult TransposeOp::verify() {
 }
 
 LogicalResult ConcatOp::verify() {
-  if (getInputs().empty())
-    return emitOpError("expects at least one input");
+  // (No inputs at all is rejected by SameOperandsAndResultElementType.)
+  // Unranked inputs are skipped; they make the concatenated size unknown.
   std::optional<Shape> expected;
   int64_t axis = 0;
+  bool anyUnranked = false;
   for (auto [i, input] : llvm::enumerate(getInputs())) {
     std::optional<Shape> shape = rankedShape(input);
-    if (!shape)
-      return success();
+    if (!shape) {
+      anyUnranked = true;
+      continue;
+    }
     if (!expected) {
       FailureOr<int64_t> a =
           verifyAxis(*this, "axis", getAxis(), shape->size());
@@ -664,12 +695,16 @@ LogicalResult ConcatOp::verify() {
       } else if (!isDyn(e) && !isDyn(s) && e != s) {
         return emitOpError("expects input ")
                << i << " to have size " << e << " in dimension " << d
-               << " like input 0, got " << s;
+               << " like the first ranked input, got " << s;
       } else if (isDyn(e)) {
         e = s;
       }
     }
   }
+  if (!expected)
+    return success();
+  if (anyUnranked)
+    (*expected)[axis] = kDyn;
   return verifyResultShape(*this, getOutput(), *expected);
 }
 
@@ -795,8 +830,9 @@ LogicalResult PadOp::verify() {
     int64_t d = (*in)[i];
     int64_t size = isDyn(d) ? kDyn : d + getPads()[i] + getPads()[rank + i];
     if (!isDyn(size) && size < 0)
-      return emitOpError("pads remove more than the ")
-             << d << " elements of dimension " << i;
+      return emitOpError("expects pads to keep dimension ")
+             << i << " non-negative, got " << d << " + " << getPads()[i]
+             << " + " << getPads()[rank + i];
     expected.push_back(size);
   }
   return verifyResultShape(*this, getOutput(), expected);

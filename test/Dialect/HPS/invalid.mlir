@@ -576,7 +576,7 @@ func.func @min_broadcast(%a: tensor<5xf32>, %b: tensor<1x3xf32>) {
 // -----
 
 func.func @prelu_slope(%x: tensor<2x4xf32>, %s: tensor<3xf32>) {
-  // expected-error @+1 {{'hps.prelu' op slope of shape [3] does not broadcast to the input shape [2, 4]}}
+  // expected-error @+1 {{'hps.prelu' op expects the slope of shape [3] to broadcast to the input shape [2, 4]}}
   %0 = hps.prelu %x, %s : (tensor<2x4xf32>, tensor<3xf32>) -> tensor<2x4xf32>
   return
 }
@@ -585,7 +585,7 @@ func.func @prelu_slope(%x: tensor<2x4xf32>, %s: tensor<3xf32>) {
 
 // The slope broadcasts one way only: it may not grow the input.
 func.func @prelu_slope_rank(%x: tensor<4xf32>, %s: tensor<2x4xf32>) {
-  // expected-error @+1 {{'hps.prelu' op slope of shape [2, 4] does not broadcast to the input shape [4]}}
+  // expected-error @+1 {{'hps.prelu' op expects the slope of shape [2, 4] to broadcast to the input shape [4]}}
   %0 = hps.prelu %x, %s : (tensor<4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
   return
 }
@@ -1100,7 +1100,7 @@ func.func @concat_rank(%a: tensor<1x2x4xf32>, %b: tensor<3x4xf32>) {
 // -----
 
 func.func @concat_size(%a: tensor<1x2x4xf32>, %b: tensor<1x3x5xf32>) {
-  // expected-error @+1 {{'hps.concat' op expects input 1 to have size 4 in dimension 2 like input 0, got 5}}
+  // expected-error @+1 {{'hps.concat' op expects input 1 to have size 4 in dimension 2 like the first ranked input, got 5}}
   %0 = hps.concat %a, %b {axis = 1 : i64}
       : (tensor<1x2x4xf32>, tensor<1x3x5xf32>) -> tensor<1x5x4xf32>
   return
@@ -1307,7 +1307,7 @@ func.func @pad_count(%x: tensor<1x3x4x4xf32>) {
 // -----
 
 func.func @pad_crop(%x: tensor<1x3x4x4xf32>) {
-  // expected-error @+1 {{'hps.pad' op pads remove more than the 4 elements of dimension 2}}
+  // expected-error @+1 {{'hps.pad' op expects pads to keep dimension 2 non-negative, got 4 + -3 + -2}}
   %0 = hps.pad %x {pads = array<i64: 0, 0, -3, 0, 0, 0, -2, 0>,
                    mode = "constant", value = 0.0 : f32}
       : (tensor<1x3x4x4xf32>) -> tensor<1x3x0x4xf32>
@@ -1418,4 +1418,124 @@ func.func @reduce_min_result(%x: tensor<2x4x8xf32>) {
   %0 = hps.reduce_min %x {axes = array<i64: 1>, keepdims = false}
       : (tensor<2x4x8xf32>) -> tensor<2x1x8xf32>
   return
+}
+
+// -----
+
+// I64Attr values are signed: a negative size is rejected as negative.
+func.func @lrn_negative_size(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'hps.lrn' op expects 'size' to be positive, got -1}}
+  %0 = hps.lrn %x {size = -1 : i64, alpha = 1.0e-4 : f32, beta = 0.75 : f32,
+                   bias = 1.0 : f32} : tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+// With an unranked input the weight's rank is still checked.
+func.func @conv_unranked_input_weight_rank(%x: tensor<*xf32>, %w: tensor<4x3xf32>) {
+  // expected-error @+1 {{'hps.conv' op expects weight of rank 3 to 5, got rank 2}}
+  %0 = hps.conv %x, %w {strides = array<i64>, dilations = array<i64>,
+                        pads = array<i64>, group = 1 : i64}
+      : (tensor<*xf32>, tensor<4x3xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_group(%x: tensor<1x3x5xf32>, %w: tensor<3x2x3xf32>) {
+  // expected-error @+1 {{'hps.conv_transpose' op expects input channels (3) to be divisible by group (2)}}
+  %0 = hps.conv_transpose %x, %w {strides = array<i64: 1>,
+      dilations = array<i64: 1>, pads = array<i64: 0, 0>,
+      output_padding = array<i64: 0>, group = 2 : i64}
+      : (tensor<1x3x5xf32>, tensor<3x2x3xf32>) -> tensor<1x4x7xf32>
+  return
+}
+
+// -----
+
+// An unranked input does not hide a mismatch between the ranked ones.
+func.func @concat_unranked_mixed(%a: tensor<1x2x4xf32>, %u: tensor<*xf32>,
+                                 %b: tensor<1x3x5xf32>) {
+  // expected-error @+1 {{'hps.concat' op expects input 2 to have size 4 in dimension 2 like the first ranked input, got 5}}
+  %0 = hps.concat %a, %u, %b {axis = 1 : i64}
+      : (tensor<1x2x4xf32>, tensor<*xf32>, tensor<1x3x5xf32>) -> tensor<7x7xf32>
+  return
+}
+
+// -----
+
+func.func @pow_result_type(%a: tensor<4xf32>, %b: tensor<4xi64>) {
+  // expected-error @+1 {{'hps.pow' op expects the result element type to be the base's ('f32')}}
+  %0 = hps.pow %a, %b : (tensor<4xf32>, tensor<4xi64>) -> tensor<4xi8>
+  return
+}
+
+// -----
+
+// Scale broadcasts to the normalised dimensions, never the other way.
+func.func @layer_norm_scale_grows(%x: tensor<2x1xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.layer_norm' op expects 'scale' of shape [4] to broadcast to the normalised dimensions [1]}}
+  %0 = hps.layer_norm %x, %s {axis = 1 : i64, epsilon = 1.0e-5 : f32}
+      : (tensor<2x1xf32>, tensor<4xf32>) -> tensor<2x1xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_epsilon(%x: tensor<2x4xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{'hps.layer_norm' op expects 'epsilon' to be non-negative, got -1}}
+  %0 = hps.layer_norm %x, %s {axis = 1 : i64, epsilon = -1.0 : f32}
+      : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_zero_and_infer(%x: tensor<0x4xf32>) {
+  // expected-error @+1 {{'hps.reshape' op cannot infer the -1 dimension next to a dimension of size 0}}
+  %0 = hps.reshape %x {shape = array<i64: 0, -1>, allowzero = false}
+      : (tensor<0x4xf32>) -> tensor<0x4xf32>
+  return
+}
+
+// -----
+
+func.func @stage_unsigned(%x: tensor<2xf32>) {
+  // expected-error @+1 {{'hps.stage' must be a non-negative integer}}
+  %0 = hps.relu %x {hps.device = #hps.device<"cpu">, hps.stage = 1 : ui8} : tensor<2xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'hps.opset' must be an integer on the module}}
+module attributes {hps.opset = "thirteen"} {
+}
+
+// -----
+
+// expected-error @+1 {{'hps.source' must be a string on the module}}
+module attributes {hps.source = 7 : i64} {
+}
+
+// -----
+
+// expected-error @+1 {{unknown hps argument attribute 'hps.bogus'}}
+func.func @arg_attr(%x: tensor<2xf32> {hps.bogus = 1 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'hps.name' must be a string}}
+func.func @result_attr(%x: tensor<2xf32>) -> (tensor<2xf32> {hps.name = 3 : i64}) {
+  return %x : tensor<2xf32>
+}
+
+// -----
+
+// expected-error @+1 {{unknown hps result attribute 'hps.device'}}
+func.func @result_device(%x: tensor<2xf32>) -> (tensor<2xf32> {hps.device = #hps.device<"v100">}) {
+  return %x : tensor<2xf32>
 }

@@ -33,13 +33,19 @@ func.func @constant() -> (tensor<2xi64>, tensor<4xf32>) {
 // CHECK-SAME: : (tensor<?x3x8x8xf32>) -> tensor<4xi64>
 // CHECK: %[[S1:.*]] = hps.shape %[[X]] {end = 9 : i64, start = 2 : i64}
 // CHECK-SAME: : (tensor<?x3x8x8xf32>) -> tensor<2xi64>
-// CHECK: return %[[S0]], %[[S1]]
-func.func @shape(%x: tensor<?x3x8x8xf32>) -> (tensor<4xi64>, tensor<2xi64>) {
+// Negative start/end count from the back: [-1, 4) is the last dimension.
+// CHECK: %[[S2:.*]] = hps.shape %[[X]] {end = 4 : i64, start = -1 : i64}
+// CHECK-SAME: : (tensor<?x3x8x8xf32>) -> tensor<1xi64>
+// CHECK: return %[[S0]], %[[S1]], %[[S2]]
+func.func @shape(%x: tensor<?x3x8x8xf32>)
+    -> (tensor<4xi64>, tensor<2xi64>, tensor<1xi64>) {
   %0 = hps.shape %x {start = 0 : i64, end = 4 : i64}
       : (tensor<?x3x8x8xf32>) -> tensor<4xi64>
   %1 = hps.shape %x {start = 2 : i64, end = 9 : i64}
       : (tensor<?x3x8x8xf32>) -> tensor<2xi64>
-  return %0, %1 : tensor<4xi64>, tensor<2xi64>
+  %2 = hps.shape %x {start = -1 : i64, end = 4 : i64}
+      : (tensor<?x3x8x8xf32>) -> tensor<1xi64>
+  return %0, %1, %2 : tensor<4xi64>, tensor<2xi64>, tensor<1xi64>
 }
 
 //===----------------------------------------------------------------------===//
