@@ -147,6 +147,14 @@ static FailureOr<Shape> windowOutput(Operation *op, ArrayRef<int64_t> input,
   return out;
 }
 
+static LogicalResult verifyNonNegative(Operation *op, StringRef name,
+                                       APFloat value) {
+  if (value.convertToFloat() >= 0.0f)
+    return success();
+  return op->emitOpError("expects '")
+         << name << "' to be non-negative, got " << value.convertToFloat();
+}
+
 /// True when `from` broadcasts to `target` without changing it (ONNX
 /// unidirectional broadcasting).
 static bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> target) {
@@ -508,9 +516,8 @@ LogicalResult GlobalAveragePoolOp::verify() { return verifyGlobalPool(*this); }
 LogicalResult GlobalMaxPoolOp::verify() { return verifyGlobalPool(*this); }
 
 LogicalResult BatchNormOp::verify() {
-  if (getEpsilon().convertToFloat() < 0.0f)
-    return emitOpError("expects 'epsilon' to be non-negative, got ")
-           << getEpsilon().convertToFloat();
+  if (failed(verifyNonNegative(*this, "epsilon", getEpsilon())))
+    return failure();
   std::optional<Shape> in = rankedShape(getInput());
   if (!in)
     return success();
@@ -536,9 +543,8 @@ LogicalResult LRNOp::verify() {
 }
 
 LogicalResult LayerNormOp::verify() {
-  if (getEpsilon().convertToFloat() < 0.0f)
-    return emitOpError("expects 'epsilon' to be non-negative, got ")
-           << getEpsilon().convertToFloat();
+  if (failed(verifyNonNegative(*this, "epsilon", getEpsilon())))
+    return failure();
   std::optional<Shape> in = rankedShape(getInput());
   if (!in)
     return success();

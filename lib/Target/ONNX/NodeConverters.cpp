@@ -119,7 +119,13 @@ FailureOr<Ints> kernelOf(NodeImporter &n, Value weight) {
   return kernel;
 }
 
-LogicalResult convertConv(NodeImporter &n) {
+/// Operands and window attributes shared by Conv and ConvTranspose.
+struct ConvInputs {
+  Value input, weight, bias;
+  Ints kernel, strides, dilations;
+};
+
+FailureOr<ConvInputs> convInputs(NodeImporter &n) {
   FailureOr<Value> x = n.input(0), w = n.input(1), b = optionalInput(n, 2);
   if (failed(x) || failed(w) || failed(b))
     return failure();
@@ -127,29 +133,36 @@ LogicalResult convertConv(NodeImporter &n) {
   if (failed(kernel))
     return failure();
   size_t spatial = kernel->size();
-  Ints strides = intsOr(n, "strides", spatial, 1);
-  Ints dilations = intsOr(n, "dilations", spatial, 1);
+  return ConvInputs{*x,
+                    *w,
+                    *b,
+                    *kernel,
+                    intsOr(n, "strides", spatial, 1),
+                    intsOr(n, "dilations", spatial, 1)};
+}
+
+LogicalResult convertConv(NodeImporter &n) {
+  FailureOr<ConvInputs> c = convInputs(n);
+  if (failed(c))
+    return failure();
   FailureOr<Ints> pads =
-      resolvePads(n, n.inputShape(0), *kernel, strides, dilations);
+      resolvePads(n, n.inputShape(0), c->kernel, c->strides, c->dilations);
   if (failed(pads))
     return failure();
-  Value out = n.create<ConvOp>(resultType(n), *x, *w, *b, ints(n, strides),
-                               ints(n, dilations), ints(n, *pads),
-                               i64(n, n.attrInt("group", 1)));
-  n.setOutput(0, out);
+  n.setOutput(0,
+              n.create<ConvOp>(resultType(n), c->input, c->weight, c->bias,
+                               ints(n, c->strides), ints(n, c->dilations),
+                               ints(n, *pads), i64(n, n.attrInt("group", 1))));
   return success();
 }
 
 LogicalResult convertConvTranspose(NodeImporter &n) {
-  FailureOr<Value> x = n.input(0), w = n.input(1), b = optionalInput(n, 2);
-  if (failed(x) || failed(w) || failed(b))
+  FailureOr<ConvInputs> c = convInputs(n);
+  if (failed(c))
     return failure();
-  FailureOr<Ints> kernel = kernelOf(n, *w);
-  if (failed(kernel))
-    return failure();
-  size_t spatial = kernel->size();
-  Ints strides = intsOr(n, "strides", spatial, 1);
-  Ints dilations = intsOr(n, "dilations", spatial, 1);
+  ArrayRef<int64_t> kernel = c->kernel, strides = c->strides,
+                    dilations = c->dilations;
+  size_t spatial = kernel.size();
   Ints outputPadding = intsOr(n, "output_padding", spatial, 0);
   std::string autoPad = n.attrString("auto_pad", "NOTSET");
   std::optional<Ints> outputShape = n.attrInts("output_shape");
@@ -171,7 +184,7 @@ LogicalResult convertConvTranspose(NodeImporter &n) {
       int64_t target =
           outputShape ? (*outputShape)[i] : (*in)[2 + i] * strides[i];
       int64_t full = strides[i] * ((*in)[2 + i] - 1) + outputPadding[i] +
-                     ((*kernel)[i] - 1) * dilations[i] + 1;
+                     (kernel[i] - 1) * dilations[i] + 1;
       int64_t total = full - target;
       if (total < 0) {
         // The requested output is larger: extend it at the end.
@@ -185,8 +198,9 @@ LogicalResult convertConvTranspose(NodeImporter &n) {
     }
   }
   Value out = n.create<ConvTransposeOp>(
-      resultType(n), *x, *w, *b, ints(n, strides), ints(n, dilations),
-      ints(n, pads), ints(n, outputPadding), i64(n, n.attrInt("group", 1)));
+      resultType(n), c->input, c->weight, c->bias, ints(n, strides),
+      ints(n, dilations), ints(n, pads), ints(n, outputPadding),
+      i64(n, n.attrInt("group", 1)));
   n.setOutput(0, out);
   return success();
 }
