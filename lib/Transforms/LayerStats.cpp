@@ -1,5 +1,6 @@
 //===- LayerStats.cpp - print per-layer FLOPs and bytes -------------------===//
 
+#include "PlanIR.h"
 #include "heterps/Transforms/Passes.h"
 
 #include "mlir/Support/FileUtilities.h"
@@ -22,13 +23,6 @@ struct LayerRow {
   std::string name, op, kind;
   int64_t flops, paramBytes, activationBytes;
 };
-
-/// The ONNX node name of an op (its NameLoc), or the op name.
-std::string layerName(Operation *op) {
-  if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
-    return loc.getName().str();
-  return op->getName().getStringRef().str();
-}
 
 void printText(llvm::raw_ostream &os, StringRef function,
                ArrayRef<LayerRow> rows, const LayerRow &total) {
@@ -77,7 +71,7 @@ struct LayerStatsPass : public mlir::hps::impl::LayerStatsBase<LayerStatsPass> {
     std::string error;
     auto file = openOutputFile(output, &error);
     if (!file) {
-      func.emitError() << "hps-layer-stats: " << error;
+      emitError(func.getLoc()) << "hps-layer-stats: " << error;
       return signalPassFailure();
     }
     llvm::raw_ostream &os = file->os();

@@ -32,4 +32,90 @@ def LayerStats : Pass<"hps-layer-stats", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::hps::HPSDialect"];
 }
 
+def AnnotateCosts : Pass<"hps-annotate-costs", "::mlir::ModuleOp"> {
+  let summary = "Attach per-device-type layer costs (OCT, ODT, alpha, beta)";
+  let description = [{
+    Reads the cluster spec and gives every layer an `hps.costs` dictionary
+    with one `#hps.cost` per device type. Costs are analytic (from the
+    layer's FLOPs and bytes and the device's figures, for a batch of the
+    job's batch size) unless the profile has measured values for the layer's
+    node name and the device type. Records the spec's path on the module as
+    `hps.cluster` for the passes that follow. See docs/cost-model.md.
+  }];
+  let options = [
+    Option<"cluster", "cluster", "std::string", /*default=*/"",
+           "Cluster spec (YAML): device types, prices, limits and the job">,
+    Option<"profile", "profile", "std::string", /*default=*/"",
+           "Optional profile (JSON) of measured costs overriding the "
+           "analytic ones">,
+  ];
+  let dependentDialects = ["::mlir::hps::HPSDialect"];
+}
+
+def Place : Pass<"hps-place", "::mlir::ModuleOp"> {
+  let summary = "Choose a device type for every layer";
+  let description = [{
+    Sets `hps.device` on every layer. Strategies:
+
+    * `all-<type>`: every layer on device type `<type>` of the spec;
+    * `manual`: the device type of each layer from a JSON object keyed by
+      ONNX node name (`{"conv1": "v100", ...}`); every layer must be listed.
+
+    Needs `hps-annotate-costs` first (for the cluster spec).
+  }];
+  let options = [
+    Option<"strategy", "strategy", "std::string", /*default=*/"",
+           "'manual' or 'all-<device type>'">,
+    Option<"placement", "placement", "std::string", /*default=*/"",
+           "JSON placement file read by strategy=manual">,
+  ];
+}
+
+def FormStages : Pass<"hps-form-stages", "::mlir::ModuleOp"> {
+  let summary = "Group consecutive layers on one device type into stages";
+  let description = [{
+    In the function's (topological) op order, every maximal run of layers
+    with the same `hps.device` becomes one pipeline stage; sets `hps.stage`.
+  }];
+}
+
+def Provision : Pass<"hps-provision", "::mlir::ModuleOp"> {
+  let summary = "Choose the number of devices of every stage";
+  let description = [{
+    Gives each stage the smallest number of devices `k` whose throughput
+    `B / ET(k)` meets the limit, so stage throughputs are balanced just above
+    it, then checks the `max_count` limit of every device type. Records the
+    counts as `hps.replicas` on the module. When the limit cannot be met the
+    pass fails with an error stating the best achievable throughput and the
+    stage that caps it.
+  }];
+  let options = [
+    Option<"throughputLimit", "throughput-limit", "double",
+           /*default=*/"-1",
+           "Samples per second the pipeline must sustain (default: the "
+           "job's throughput_limit from the cluster spec)">,
+  ];
+}
+
+def Report : Pass<"hps-report", "::mlir::ModuleOp"> {
+  let summary = "Print the plan: stages, replicas, times, throughput and cost";
+  let description = [{
+    Evaluates the plan in the IR (devices, stages, replicas, costs) with the
+    HeterPS formulas and prints it as a table or as the JSON document
+    described in docs/cost-model.md. The IR is not changed.
+  }];
+  let options = [
+    Option<"format", "format", "::mlir::hps::OutputFormat",
+           /*default=*/"::mlir::hps::OutputFormat::Text",
+           "Output format",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::hps::OutputFormat::Text, "text",
+                        "readable tables"),
+             clEnumValN(::mlir::hps::OutputFormat::Json, "json",
+                        "the report JSON document"))}]>,
+    Option<"output", "output", "std::string", /*default=*/"\"-\"",
+           "File to write the report to; '-' writes to stdout">,
+  ];
+}
+
 #endif // HETERPS_TRANSFORMS_PASSES_TD

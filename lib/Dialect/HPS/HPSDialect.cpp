@@ -8,6 +8,10 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstdlib>
 
 using namespace mlir;
 using namespace mlir::hps;
@@ -43,6 +47,43 @@ LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "device type name must be a non-empty identifier of "
                           "letters, digits, '_', '-' and '.', got '"
                        << name << "'";
+  return success();
+}
+
+FailureOr<APFloat> mlir::hps::detail::parseF64(AsmParser &parser) {
+  double value;
+  if (parser.parseFloat(value))
+    return failure();
+  return APFloat(value);
+}
+
+void mlir::hps::detail::printF64(AsmPrinter &printer, const APFloat &value) {
+  // The shortest decimal form that reads back to the same double.
+  double v = value.convertToDouble();
+  std::string text;
+  for (int precision = 6; precision <= 17; ++precision) {
+    text = llvm::formatv("{0}", llvm::format("%.*g", precision, v)).str();
+    if (std::strtod(text.c_str(), nullptr) == v)
+      break;
+  }
+  if (text.find_first_of(".en") == std::string::npos)
+    text += ".0"; // Keep it a float literal.
+  printer << text;
+}
+
+LogicalResult CostAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               APFloat octValue, APFloat odtValue,
+                               APFloat alphaValue, APFloat betaValue,
+                               APFloat b0Value) {
+  double oct = octValue.convertToDouble(), odt = odtValue.convertToDouble();
+  double alpha = alphaValue.convertToDouble();
+  double beta = betaValue.convertToDouble(), b0 = b0Value.convertToDouble();
+  if (!(oct >= 0) || !(odt >= 0))
+    return emitError() << "'oct' and 'odt' must be non-negative";
+  if (!(alpha >= 0 && alpha <= 1) || !(beta >= 0 && beta <= 1))
+    return emitError() << "'alpha' and 'beta' must be in [0, 1]";
+  if (!(b0 > 0))
+    return emitError() << "'b0' must be positive";
   return success();
 }
 
@@ -102,6 +143,37 @@ LogicalResult HPSDialect::verifyOperationAttribute(Operation *op,
     if (!isa<ModuleOp>(op) || !opset || !opset.getType().isSignlessInteger())
       return op->emitError()
              << "'" << kOpsetAttrName << "' must be an integer on the module";
+    return success();
+  }
+  if (name == kCostsAttrName) {
+    auto costs = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!costs || !llvm::all_of(costs, [](NamedAttribute entry) {
+          return isa<CostAttr>(entry.getValue());
+        }))
+      return op->emitError() << "'" << kCostsAttrName
+                             << "' must map device type names to #hps.cost";
+    return success();
+  }
+  if (name == kClusterAttrName) {
+    if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << kClusterAttrName << "' must be a string on the module";
+    return success();
+  }
+  if (name == kReplicasAttrName) {
+    auto replicas = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !replicas ||
+        llvm::any_of(replicas.asArrayRef(), [](int64_t k) { return k < 1; }))
+      return op->emitError() << "'" << kReplicasAttrName
+                             << "' must be an array of positive integers on "
+                                "the module";
+    return success();
+  }
+  if (name == kThroughputLimitAttrName) {
+    auto limit = dyn_cast<FloatAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !limit || limit.getValueAsDouble() < 0)
+      return op->emitError() << "'" << kThroughputLimitAttrName
+                             << "' must be a non-negative float on the module";
     return success();
   }
   return op->emitError() << "unknown hps attribute '" << name << "'";

@@ -418,9 +418,12 @@ FailureOr<Value> GraphImporter::materialize(llvm::StringRef name,
 
 llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   const onnx::GraphProto &graph = model.graph();
-  OwningOpRef<ModuleOp> module = ModuleOp::create(builder.getUnknownLoc());
   llvm::SmallString<256> absolute(path);
   llvm::sys::fs::make_absolute(absolute);
+  // Diagnostics about the whole model (e.g. from planning passes) point at
+  // the model file.
+  OwningOpRef<ModuleOp> module =
+      ModuleOp::create(FileLineColLoc::get(context, absolute, 0, 0));
   module->getOperation()->setAttr(HPSDialect::kSourceAttrName,
                                   builder.getStringAttr(absolute));
   module->getOperation()->setAttr(HPSDialect::kOpsetAttrName,

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
@@ -19,6 +20,12 @@
 
 #include "heterps/Dialect/HPS/HPSDialect.h.inc"
 #include "heterps/Dialect/HPS/HPSEnums.h.inc"
+
+namespace mlir::hps::detail {
+/// Parameter parsing and printing of #hps.cost's doubles.
+FailureOr<llvm::APFloat> parseF64(AsmParser &parser);
+void printF64(AsmPrinter &printer, const llvm::APFloat &value);
+} // namespace mlir::hps::detail
 
 #define GET_ATTRDEF_CLASSES
 #include "heterps/Dialect/HPS/HPSAttrs.h.inc"

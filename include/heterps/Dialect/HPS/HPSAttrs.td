@@ -53,4 +53,38 @@ def HPS_DeviceAttr : AttrDef<HPS_Dialect, "Device"> {
   let genVerifyDecl = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// CostAttr
+//===----------------------------------------------------------------------===//
+
+// A double stored as an APFloat (hashable), written as a plain float
+// literal that reads back to the same value.
+class HPS_F64Parameter<string desc> : APFloatParameter<desc> {
+  let parser = [{ ::mlir::hps::detail::parseF64($_parser) }];
+  let printer = [{ ::mlir::hps::detail::printF64($_printer, $_self) }];
+}
+
+def HPS_CostAttr : AttrDef<HPS_Dialect, "Cost"> {
+  let mnemonic = "cost";
+  let summary = "Costs of a layer on one device type (HeterPS OCT, ODT, alpha, beta)";
+  let description = [{
+    Compute time `oct` and data/communication time `odt` (seconds) of the
+    layer for a batch of `b0` samples on one device, and the parallelisable
+    fractions `alpha` (of `oct`) and `beta` (of `odt`). `hps-annotate-costs`
+    attaches one per device type of the cluster spec:
+
+    ```mlir
+    hps.costs = {v100 = #hps.cost<oct = 1.2e-04, odt = 3.0e-05, alpha = 0.95,
+                                  beta = 0.5, b0 = 256.0>}
+    ```
+  }];
+  let parameters = (ins HPS_F64Parameter<"OCT, seconds">:$oct,
+                        HPS_F64Parameter<"ODT, seconds">:$odt,
+                        HPS_F64Parameter<"parallel fraction of OCT">:$alpha,
+                        HPS_F64Parameter<"parallel fraction of ODT">:$beta,
+                        HPS_F64Parameter<"base batch of OCT and ODT">:$b0);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // HETERPS_DIALECT_HPS_HPSATTRS_TD

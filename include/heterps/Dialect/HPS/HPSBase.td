@@ -30,6 +30,11 @@ def HPS_Dialect : Dialect {
     * `hps.device = #hps.device<"v100">`: the device type the layer runs on;
     * `hps.stage = 2 : i64`: the pipeline stage; stage indices never decrease
       along a block and every op of one stage has the same device type.
+
+    Cost passes add `hps.costs = {<device type> = #hps.cost<...>, ...}` to
+    layers and, on the module, `hps.cluster` (the cluster spec file) and
+    `hps.replicas` (devices per stage, chosen by `hps-provision` for the
+    throughput limit it records as `hps.throughput_limit`).
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
@@ -47,6 +52,15 @@ def HPS_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kSourceAttrName = "hps.source";
     /// Module attribute: opset of the default ONNX domain.
     static constexpr ::llvm::StringLiteral kOpsetAttrName = "hps.opset";
+    /// Discardable attribute: per device type #hps.cost of a layer.
+    static constexpr ::llvm::StringLiteral kCostsAttrName = "hps.costs";
+    /// Module attribute: path of the cluster spec the costs came from.
+    static constexpr ::llvm::StringLiteral kClusterAttrName = "hps.cluster";
+    /// Module attribute: replicas (devices) of each pipeline stage.
+    static constexpr ::llvm::StringLiteral kReplicasAttrName = "hps.replicas";
+    /// Module attribute: the throughput limit hps-provision planned for.
+    static constexpr ::llvm::StringLiteral kThroughputLimitAttrName =
+        "hps.throughput_limit";
 
   private:
     void registerAttributes();

@@ -1,0 +1,135 @@
+//===- PlanIR.cpp - between the hps IR and the planner library ------------===//
+
+#include "PlanIR.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+using namespace mlir::hps;
+namespace planner = heterps::planner;
+
+std::string mlir::hps::layerName(Operation *op) {
+  if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+    return loc.getName().str();
+  return op->getName().getStringRef().str();
+}
+
+FailureOr<func::FuncOp> mlir::hps::getModelFunction(ModuleOp module,
+                                                    StringRef pass) {
+  if (auto main = module.lookupSymbol<func::FuncOp>("main"))
+    return main;
+  auto funcs = module.getOps<func::FuncOp>();
+  if (std::distance(funcs.begin(), funcs.end()) != 1)
+    return emitError(module.getLoc())
+           << pass
+           << ": expects a function @main or exactly one "
+              "function in the module";
+  return *funcs.begin();
+}
+
+SmallVector<LayerOpInterface> mlir::hps::collectLayers(func::FuncOp func) {
+  SmallVector<LayerOpInterface> layers;
+  func.walk([&](LayerOpInterface op) {
+    if (op.getLayerKind() != LayerKind::constant)
+      layers.push_back(op);
+  });
+  return layers;
+}
+
+FailureOr<planner::ClusterSpec> mlir::hps::loadRecordedSpec(ModuleOp module,
+                                                            StringRef pass) {
+  auto path = module->getAttrOfType<StringAttr>(HPSDialect::kClusterAttrName);
+  if (!path)
+    return emitError(module.getLoc())
+           << pass
+           << ": no cluster spec recorded on the module; "
+              "run hps-annotate-costs first";
+  llvm::Expected<planner::ClusterSpec> spec =
+      planner::loadClusterSpec(path.getValue());
+  if (!spec)
+    return emitError(module.getLoc())
+           << pass << ": " << llvm::toString(spec.takeError());
+  return std::move(*spec);
+}
+
+FailureOr<std::vector<planner::Layer>>
+mlir::hps::plannerLayers(ArrayRef<LayerOpInterface> layers,
+                         const planner::ClusterSpec &spec, StringRef pass) {
+  std::vector<planner::Layer> out;
+  for (LayerOpInterface op : layers) {
+    planner::Layer layer;
+    layer.name = layerName(op);
+    layer.kind = stringifyLayerKind(op.getLayerKind()).str();
+    layer.flops = op.getFlops();
+    layer.paramBytes = op.getParamBytes();
+    layer.activationBytes = op.getActivationBytes();
+    auto costs = op->getAttrOfType<DictionaryAttr>(HPSDialect::kCostsAttrName);
+    for (const planner::DeviceType &device : spec.deviceTypes) {
+      auto cost = costs ? costs.getAs<CostAttr>(device.name) : CostAttr();
+      if (!cost)
+        return emitError(op->getLoc())
+               << pass << ": layer '" << layer.name << "' has no cost for "
+               << "device type '" << device.name
+               << "'; run hps-annotate-costs with this cluster spec first";
+      layer.costs.push_back(
+          {cost.getOct().convertToDouble(), cost.getOdt().convertToDouble(),
+           cost.getAlpha().convertToDouble(), cost.getBeta().convertToDouble(),
+           cost.getB0().convertToDouble()});
+    }
+    out.push_back(std::move(layer));
+  }
+  return out;
+}
+
+FailureOr<std::vector<size_t>>
+mlir::hps::layerDevices(ArrayRef<LayerOpInterface> layers,
+                        const planner::ClusterSpec &spec, StringRef pass) {
+  std::vector<size_t> devices;
+  for (LayerOpInterface op : layers) {
+    auto device = op->getAttrOfType<DeviceAttr>(HPSDialect::kDeviceAttrName);
+    if (!device)
+      return emitError(op->getLoc()) << pass << ": layer '" << layerName(op)
+                                     << "' has no device; run hps-place first";
+    std::optional<size_t> index = spec.find(device.getName().str());
+    if (!index)
+      return emitError(op->getLoc())
+             << pass << ": layer '" << layerName(op) << "' is on device type '"
+             << device.getName() << "', which the cluster spec does not list";
+    devices.push_back(*index);
+  }
+  return devices;
+}
+
+FailureOr<std::vector<planner::Stage>>
+mlir::hps::recordedStages(ModuleOp module, ArrayRef<LayerOpInterface> layers,
+                          const planner::ClusterSpec &spec, StringRef pass) {
+  FailureOr<std::vector<size_t>> devices = layerDevices(layers, spec, pass);
+  if (failed(devices))
+    return failure();
+  std::vector<planner::Stage> stages;
+  for (auto [i, op] : llvm::enumerate(layers)) {
+    auto stage = op->getAttrOfType<IntegerAttr>(HPSDialect::kStageAttrName);
+    if (!stage)
+      return emitError(op->getLoc())
+             << pass << ": layer '" << layerName(op)
+             << "' has no stage; run hps-form-stages first";
+    size_t index = stage.getInt();
+    if (index != stages.size() && index + 1 != stages.size())
+      return emitError(op->getLoc())
+             << pass << ": stage " << index << " of layer '" << layerName(op)
+             << "' skips a stage index";
+    if (index == stages.size())
+      stages.push_back(planner::Stage{(*devices)[i], {}, 1});
+    stages.back().layers.push_back(i);
+  }
+  if (auto replicas = module->getAttrOfType<DenseI64ArrayAttr>(
+          HPSDialect::kReplicasAttrName)) {
+    if (replicas.size() != static_cast<int64_t>(stages.size()))
+      return emitError(module.getLoc())
+             << pass << ": 'hps.replicas' has " << replicas.size()
+             << " entries for " << stages.size() << " stages";
+    for (auto [stage, k] : llvm::zip(stages, replicas.asArrayRef()))
+      stage.replicas = k;
+  }
+  return stages;
+}

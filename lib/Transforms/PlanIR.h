@@ -1,0 +1,52 @@
+//===- PlanIR.h - between the hps IR and the planner library ----*- C++ -*-===//
+//
+// The passes are thin adapters: they read layers, costs, devices and stages
+// from the IR into lib/Planner's structs, call the planner, and write the
+// decisions back as attributes. These helpers do the reading.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_LIB_TRANSFORMS_PLANIR_H
+#define HETERPS_LIB_TRANSFORMS_PLANIR_H
+
+#include "heterps/Dialect/HPS/HPS.h"
+#include "heterps/Planner/CostModel.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::hps {
+
+/// The ONNX node name of an op (its NameLoc), or the op name.
+std::string layerName(Operation *op);
+
+/// The function holding the model: @main, or the module's only function.
+FailureOr<func::FuncOp> getModelFunction(ModuleOp module, StringRef pass);
+
+/// The layers of a function in op order: every LayerOpInterface op except
+/// weights and constants.
+SmallVector<LayerOpInterface> collectLayers(func::FuncOp func);
+
+/// The cluster spec recorded on the module by hps-annotate-costs.
+FailureOr<heterps::planner::ClusterSpec> loadRecordedSpec(ModuleOp module,
+                                                          StringRef pass);
+
+/// Planner layers with their figures and `hps.costs` (in the spec's device
+/// order).
+FailureOr<std::vector<heterps::planner::Layer>>
+plannerLayers(ArrayRef<LayerOpInterface> layers,
+              const heterps::planner::ClusterSpec &spec, StringRef pass);
+
+/// Index into the spec of each layer's `hps.device`.
+FailureOr<std::vector<size_t>>
+layerDevices(ArrayRef<LayerOpInterface> layers,
+             const heterps::planner::ClusterSpec &spec, StringRef pass);
+
+/// Stages as recorded by hps-form-stages, with the module's `hps.replicas`
+/// when present (1 otherwise).
+FailureOr<std::vector<heterps::planner::Stage>>
+recordedStages(ModuleOp module, ArrayRef<LayerOpInterface> layers,
+               const heterps::planner::ClusterSpec &spec, StringRef pass);
+
+} // namespace mlir::hps
+
+#endif // HETERPS_LIB_TRANSFORMS_PLANIR_H

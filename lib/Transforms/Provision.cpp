@@ -1,0 +1,69 @@
+//===- Provision.cpp - devices per stage under the throughput limit -------===//
+
+#include "PlanIR.h"
+#include "heterps/Transforms/Passes.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+namespace mlir::hps {
+#define GEN_PASS_DEF_PROVISION
+#include "heterps/Transforms/Passes.h.inc"
+} // namespace mlir::hps
+
+using namespace mlir;
+using namespace mlir::hps;
+namespace planner = heterps::planner;
+
+namespace {
+
+struct ProvisionPass : public mlir::hps::impl::ProvisionBase<ProvisionPass> {
+  using ProvisionBase::ProvisionBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    constexpr StringRef pass = "hps-provision";
+    FailureOr<planner::ClusterSpec> spec = loadRecordedSpec(module, pass);
+    FailureOr<func::FuncOp> func = getModelFunction(module, pass);
+    if (failed(spec) || failed(func))
+      return signalPassFailure();
+    SmallVector<LayerOpInterface> layers = collectLayers(*func);
+    FailureOr<std::vector<planner::Layer>> costed =
+        plannerLayers(layers, *spec, pass);
+    FailureOr<std::vector<planner::Stage>> stages =
+        recordedStages(module, layers, *spec, pass);
+    if (failed(costed) || failed(stages))
+      return signalPassFailure();
+
+    double limit =
+        throughputLimit >= 0 ? throughputLimit : spec->job.throughputLimit;
+    planner::Provisioning result =
+        planner::provision(*spec, *costed, *stages, limit);
+    if (!result.feasible) {
+      const planner::Stage &capping = (*stages)[result.cappingStage];
+      auto diag = emitError(module.getLoc())
+                  << "hps-provision: throughput limit "
+                  << llvm::formatv("{0:F1}", limit).str()
+                  << " samples/s cannot be met; the best achievable is "
+                  << llvm::formatv("{0:F1}", result.bestThroughput).str()
+                  << " samples/s";
+      if (!capping.layers.empty())
+        diag << ", capped by stage " << result.cappingStage << " ("
+             << spec->deviceTypes[capping.deviceType].name << ", layers '"
+             << (*costed)[capping.layers.front()].name << "' to '"
+             << (*costed)[capping.layers.back()].name << "', "
+             << capping.replicas << " devices)";
+      diag << ": " << result.reason;
+      return signalPassFailure();
+    }
+    SmallVector<int64_t> replicas;
+    for (const planner::Stage &s : *stages)
+      replicas.push_back(s.replicas);
+    Builder b(module.getContext());
+    module->setAttr(HPSDialect::kReplicasAttrName,
+                    b.getDenseI64ArrayAttr(replicas));
+    module->setAttr(HPSDialect::kThroughputLimitAttrName,
+                    b.getF64FloatAttr(limit));
+  }
+};
+
+} // namespace

@@ -1,0 +1,194 @@
+//===- Report.cpp - the plan as tables or JSON ----------------------------===//
+
+#include "PlanIR.h"
+#include "heterps/Transforms/Passes.h"
+
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <cmath>
+
+namespace mlir::hps {
+#define GEN_PASS_DEF_REPORT
+#include "heterps/Transforms/Passes.h.inc"
+} // namespace mlir::hps
+
+using namespace mlir;
+using namespace mlir::hps;
+namespace planner = heterps::planner;
+
+namespace {
+
+/// Everything the report shows, gathered once for both formats.
+struct PlanView {
+  const planner::ClusterSpec *spec;
+  std::vector<planner::Layer> layers;
+  std::vector<planner::Stage> stages;
+  planner::PlanFigures figures;
+  double limit;
+  bool feasible;
+};
+
+/// JSON has no infinity: a stage that costs nothing reports null.
+llvm::json::Value number(double v) {
+  if (std::isinf(v))
+    return nullptr;
+  return v;
+}
+
+llvm::json::Value toJson(const PlanView &v) {
+  const planner::ClusterSpec &spec = *v.spec;
+  llvm::json::Array stages;
+  for (auto [i, s] : llvm::enumerate(v.stages)) {
+    llvm::json::Array names;
+    for (size_t l : s.layers)
+      names.push_back(v.layers[l].name);
+    const planner::StageTimes &t = v.figures.stages[i];
+    stages.push_back(llvm::json::Object{
+        {"index", static_cast<int64_t>(i)},
+        {"device_type", spec.deviceTypes[s.deviceType].name},
+        {"layers", std::move(names)},
+        {"replicas", s.replicas},
+        {"ct_s", t.ct},
+        {"dt_s", t.dt},
+        {"et_s", t.et()},
+        {"throughput", number(v.figures.stageThroughput[i])}});
+  }
+  llvm::json::Array layers;
+  for (const planner::Layer &l : v.layers) {
+    llvm::json::Object costs;
+    for (auto [d, c] : llvm::zip(spec.deviceTypes, l.costs))
+      costs[d.name] = llvm::json::Object{{"oct_s", c.oct},
+                                         {"odt_s", c.odt},
+                                         {"alpha", c.alpha},
+                                         {"beta", c.beta},
+                                         {"b0", c.b0}};
+    layers.push_back(llvm::json::Object{{"name", l.name},
+                                        {"kind", l.kind},
+                                        {"flops", l.flops},
+                                        {"param_bytes", l.paramBytes},
+                                        {"activation_bytes", l.activationBytes},
+                                        {"costs", std::move(costs)}});
+  }
+  llvm::json::Object devices;
+  for (auto &[name, count] : v.figures.devices)
+    devices[name] = count;
+  llvm::json::Array types;
+  for (const planner::DeviceType &d : spec.deviceTypes)
+    types.push_back(llvm::json::Object{{"name", d.name},
+                                       {"kind", d.kind},
+                                       {"price_per_hour", d.pricePerHour},
+                                       {"max_count", d.maxCount}});
+  return llvm::json::Object{
+      {"job",
+       llvm::json::Object{{"batch_size", spec.job.batchSize},
+                          {"samples_per_epoch", spec.job.samplesPerEpoch},
+                          {"epochs", spec.job.epochs},
+                          {"throughput_limit", v.limit}}},
+      {"device_types", std::move(types)},
+      {"throughput", number(v.figures.throughput)},
+      {"total_time_s", v.figures.totalTime},
+      {"cost", v.figures.cost},
+      {"feasible", v.feasible},
+      {"devices", std::move(devices)},
+      {"stages", std::move(stages)},
+      {"layers", std::move(layers)}};
+}
+
+void printText(llvm::raw_ostream &os, const PlanView &v) {
+  const planner::ClusterSpec &spec = *v.spec;
+  os << llvm::formatv("plan: throughput {0:F1} samples/s (limit {1:F1}, {2}), "
+                      "total time {3:F1} s, cost ${4:F2}\n",
+                      v.figures.throughput, v.limit,
+                      v.feasible ? "met" : "NOT met", v.figures.totalTime,
+                      v.figures.cost);
+  os << "devices:";
+  for (auto &[name, count] : v.figures.devices)
+    os << " " << name << " x" << count;
+  os << "\n\n";
+  os << llvm::formatv("{0,5} {1,-12} {2,7} {3,8} {4,12} {5,12} {6,12} "
+                      "{7,14}  layers\n",
+                      "stage", "device", "layers", "replicas", "ct_s", "dt_s",
+                      "et_s", "samples/s");
+  for (auto [i, s] : llvm::enumerate(v.stages)) {
+    const planner::StageTimes &t = v.figures.stages[i];
+    std::string first = v.layers[s.layers.front()].name;
+    std::string last = v.layers[s.layers.back()].name;
+    os << llvm::formatv("{0,5} {1,-12} {2,7} {3,8} {4,12:E3} {5,12:E3} "
+                        "{6,12:E3} {7,14:F1}  {8}{9}\n",
+                        i, spec.deviceTypes[s.deviceType].name, s.layers.size(),
+                        s.replicas, t.ct, t.dt, t.et(),
+                        v.figures.stageThroughput[i], first,
+                        s.layers.size() > 1 ? " .. " + last : "");
+  }
+  os << "\n"
+     << llvm::formatv("{0,-32} {1,-10} {2,14} {3,12} {4,6} {5,-8}", "layer",
+                      "kind", "flops", "param_bytes", "stage", "device");
+  for (const planner::DeviceType &d : spec.deviceTypes)
+    os << llvm::formatv(" {0,12} {1,12}", "oct_s@" + d.name, "odt_s@" + d.name);
+  os << "\n";
+  for (auto [si, s] : llvm::enumerate(v.stages))
+    for (size_t li : s.layers) {
+      const planner::Layer &l = v.layers[li];
+      os << llvm::formatv("{0,-32} {1,-10} {2,14} {3,12} {4,6} {5,-8}", l.name,
+                          l.kind, l.flops, l.paramBytes, si,
+                          spec.deviceTypes[s.deviceType].name);
+      for (const planner::LayerCost &c : l.costs)
+        os << llvm::formatv(" {0,12:E3} {1,12:E3}", c.oct, c.odt);
+      os << "\n";
+    }
+}
+
+struct ReportPass : public mlir::hps::impl::ReportBase<ReportPass> {
+  using ReportBase::ReportBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    constexpr StringRef pass = "hps-report";
+    FailureOr<planner::ClusterSpec> spec = loadRecordedSpec(module, pass);
+    FailureOr<func::FuncOp> func = getModelFunction(module, pass);
+    if (failed(spec) || failed(func))
+      return signalPassFailure();
+    SmallVector<LayerOpInterface> ops = collectLayers(*func);
+    FailureOr<std::vector<planner::Layer>> layers =
+        plannerLayers(ops, *spec, pass);
+    FailureOr<std::vector<planner::Stage>> stages =
+        recordedStages(module, ops, *spec, pass);
+    if (failed(layers) || failed(stages))
+      return signalPassFailure();
+    if (ops.empty()) {
+      emitError(module.getLoc(), "hps-report: the model has no layers");
+      return signalPassFailure();
+    }
+
+    // The limit the plan was provisioned for, else the job's.
+    double limit = spec->job.throughputLimit;
+    if (auto planned = module->getAttrOfType<FloatAttr>(
+            HPSDialect::kThroughputLimitAttrName))
+      limit = planned.getValueAsDouble();
+    PlanView view{&*spec, std::move(*layers), std::move(*stages), {}, limit,
+                  false};
+    view.figures = planner::evaluatePlan(*spec, view.layers, view.stages);
+    view.feasible = view.figures.throughput >= view.limit;
+    for (auto &[name, count] : view.figures.devices)
+      view.feasible &= count <= spec->deviceTypes[*spec->find(name)].maxCount;
+
+    std::string error;
+    auto file = openOutputFile(output, &error);
+    if (!file) {
+      emitError(module.getLoc()) << "hps-report: " << error;
+      return signalPassFailure();
+    }
+    if (format == OutputFormat::Json)
+      file->os() << llvm::formatv("{0:2}", toJson(view)) << "\n";
+    else
+      printText(file->os(), view);
+    file->keep();
+    markAllAnalysesPreserved();
+  }
+};
+
+} // namespace
