@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the bundled example: import the Fashion-MNIST CNN from ONNX
-# into the hps dialect, print the IR and the per-layer cost figures.
+# into the hps dialect, print the IR and the per-layer figures, then plan it
+# on the HeterPS paper's cluster (convolutions on V100s, the classifier on CPU
+# servers) and print the plan report.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh"
@@ -9,3 +11,9 @@ echo "== heterps-opt $model"
 "$root/build/bin/heterps-opt" "$model"
 echo "== heterps-opt $model --hps-layer-stats"
 "$root/build/bin/heterps-opt" "$model" --hps-layer-stats -o /dev/null
+echo "== plan on examples/clusters/heterps-paper.yaml"
+"$root/build/bin/heterps-opt" "$model" \
+  --hps-annotate-costs=cluster="$root/examples/clusters/heterps-paper.yaml" \
+  --hps-place="strategy=manual placement=$root/examples/placements/fashion_cnn-v100-cpu.json" \
+  --hps-form-stages --hps-provision=throughput-limit=200000 \
+  --hps-report -o /dev/null

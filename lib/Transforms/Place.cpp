@@ -74,7 +74,7 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
       for (LayerOpInterface op : layers) {
         auto it = byNode->find(layerName(op));
         if (it == byNode->end()) {
-          emitError(op->getLoc()) << "hps-place: layer '" << layerName(op)
+          emitError(modelLoc(op)) << "hps-place: layer '" << layerName(op)
                                   << "' is not in " << placement;
           return signalPassFailure();
         }
@@ -90,8 +90,12 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
     Builder b(module.getContext());
     for (auto [op, device] : llvm::zip(layers, devices)) {
       if (!spec->find(device)) {
-        emitError(op->getLoc()) << "hps-place: device type '" << device
-                                << "' is not in the cluster spec";
+        auto diag = emitError(module.getLoc())
+                    << "hps-place: device type '" << device << "' (layer '"
+                    << layerName(op)
+                    << "') is not in the cluster spec, which has";
+        for (const planner::DeviceType &d : spec->deviceTypes)
+          diag << " '" << d.name << "'";
         return signalPassFailure();
       }
       op->setAttr(HPSDialect::kDeviceAttrName,

@@ -8,6 +8,12 @@ using namespace mlir;
 using namespace mlir::hps;
 namespace planner = heterps::planner;
 
+Location mlir::hps::modelLoc(Operation *op) {
+  if (auto module = op->getParentOfType<ModuleOp>())
+    return module.getLoc();
+  return op->getLoc();
+}
+
 std::string mlir::hps::layerName(Operation *op) {
   if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
     return loc.getName().str();
@@ -67,7 +73,7 @@ mlir::hps::plannerLayers(ArrayRef<LayerOpInterface> layers,
     for (const planner::DeviceType &device : spec.deviceTypes) {
       auto cost = costs ? costs.getAs<CostAttr>(device.name) : CostAttr();
       if (!cost)
-        return emitError(op->getLoc())
+        return emitError(modelLoc(op))
                << pass << ": layer '" << layer.name << "' has no cost for "
                << "device type '" << device.name
                << "'; run hps-annotate-costs with this cluster spec first";
@@ -88,11 +94,11 @@ mlir::hps::layerDevices(ArrayRef<LayerOpInterface> layers,
   for (LayerOpInterface op : layers) {
     auto device = op->getAttrOfType<DeviceAttr>(HPSDialect::kDeviceAttrName);
     if (!device)
-      return emitError(op->getLoc()) << pass << ": layer '" << layerName(op)
+      return emitError(modelLoc(op)) << pass << ": layer '" << layerName(op)
                                      << "' has no device; run hps-place first";
     std::optional<size_t> index = spec.find(device.getName().str());
     if (!index)
-      return emitError(op->getLoc())
+      return emitError(modelLoc(op))
              << pass << ": layer '" << layerName(op) << "' is on device type '"
              << device.getName() << "', which the cluster spec does not list";
     devices.push_back(*index);
@@ -110,12 +116,12 @@ mlir::hps::recordedStages(ModuleOp module, ArrayRef<LayerOpInterface> layers,
   for (auto [i, op] : llvm::enumerate(layers)) {
     auto stage = op->getAttrOfType<IntegerAttr>(HPSDialect::kStageAttrName);
     if (!stage)
-      return emitError(op->getLoc())
+      return emitError(modelLoc(op))
              << pass << ": layer '" << layerName(op)
              << "' has no stage; run hps-form-stages first";
     size_t index = stage.getInt();
     if (index != stages.size() && index + 1 != stages.size())
-      return emitError(op->getLoc())
+      return emitError(modelLoc(op))
              << pass << ": stage " << index << " of layer '" << layerName(op)
              << "' skips a stage index";
     if (index == stages.size())

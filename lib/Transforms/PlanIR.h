@@ -16,6 +16,10 @@
 
 namespace mlir::hps {
 
+/// Where planning diagnostics point: the enclosing module, i.e. the model
+/// file (op locations are bare ONNX node names, which messages quote).
+Location modelLoc(Operation *op);
+
 /// The ONNX node name of an op (its NameLoc), or the op name.
 std::string layerName(Operation *op);
 

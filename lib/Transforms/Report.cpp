@@ -98,13 +98,20 @@ llvm::json::Value toJson(const PlanView &v) {
       {"layers", std::move(layers)}};
 }
 
+/// Dollars with cents, or three significant digits below one dollar.
+std::string money(double dollars) {
+  return dollars >= 1 ? llvm::formatv("{0:F2}", dollars).str()
+                      : llvm::formatv("{0}", llvm::format("%.3g", dollars))
+                            .str();
+}
+
 void printText(llvm::raw_ostream &os, const PlanView &v) {
   const planner::ClusterSpec &spec = *v.spec;
   os << llvm::formatv("plan: throughput {0:F1} samples/s (limit {1:F1}, {2}), "
-                      "total time {3:F1} s, cost ${4:F2}\n",
+                      "total time {3:F1} s, cost ${4}\n",
                       v.figures.throughput, v.limit,
                       v.feasible ? "met" : "NOT met", v.figures.totalTime,
-                      v.figures.cost);
+                      money(v.figures.cost));
   os << "devices:";
   for (auto &[name, count] : v.figures.devices)
     os << " " << name << " x" << count;

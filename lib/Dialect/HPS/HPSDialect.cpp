@@ -51,10 +51,16 @@ LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 FailureOr<APFloat> mlir::hps::detail::parseF64(AsmParser &parser) {
-  double value;
-  if (parser.parseFloat(value))
+  // A float or an integer literal (`b0 = 32` reads as 32.0), either sign.
+  SMLoc loc = parser.getCurrentLocation();
+  Attribute attr;
+  if (parser.parseAttribute(attr))
     return failure();
-  return APFloat(value);
+  if (auto f = dyn_cast<FloatAttr>(attr))
+    return APFloat(f.getValueAsDouble());
+  if (auto i = dyn_cast<IntegerAttr>(attr))
+    return APFloat(static_cast<double>(i.getInt()));
+  return parser.emitError(loc, "expected a number");
 }
 
 void mlir::hps::detail::printF64(AsmPrinter &printer, const APFloat &value) {

@@ -152,3 +152,14 @@ func.func @kind_on_op(%x: tensor<4xf32>) -> tensor<4xf32> {
 }
 
 }
+
+// Planning attributes round-trip: per-device costs on a layer (doubles print
+// in their shortest exact form), and the module's plan.
+// CHECK: module attributes {hps.cluster = "/tmp/c.yaml", hps.replicas = array<i64: 3, 1>, hps.throughput_limit = 1.000000e+02 : f64}
+// CHECK: hps.relu %{{.*}} {hps.costs = {cpu = #hps.cost<oct = 0.001, odt = 2.5e-05, alpha = 0.95, beta = 1.0, b0 = 32.0>, v100 = #hps.cost<oct = 0.0001, odt = 0.1, alpha = 1.0, beta = 0.5, b0 = 256.0>}}
+module attributes {hps.cluster = "/tmp/c.yaml", hps.replicas = array<i64: 3, 1>, hps.throughput_limit = 100.0 : f64} {
+  func.func @costs(%x: tensor<2xf32>) -> tensor<2xf32> {
+    %0 = hps.relu %x {hps.costs = {cpu = #hps.cost<oct = 1.0e-3, odt = 2.5e-5, alpha = 0.95, beta = 1.0, b0 = 32.0>, v100 = #hps.cost<oct = 0.0001, odt = 0.1, alpha = 1, beta = 0.5, b0 = 256>}} : tensor<2xf32>
+    return %0 : tensor<2xf32>
+  }
+}

@@ -1539,3 +1539,53 @@ func.func @result_attr(%x: tensor<2xf32>) -> (tensor<2xf32> {hps.name = 3 : i64}
 func.func @result_device(%x: tensor<2xf32>) -> (tensor<2xf32> {hps.device = #hps.device<"v100">}) {
   return %x : tensor<2xf32>
 }
+
+// -----
+
+func.func @cost_negative(%x: tensor<2xf32>) {
+  // expected-error @+1 {{'oct' and 'odt' must be non-negative}}
+  %0 = hps.relu %x {hps.costs = {cpu = #hps.cost<oct = -1.0, odt = 0.0, alpha = 0.5, beta = 0.5, b0 = 1.0>}} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @cost_fraction(%x: tensor<2xf32>) {
+  // expected-error @+1 {{'alpha' and 'beta' must be in [0, 1]}}
+  %0 = hps.relu %x {hps.costs = {cpu = #hps.cost<oct = 1.0, odt = 0.0, alpha = 1.5, beta = 0.5, b0 = 1.0>}} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @cost_b0(%x: tensor<2xf32>) {
+  // expected-error @+1 {{'b0' must be positive}}
+  %0 = hps.relu %x {hps.costs = {cpu = #hps.cost<oct = 1.0, odt = 0.0, alpha = 0.5, beta = 0.5, b0 = 0.0>}} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @costs_not_cost(%x: tensor<2xf32>) {
+  // expected-error @+1 {{'hps.costs' must map device type names to #hps.cost}}
+  %0 = hps.relu %x {hps.costs = {cpu = 1.0 : f64}} : tensor<2xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'hps.cluster' must be a string on the module}}
+module attributes {hps.cluster = 1 : i64} {
+}
+
+// -----
+
+// expected-error @+1 {{'hps.replicas' must be an array of positive integers on the module}}
+module attributes {hps.replicas = array<i64: 2, 0>} {
+}
+
+// -----
+
+// expected-error @+1 {{'hps.throughput_limit' must be a non-negative float on the module}}
+module attributes {hps.throughput_limit = -5.0 : f64} {
+}
