@@ -139,3 +139,23 @@ mlir::hps::recordedStages(ModuleOp module, ArrayRef<LayerOpInterface> layers,
   }
   return stages;
 }
+
+FailureOr<RecordedPlan> mlir::hps::loadRecordedPlan(ModuleOp module,
+                                                    StringRef pass) {
+  FailureOr<planner::ClusterSpec> spec = loadRecordedSpec(module, pass);
+  FailureOr<func::FuncOp> func = getModelFunction(module, pass);
+  if (failed(spec) || failed(func))
+    return failure();
+  RecordedPlan plan{std::move(*spec), collectLayers(*func), {}, {}};
+  if (plan.ops.empty())
+    return emitError(module.getLoc()) << pass << ": the model has no layers";
+  FailureOr<std::vector<planner::Layer>> layers =
+      plannerLayers(plan.ops, plan.spec, pass);
+  FailureOr<std::vector<planner::Stage>> stages =
+      recordedStages(module, plan.ops, plan.spec, pass);
+  if (failed(layers) || failed(stages))
+    return failure();
+  plan.layers = std::move(*layers);
+  plan.stages = std::move(*stages);
+  return plan;
+}

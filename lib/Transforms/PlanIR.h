@@ -51,6 +51,15 @@ FailureOr<std::vector<heterps::planner::Stage>>
 recordedStages(ModuleOp module, ArrayRef<LayerOpInterface> layers,
                const heterps::planner::ClusterSpec &spec, StringRef pass);
 
+/// Everything a planning pass reads from a placed and staged module.
+struct RecordedPlan {
+  heterps::planner::ClusterSpec spec;
+  SmallVector<LayerOpInterface> ops;
+  std::vector<heterps::planner::Layer> layers;
+  std::vector<heterps::planner::Stage> stages;
+};
+FailureOr<RecordedPlan> loadRecordedPlan(ModuleOp module, StringRef pass);
+
 } // namespace mlir::hps
 
 #endif // HETERPS_LIB_TRANSFORMS_PLANIR_H

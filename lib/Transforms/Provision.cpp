@@ -21,18 +21,12 @@ struct ProvisionPass : public mlir::hps::impl::ProvisionBase<ProvisionPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    constexpr StringRef pass = "hps-provision";
-    FailureOr<planner::ClusterSpec> spec = loadRecordedSpec(module, pass);
-    FailureOr<func::FuncOp> func = getModelFunction(module, pass);
-    if (failed(spec) || failed(func))
+    FailureOr<RecordedPlan> plan = loadRecordedPlan(module, "hps-provision");
+    if (failed(plan))
       return signalPassFailure();
-    SmallVector<LayerOpInterface> layers = collectLayers(*func);
-    FailureOr<std::vector<planner::Layer>> costed =
-        plannerLayers(layers, *spec, pass);
-    FailureOr<std::vector<planner::Stage>> stages =
-        recordedStages(module, layers, *spec, pass);
-    if (failed(costed) || failed(stages))
-      return signalPassFailure();
+    const planner::ClusterSpec *spec = &plan->spec;
+    std::vector<planner::Layer> *costed = &plan->layers;
+    std::vector<planner::Stage> *stages = &plan->stages;
 
     double limit =
         throughputLimit >= 0 ? throughputLimit : spec->job.throughputLimit;

@@ -100,9 +100,9 @@ llvm::json::Value toJson(const PlanView &v) {
 
 /// Dollars with cents, or three significant digits below one dollar.
 std::string money(double dollars) {
-  return dollars >= 1 ? llvm::formatv("{0:F2}", dollars).str()
-                      : llvm::formatv("{0}", llvm::format("%.3g", dollars))
-                            .str();
+  return dollars >= 1
+             ? llvm::formatv("{0:F2}", dollars).str()
+             : llvm::formatv("{0}", llvm::format("%.3g", dollars)).str();
 }
 
 void printText(llvm::raw_ostream &os, const PlanView &v) {
@@ -154,30 +154,19 @@ struct ReportPass : public mlir::hps::impl::ReportBase<ReportPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    constexpr StringRef pass = "hps-report";
-    FailureOr<planner::ClusterSpec> spec = loadRecordedSpec(module, pass);
-    FailureOr<func::FuncOp> func = getModelFunction(module, pass);
-    if (failed(spec) || failed(func))
+    FailureOr<RecordedPlan> plan = loadRecordedPlan(module, "hps-report");
+    if (failed(plan))
       return signalPassFailure();
-    SmallVector<LayerOpInterface> ops = collectLayers(*func);
-    FailureOr<std::vector<planner::Layer>> layers =
-        plannerLayers(ops, *spec, pass);
-    FailureOr<std::vector<planner::Stage>> stages =
-        recordedStages(module, ops, *spec, pass);
-    if (failed(layers) || failed(stages))
-      return signalPassFailure();
-    if (ops.empty()) {
-      emitError(module.getLoc(), "hps-report: the model has no layers");
-      return signalPassFailure();
-    }
+    const planner::ClusterSpec *spec = &plan->spec;
 
     // The limit the plan was provisioned for, else the job's.
     double limit = spec->job.throughputLimit;
     if (auto planned = module->getAttrOfType<FloatAttr>(
             HPSDialect::kThroughputLimitAttrName))
       limit = planned.getValueAsDouble();
-    PlanView view{&*spec, std::move(*layers), std::move(*stages), {}, limit,
-                  false};
+    PlanView view{
+        spec, std::move(plan->layers), std::move(plan->stages), {}, limit,
+        false};
     view.figures = planner::evaluatePlan(*spec, view.layers, view.stages);
     view.feasible = view.figures.throughput >= view.limit;
     for (auto &[name, count] : view.figures.devices)
