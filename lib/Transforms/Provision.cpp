@@ -24,16 +24,16 @@ struct ProvisionPass : public mlir::hps::impl::ProvisionBase<ProvisionPass> {
     FailureOr<RecordedPlan> plan = loadRecordedPlan(module, "hps-provision");
     if (failed(plan))
       return signalPassFailure();
-    const planner::ClusterSpec *spec = &plan->spec;
-    std::vector<planner::Layer> *costed = &plan->layers;
-    std::vector<planner::Stage> *stages = &plan->stages;
+    const planner::ClusterSpec &spec = plan->spec;
+    std::vector<planner::Layer> &layers = plan->layers;
+    std::vector<planner::Stage> &stages = plan->stages;
 
     double limit =
-        throughputLimit >= 0 ? throughputLimit : spec->job.throughputLimit;
+        throughputLimit >= 0 ? throughputLimit : spec.job.throughputLimit;
     planner::Provisioning result =
-        planner::provision(*spec, *costed, *stages, limit);
+        planner::provision(spec, layers, stages, limit);
     if (!result.feasible) {
-      const planner::Stage &capping = (*stages)[result.cappingStage];
+      const planner::Stage &capping = stages[result.cappingStage];
       auto diag = emitError(module.getLoc())
                   << "hps-provision: throughput limit "
                   << llvm::formatv("{0:F1}", limit).str()
@@ -42,15 +42,15 @@ struct ProvisionPass : public mlir::hps::impl::ProvisionBase<ProvisionPass> {
                   << " samples/s";
       if (!capping.layers.empty())
         diag << ", capped by stage " << result.cappingStage << " ("
-             << spec->deviceTypes[capping.deviceType].name << ", layers '"
-             << (*costed)[capping.layers.front()].name << "' to '"
-             << (*costed)[capping.layers.back()].name << "', "
-             << capping.replicas << " devices)";
+             << spec.deviceTypes[capping.deviceType].name << ", layers '"
+             << layers[capping.layers.front()].name << "' to '"
+             << layers[capping.layers.back()].name << "', " << capping.replicas
+             << " devices)";
       diag << ": " << result.reason;
       return signalPassFailure();
     }
     SmallVector<int64_t> replicas;
-    for (const planner::Stage &s : *stages)
+    for (const planner::Stage &s : stages)
       replicas.push_back(s.replicas);
     Builder b(module.getContext());
     module->setAttr(HPSDialect::kReplicasAttrName,

@@ -157,20 +157,20 @@ struct ReportPass : public mlir::hps::impl::ReportBase<ReportPass> {
     FailureOr<RecordedPlan> plan = loadRecordedPlan(module, "hps-report");
     if (failed(plan))
       return signalPassFailure();
-    const planner::ClusterSpec *spec = &plan->spec;
+    const planner::ClusterSpec &spec = plan->spec;
 
     // The limit the plan was provisioned for, else the job's.
-    double limit = spec->job.throughputLimit;
+    double limit = spec.job.throughputLimit;
     if (auto planned = module->getAttrOfType<FloatAttr>(
             HPSDialect::kThroughputLimitAttrName))
       limit = planned.getValueAsDouble();
     PlanView view{
-        spec, std::move(plan->layers), std::move(plan->stages), {}, limit,
+        &spec, std::move(plan->layers), std::move(plan->stages), {}, limit,
         false};
-    view.figures = planner::evaluatePlan(*spec, view.layers, view.stages);
+    view.figures = planner::evaluatePlan(spec, view.layers, view.stages);
     view.feasible = view.figures.throughput >= view.limit;
     for (auto &[name, count] : view.figures.devices)
-      view.feasible &= count <= spec->deviceTypes[*spec->find(name)].maxCount;
+      view.feasible &= count <= spec.deviceTypes[*spec.find(name)].maxCount;
 
     std::string error;
     auto file = openOutputFile(output, &error);
