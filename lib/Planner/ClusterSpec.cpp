@@ -11,6 +11,13 @@ using namespace heterps::planner;
 
 namespace llvm::yaml {
 
+/// After a syntax error YAML I/O still calls validate() but has no node left
+/// to attach an error to (setError would crash); the syntax error itself is
+/// what gets reported, so validation stays quiet then.
+static bool noNodeToReport(IO &io) {
+  return !static_cast<Input &>(io).getCurrentNode();
+}
+
 template <> struct MappingTraits<DeviceType> {
   static void mapping(IO &io, DeviceType &d) {
     io.mapRequired("name", d.name);
@@ -22,7 +29,9 @@ template <> struct MappingTraits<DeviceType> {
     io.mapRequired("network_bandwidth_gbs", d.networkBandwidthGBs);
     io.mapOptional("alpha", d.alpha, 0.95);
   }
-  static std::string validate(IO &, DeviceType &d) {
+  static std::string validate(IO &io, DeviceType &d) {
+    if (noNodeToReport(io))
+      return "";
     if (d.name.empty())
       return "device type 'name' must not be empty";
     if (d.kind != "cpu" && d.kind != "cuda")
@@ -53,7 +62,9 @@ template <> struct MappingTraits<Job> {
     io.mapRequired("epochs", j.epochs);
     io.mapRequired("throughput_limit", j.throughputLimit);
   }
-  static std::string validate(IO &, Job &j) {
+  static std::string validate(IO &io, Job &j) {
+    if (noNodeToReport(io))
+      return "";
     if (j.batchSize < 1 || j.samplesPerEpoch < 1 || j.epochs < 1)
       return "job: 'batch_size', 'samples_per_epoch' and 'epochs' must be "
              "at least 1";
@@ -68,7 +79,9 @@ template <> struct MappingTraits<ClusterSpec> {
     io.mapRequired("device_types", s.deviceTypes);
     io.mapRequired("job", s.job);
   }
-  static std::string validate(IO &, ClusterSpec &s) {
+  static std::string validate(IO &io, ClusterSpec &s) {
+    if (noNodeToReport(io))
+      return "";
     if (s.deviceTypes.empty())
       return "'device_types' must list at least one device type";
     for (size_t i = 0; i < s.deviceTypes.size(); ++i)
