@@ -203,6 +203,14 @@ TEST(ClusterSpec, EmptyFileIsAnErrorNotACrash) {
   EXPECT_EQ(error.rfind("c.yaml", 0), 0u) << error;
 }
 
+// A syntax error inside a mapping used to crash YAML I/O's validation (found
+// by the sanitizer fuzzing in test/sanitizer/spec-fuzz.cpp).
+TEST(ClusterSpec, SyntaxErrorIsAnErrorNotACrash) {
+  std::string error = errorOf(edit("gflops: 14000", "gflops: 14\x0f000"));
+  EXPECT_EQ(error.rfind("c.yaml:", 0), 0u) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+}
+
 TEST(ClusterSpec, LoadsFromAFile) {
   llvm::SmallString<128> path;
   int fd;
