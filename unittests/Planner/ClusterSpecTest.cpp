@@ -206,7 +206,9 @@ TEST(ClusterSpec, EmptyFileIsAnErrorNotACrash) {
 // A syntax error inside a mapping used to crash YAML I/O's validation (found
 // by the sanitizer fuzzing in test/sanitizer/spec-fuzz.cpp).
 TEST(ClusterSpec, SyntaxErrorIsAnErrorNotACrash) {
-  std::string error = errorOf(edit("gflops: 14000", "gflops: 14\x0f000"));
+  // A control character in a leading comment: the scanner fails and the
+  // mapping is validated with no current node.
+  std::string error = errorOf(std::string("# co\x0f" "mment\n") + kValid);
   EXPECT_EQ(error.rfind("c.yaml:", 0), 0u) << error;
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
 }
