@@ -3,6 +3,7 @@
 #include "PlanIR.h"
 #include "heterps/Transforms/Passes.h"
 
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -88,6 +89,7 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
     }
 
     Builder b(module.getContext());
+    llvm::json::Object saved;
     for (auto [op, device] : llvm::zip(layers, devices)) {
       if (!spec->find(device)) {
         auto diag = emitError(module.getLoc())
@@ -100,11 +102,25 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
       }
       op->setAttr(HPSDialect::kDeviceAttrName,
                   DeviceAttr::get(b.getContext(), device));
+      saved[layerName(op)] = device;
       // A new placement invalidates earlier stages and provisioning.
       op->removeAttr(HPSDialect::kStageAttrName);
     }
     module->removeAttr(HPSDialect::kReplicasAttrName);
     module->removeAttr(HPSDialect::kThroughputLimitAttrName);
+    if (!save.empty()) {
+      if (llvm::Error err =
+              llvm::writeToOutput(save, [&](llvm::raw_ostream &os) {
+                os << llvm::formatv("{0:2}",
+                                    llvm::json::Value(std::move(saved)))
+                   << "\n";
+                return llvm::Error::success();
+              })) {
+        emitError(module.getLoc())
+            << "hps-place: " << save << ": " << llvm::toString(std::move(err));
+        return signalPassFailure();
+      }
+    }
   }
 };
 

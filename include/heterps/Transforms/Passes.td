@@ -61,6 +61,8 @@ def Place : Pass<"hps-place", "::mlir::ModuleOp"> {
     * `manual`: the device type of each layer from a JSON object keyed by
       ONNX node name (`{"conv1": "v100", ...}`); every layer must be listed.
 
+    `save=FILE` writes the chosen placement in that same format.
+
     Needs `hps-annotate-costs` first (for the cluster spec).
   }];
   let options = [
@@ -68,6 +70,9 @@ def Place : Pass<"hps-place", "::mlir::ModuleOp"> {
            "'manual' or 'all-<device type>'">,
     Option<"placement", "placement", "std::string", /*default=*/"",
            "JSON placement file read by strategy=manual">,
+    Option<"save", "save", "std::string", /*default=*/"",
+           "Write the chosen placement as JSON (the format strategy=manual "
+           "reads) to this file">,
   ];
 }
 
