@@ -1,6 +1,9 @@
 //===- Place.cpp - choose a device type per layer -------------------------===//
 
 #include "PlanIR.h"
+#include "heterps/Planner/Baselines.h"
+#include "heterps/Planner/Placement.h"
+#include "heterps/Planner/RLPlacer.h"
 #include "heterps/Transforms/Passes.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -47,6 +50,62 @@ FailureOr<llvm::StringMap<std::string>> readPlacement(ModuleOp module,
 struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
   using PlaceBase::PlaceBase;
 
+  /// Runs a searching strategy; returns the device type name of each layer
+  /// and records the search on the module as `hps.search`.
+  FailureOr<std::vector<std::string>> search(ModuleOp module,
+                                             ArrayRef<LayerOpInterface> layers,
+                                             const planner::ClusterSpec &spec) {
+    FailureOr<std::vector<planner::Layer>> costed =
+        plannerLayers(layers, spec, "hps-place");
+    if (failed(costed))
+      return failure();
+    double limit =
+        throughputLimit >= 0 ? throughputLimit : spec.job.throughputLimit;
+    planner::PlacementProblem problem(spec, std::move(*costed), limit);
+    int64_t evaluations = budget > 0 ? budget : episodes + pretrainEpisodes;
+
+    planner::SearchResult result;
+    if (strategy == "rl") {
+      planner::RLOptions options;
+      options.episodes = episodes;
+      options.pretrainEpisodes = pretrainEpisodes;
+      options.hiddenSize = hiddenSize;
+      options.learningRate = learningRate;
+      options.seed = seed;
+      options.timeBudgetSeconds = timeBudget;
+      result = planner::placeRL(problem, options);
+    } else if (strategy == "greedy") {
+      result = planner::placeGreedy(problem);
+    } else if (strategy == "random") {
+      result = planner::placeRandom(problem, evaluations, seed);
+    } else if (strategy == "genetic") {
+      planner::GeneticOptions options;
+      options.budget = evaluations;
+      options.seed = seed;
+      result = planner::placeGenetic(problem, options);
+    } else {
+      result = planner::placeBruteForce(problem);
+      if (result.placement.empty())
+        return emitError(module.getLoc())
+               << "hps-place: strategy=exhaustive would try "
+               << spec.deviceTypes.size() << "^" << layers.size()
+               << " placements; use it on small models only";
+    }
+
+    Builder b(module.getContext());
+    module->setAttr(
+        HPSDialect::kSearchAttrName,
+        b.getDictionaryAttr(
+            {b.getNamedAttr("strategy", b.getStringAttr(strategy)),
+             b.getNamedAttr("search_time_s", b.getF64FloatAttr(result.seconds)),
+             b.getNamedAttr("evaluations",
+                            b.getI64IntegerAttr(result.evaluations))}));
+    std::vector<std::string> names;
+    for (size_t type : result.placement)
+      names.push_back(spec.deviceTypes[type].name);
+    return names;
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     FailureOr<planner::ClusterSpec> spec =
@@ -81,10 +140,18 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
         }
         devices.push_back(it->second);
       }
+    } else if (s == "rl" || s == "greedy" || s == "random" || s == "genetic" ||
+               s == "exhaustive") {
+      FailureOr<std::vector<std::string>> searched =
+          search(module, layers, *spec);
+      if (failed(searched))
+        return signalPassFailure();
+      devices = std::move(*searched);
     } else {
       emitError(module.getLoc())
           << "hps-place: unknown strategy '" << strategy
-          << "' (expected 'manual' or 'all-<device type>')";
+          << "' (expected manual, all-<device type>, rl, greedy, random, "
+             "genetic or exhaustive)";
       return signalPassFailure();
     }
 
@@ -108,6 +175,8 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
     }
     module->removeAttr(HPSDialect::kReplicasAttrName);
     module->removeAttr(HPSDialect::kThroughputLimitAttrName);
+    if (strategy == "manual" || StringRef(strategy).starts_with("all-"))
+      module->removeAttr(HPSDialect::kSearchAttrName);
     if (!save.empty()) {
       if (llvm::Error err =
               llvm::writeToOutput(save, [&](llvm::raw_ostream &os) {

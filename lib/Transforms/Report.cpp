@@ -25,6 +25,7 @@ namespace {
 /// Everything the report shows, gathered once for both formats.
 struct PlanView {
   const planner::ClusterSpec *spec;
+  DictionaryAttr search; // hps.search, when a searching strategy placed it
   std::vector<planner::Layer> layers;
   std::vector<planner::Stage> stages;
   planner::PlanFigures figures;
@@ -82,7 +83,7 @@ llvm::json::Value toJson(const PlanView &v) {
                                        {"kind", d.kind},
                                        {"price_per_hour", d.pricePerHour},
                                        {"max_count", d.maxCount}});
-  return llvm::json::Object{
+  llvm::json::Object report{
       {"job",
        llvm::json::Object{{"batch_size", spec.job.batchSize},
                           {"samples_per_epoch", spec.job.samplesPerEpoch},
@@ -96,6 +97,13 @@ llvm::json::Value toJson(const PlanView &v) {
       {"devices", std::move(devices)},
       {"stages", std::move(stages)},
       {"layers", std::move(layers)}};
+  if (v.search) {
+    report["strategy"] = v.search.getAs<StringAttr>("strategy").getValue();
+    report["search_time_s"] =
+        v.search.getAs<FloatAttr>("search_time_s").getValueAsDouble();
+    report["evaluations"] = v.search.getAs<IntegerAttr>("evaluations").getInt();
+  }
+  return report;
 }
 
 /// Dollars with cents, or three significant digits below one dollar.
@@ -112,6 +120,12 @@ void printText(llvm::raw_ostream &os, const PlanView &v) {
                       v.figures.throughput, v.limit,
                       v.feasible ? "met" : "NOT met", v.figures.totalTime,
                       money(v.figures.cost));
+  if (v.search)
+    os << llvm::formatv(
+        "placement: strategy {0}, {1} evaluations, {2:F3} s\n",
+        v.search.getAs<StringAttr>("strategy").getValue(),
+        v.search.getAs<IntegerAttr>("evaluations").getInt(),
+        v.search.getAs<FloatAttr>("search_time_s").getValueAsDouble());
   os << "devices:";
   for (auto &[name, count] : v.figures.devices)
     os << " " << name << " x" << count;
@@ -165,7 +179,12 @@ struct ReportPass : public mlir::hps::impl::ReportBase<ReportPass> {
             HPSDialect::kThroughputLimitAttrName))
       limit = planned.getValueAsDouble();
     PlanView view{
-        &spec, std::move(plan->layers), std::move(plan->stages), {}, limit,
+        &spec,
+        module->getAttrOfType<DictionaryAttr>(HPSDialect::kSearchAttrName),
+        std::move(plan->layers),
+        std::move(plan->stages),
+        {},
+        limit,
         false};
     view.figures = planner::evaluatePlan(spec, view.layers, view.stages);
     view.feasible = view.figures.throughput >= view.limit;

@@ -208,7 +208,9 @@ TEST(ClusterSpec, EmptyFileIsAnErrorNotACrash) {
 TEST(ClusterSpec, SyntaxErrorIsAnErrorNotACrash) {
   // A control character in a leading comment: the scanner fails and the
   // mapping is validated with no current node.
-  std::string error = errorOf(std::string("# co\x0f" "mment\n") + kValid);
+  std::string error = errorOf(std::string("# co\x0f"
+                                          "mment\n") +
+                              kValid);
   EXPECT_EQ(error.rfind("c.yaml:", 0), 0u) << error;
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
 }

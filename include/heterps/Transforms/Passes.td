@@ -59,20 +59,50 @@ def Place : Pass<"hps-place", "::mlir::ModuleOp"> {
 
     * `all-<type>`: every layer on device type `<type>` of the spec;
     * `manual`: the device type of each layer from a JSON object keyed by
-      ONNX node name (`{"conv1": "v100", ...}`); every layer must be listed.
+      ONNX node name (`{"conv1": "v100", ...}`); every layer must be listed;
+    * `rl`: the HeterPS scheduler, an LSTM policy trained with REINFORCE on
+      the plans' costs (`episodes`, `pretrain-episodes`, `hidden-size`,
+      `learning-rate`, `seed`, `time-budget`);
+    * `greedy`: per layer, the cheapest type meeting the floor on its own;
+    * `random`: random search with `budget` evaluations;
+    * `genetic`: a genetic algorithm with `budget` evaluations;
+    * `exhaustive`: every placement (only for small models).
 
-    `save=FILE` writes the chosen placement in that same format.
+    The searching strategies evaluate plans exactly as `hps-form-stages` and
+    `hps-provision` will build them (docs/placement.md) and record what they
+    did on the module as `hps.search` (strategy, search time, evaluations),
+    which `hps-report` prints. `save=FILE` writes the chosen placement in the
+    format `strategy=manual` reads.
 
-    Needs `hps-annotate-costs` first (for the cluster spec).
+    Needs `hps-annotate-costs` first.
   }];
   let options = [
     Option<"strategy", "strategy", "std::string", /*default=*/"",
-           "'manual' or 'all-<device type>'">,
+           "manual, all-<device type>, rl, greedy, random, genetic or "
+           "exhaustive">,
     Option<"placement", "placement", "std::string", /*default=*/"",
            "JSON placement file read by strategy=manual">,
     Option<"save", "save", "std::string", /*default=*/"",
            "Write the chosen placement as JSON (the format strategy=manual "
            "reads) to this file">,
+    Option<"throughputLimit", "throughput-limit", "double", /*default=*/"-1",
+           "Throughput floor the search plans for (default: the job's "
+           "throughput_limit)">,
+    Option<"seed", "seed", "uint64_t", /*default=*/"1",
+           "Random seed of rl, random and genetic (same seed, same plan)">,
+    Option<"episodes", "episodes", "int", /*default=*/"2000",
+           "rl: training episodes on the policy's own plans">,
+    Option<"pretrainEpisodes", "pretrain-episodes", "int", /*default=*/"500",
+           "rl: pre-training episodes on random plans">,
+    Option<"hiddenSize", "hidden-size", "int", /*default=*/"32",
+           "rl: LSTM hidden size">,
+    Option<"learningRate", "learning-rate", "double", /*default=*/"0.01",
+           "rl: learning rate">,
+    Option<"timeBudget", "time-budget", "double", /*default=*/"10",
+           "rl: stop after this many seconds">,
+    Option<"budget", "budget", "int64_t", /*default=*/"0",
+           "random, genetic: evaluations (default: rl's episodes + "
+           "pretrain-episodes, for comparisons at equal budgets)">,
   ];
 }
 

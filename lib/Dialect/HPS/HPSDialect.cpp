@@ -175,6 +175,18 @@ LogicalResult HPSDialect::verifyOperationAttribute(Operation *op,
                                 "the module";
     return success();
   }
+  if (name == kSearchAttrName) {
+    auto search = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !search ||
+        !search.getAs<StringAttr>("strategy") ||
+        !search.getAs<FloatAttr>("search_time_s") ||
+        !search.getAs<IntegerAttr>("evaluations"))
+      return op->emitError()
+             << "'" << kSearchAttrName
+             << "' must be a dictionary with 'strategy', 'search_time_s' and "
+                "'evaluations' on the module";
+    return success();
+  }
   if (name == kThroughputLimitAttrName) {
     auto limit = dyn_cast<FloatAttr>(attr.getValue());
     if (!isa<ModuleOp>(op) || !limit || limit.getValueAsDouble() < 0)

@@ -1589,3 +1589,9 @@ module attributes {hps.replicas = array<i64: 2, 0>} {
 // expected-error @+1 {{'hps.throughput_limit' must be a non-negative float on the module}}
 module attributes {hps.throughput_limit = -5.0 : f64} {
 }
+
+// -----
+
+// expected-error @+1 {{'hps.search' must be a dictionary with 'strategy', 'search_time_s' and 'evaluations' on the module}}
+module attributes {hps.search = {strategy = "rl"}} {
+}

@@ -58,6 +58,9 @@ def HPS_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kClusterAttrName = "hps.cluster";
     /// Module attribute: replicas (devices) of each pipeline stage.
     static constexpr ::llvm::StringLiteral kReplicasAttrName = "hps.replicas";
+    /// Module attribute: how hps-place searched (strategy, search_time_s,
+    /// evaluations).
+    static constexpr ::llvm::StringLiteral kSearchAttrName = "hps.search";
     /// Module attribute: the throughput limit hps-provision planned for.
     static constexpr ::llvm::StringLiteral kThroughputLimitAttrName =
         "hps.throughput_limit";

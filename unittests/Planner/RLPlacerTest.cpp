@@ -1,0 +1,405 @@
+//===- RLPlacerTest.cpp - LSTM policy gradients, REINFORCE, placeRL -------===//
+
+#include "heterps/Planner/RLPlacer.h"
+#include "heterps/Planner/RLPolicy.h"
+
+#include "gtest/gtest.h"
+
+#include <chrono>
+#include <cmath>
+#include <random>
+
+using namespace heterps::planner;
+using namespace heterps::planner::rl;
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Problems
+//===----------------------------------------------------------------------===//
+
+/// Three types with many devices: cpu $0.001/s, gpu $0.01/s, mid $0.004/s;
+/// B = 100, one epoch of 100000 samples.
+ClusterSpec smallSpec() {
+  ClusterSpec spec;
+  spec.deviceTypes = {{"cpu", "cpu", 3.6, 400, 1, 1, 1, 1},
+                      {"gpu", "cuda", 36, 400, 1, 1, 1, 1},
+                      {"mid", "cuda", 14.4, 400, 1, 1, 1, 1}};
+  spec.job = {100, 100000, 1, 0};
+  return spec;
+}
+
+/// A layer with compute times (b0 = B, fully parallel) on cpu, gpu and mid.
+Layer smallLayer(const char *kind, double cpu, double gpu, double mid) {
+  Layer l;
+  l.name = "l";
+  l.kind = kind;
+  l.flops = 1000;
+  l.paramBytes = 100;
+  l.activationBytes = 100;
+  l.costs = {{cpu, 0, 1, 1, 100}, {gpu, 0, 1, 1, 100}, {mid, 0, 1, 1, 100}};
+  return l;
+}
+
+/// 8 layers whose distinct costs make one plan the unique optimum at a
+/// limit of 20000 samples/s: gpu for the first three layers, mid for the
+/// next three, cpu for the last two ($0.875, against $0.915 for the
+/// runner-up and $1.10 for the best all-one-type plan, all on mid).
+std::vector<Layer> smallLayers() {
+  return {smallLayer("conv", 0.20, 0.010, 0.040),
+          smallLayer("conv", 0.22, 0.011, 0.042),
+          smallLayer("conv", 0.21, 0.012, 0.041),
+          smallLayer("matmul", 0.18, 0.020, 0.030),
+          smallLayer("matmul", 0.17, 0.021, 0.031),
+          smallLayer("norm", 0.19, 0.019, 0.029),
+          smallLayer("fc", 0.080, 0.015, 0.030),
+          smallLayer("fc", 0.085, 0.016, 0.032)};
+}
+constexpr double smallLimit = 20000;
+
+/// A cheap slow CPU and two GPU generations (as in the placement benchmark).
+ClusterSpec chainSpec() {
+  ClusterSpec spec;
+  spec.deviceTypes = {{"cpu", "cpu", 0.04, 10, 1000, 100, 1.25, 0.9},
+                      {"v100", "cuda", 2.42, 32, 10000, 900, 3.125, 0.95},
+                      {"t4", "cuda", 0.53, 16, 4000, 300, 3.125, 0.95}};
+  spec.job = {256, 1000000, 1, 0};
+  return spec;
+}
+
+/// `n` seeded layers, conv-like then fc-like, costed analytically.
+std::vector<Layer> chainLayers(int n, const ClusterSpec &spec) {
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> noise(0.5, 1.5);
+  std::vector<Layer> layers;
+  for (int i = 0; i < n; ++i) {
+    Layer l;
+    l.name = "layer" + std::to_string(i);
+    bool late = i >= n * 3 / 4;
+    l.kind = late ? "fc" : "conv";
+    l.flops = static_cast<int64_t>((late ? 2e6 : 2e8) * noise(rng));
+    l.paramBytes = static_cast<int64_t>((late ? 4e7 : 4e5) * noise(rng));
+    l.activationBytes = static_cast<int64_t>((late ? 1e4 : 1e6) * noise(rng));
+    for (const DeviceType &d : spec.deviceTypes)
+      l.costs.push_back(analyticCost(l, d, spec.job.batchSize));
+    layers.push_back(std::move(l));
+  }
+  return layers;
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers for the maths
+//===----------------------------------------------------------------------===//
+
+/// Parameters uniform in [-1, 1] (larger than initRandom's, so the gates
+/// leave their linear range and the check covers the non-linearities).
+LSTMParams randomParams(size_t d, size_t h, size_t t, uint64_t seed) {
+  LSTMParams params(d, h, t);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  for (Eigen::Index k = 0; k < params.flat().size(); ++k)
+    params.flat()[k] = uniform(rng);
+  return params;
+}
+
+MatrixXd randomInputs(Eigen::Index d, Eigen::Index n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  MatrixXd x(d, n);
+  for (Eigen::Index j = 0; j < n; ++j)
+    for (Eigen::Index i = 0; i < d; ++i)
+      x(i, j) = uniform(rng);
+  return x;
+}
+
+/// sum_t weights[t] * log pi_t(actions[t]), from the forward pass alone.
+double weightedLogProb(const LSTMParams &params, const MatrixXd &inputs,
+                       const Placement &actions, const VectorXd &weights) {
+  MatrixXd probs = stepProbabilities(params, inputs);
+  double sum = 0;
+  for (Eigen::Index t = 0; t < probs.cols(); ++t)
+    sum +=
+        weights[t] * std::log(probs(static_cast<Eigen::Index>(actions[t]), t));
+  return sum;
+}
+
+/// Central differences of `f` at every parameter.
+template <typename F>
+VectorXd numericGradient(const LSTMParams &params, F f, double eps = 1e-5) {
+  VectorXd grad(params.flat().size());
+  LSTMParams probe = params;
+  for (Eigen::Index k = 0; k < grad.size(); ++k) {
+    double saved = probe.flat()[k];
+    probe.flat()[k] = saved + eps;
+    double up = f(probe);
+    probe.flat()[k] = saved - eps;
+    double down = f(probe);
+    probe.flat()[k] = saved;
+    grad[k] = (up - down) / (2 * eps);
+  }
+  return grad;
+}
+
+/// Per block: |analytic - numeric| / max(|analytic|, |numeric|) < tol.
+void expectBlocksMatch(const LSTMParams &analytic, const VectorXd &numeric,
+                       double tol) {
+  for (const LSTMParams::Block &b : analytic.blocks()) {
+    VectorXd a = analytic.flat().segment(b.offset, b.size);
+    VectorXd n = numeric.segment(b.offset, b.size);
+    double scale = std::max({a.norm(), n.norm(), 1e-12});
+    EXPECT_LT((a - n).norm() / scale, tol)
+        << "block " << b.name << ": analytic norm " << a.norm()
+        << ", numeric norm " << n.norm();
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Features
+//===----------------------------------------------------------------------===//
+
+TEST(RLFeatures, LayoutAndValues) {
+  FeatureLayout layout{3};
+  EXPECT_EQ(layout.size(), 9u + 12u + 2u + 3u * 3u);
+  EXPECT_EQ(kindIndex("conv"), 0);
+  EXPECT_EQ(kindIndex("shape"), 11);
+  EXPECT_EQ(kindIndex("constant"), -1);
+
+  std::vector<Layer> layers = smallLayers();
+  layers[1].kind = "mystery";
+  MatrixXd x = layerFeatures(layers, 3);
+  ASSERT_EQ(x.rows(), static_cast<Eigen::Index>(layout.size()));
+  ASSERT_EQ(x.cols(), 8);
+  // Scaled position and its first cosine.
+  EXPECT_DOUBLE_EQ(x(layout.position(), 0), 0);
+  EXPECT_DOUBLE_EQ(x(layout.position(), 7), 1);
+  EXPECT_NEAR(x(layout.position() + 2, 7), -1, 1e-12); // cos(pi)
+  // Kinds: one-hot, unknown all zeros.
+  EXPECT_EQ(x.block(layout.kind(), 0, 12, 1).sum(), 1);
+  EXPECT_EQ(x(layout.kind() + kindIndex("conv"), 0), 1);
+  EXPECT_EQ(x.block(layout.kind(), 1, 12, 1).sum(), 0);
+  EXPECT_EQ(x(layout.kind() + kindIndex("fc"), 7), 1);
+  // Times are in [0, 1]; the largest OCT (layer 1 on cpu) maps to 1; ODT is
+  // zero everywhere here.
+  EXPECT_DOUBLE_EQ(x(layout.computeTime() + 0, 1), 1);
+  EXPECT_GE(x.middleRows(layout.computeTime(), 3).minCoeff(), 0);
+  EXPECT_EQ(x.middleRows(layout.commTime(), 3).norm(), 0);
+  // Previous-action slots start empty and take the one-hot of a[t-1].
+  EXPECT_EQ(x.middleRows(layout.previousAction(), 3).norm(), 0);
+  setPreviousActions(x, layout, {2, 0, 1, 1, 1, 1, 1, 1});
+  EXPECT_EQ(x.block(layout.previousAction(), 0, 3, 1).sum(), 0);
+  EXPECT_EQ(x(layout.previousAction() + 2, 1), 1);
+  EXPECT_EQ(x(layout.previousAction() + 0, 2), 1);
+  EXPECT_EQ(x.middleRows(layout.previousAction(), 3).sum(), 7);
+}
+
+//===----------------------------------------------------------------------===//
+// LSTM forward and backward
+//===----------------------------------------------------------------------===//
+
+TEST(LSTMForward, ProbabilitiesAreDistributions) {
+  LSTMParams params = randomParams(6, 4, 3, 1);
+  MatrixXd probs = stepProbabilities(params, randomInputs(6, 5, 2));
+  ASSERT_EQ(probs.rows(), 3);
+  ASSERT_EQ(probs.cols(), 5);
+  EXPECT_GT(probs.minCoeff(), 0);
+  for (Eigen::Index t = 0; t < 5; ++t)
+    EXPECT_NEAR(probs.col(t).sum(), 1, 1e-12);
+}
+
+TEST(LSTMGradient, LogProbMatchesFiniteDifferences) {
+  const size_t d = 6, h = 4, t = 3;
+  LSTMParams params = randomParams(d, h, t, 3);
+  MatrixXd inputs = randomInputs(d, 5, 4);
+  Placement actions = {0, 2, 1, 1, 2};
+  VectorXd weights(5);
+  weights << 0.7, -1.3, 0.4, 2.0, -0.5;
+
+  LSTMParams grad;
+  double value = logProbGradient(params, inputs, actions, weights, grad);
+  EXPECT_NEAR(value, weightedLogProb(params, inputs, actions, weights), 1e-12);
+  VectorXd numeric = numericGradient(params, [&](const LSTMParams &p) {
+    return weightedLogProb(p, inputs, actions, weights);
+  });
+  expectBlocksMatch(grad, numeric, 1e-6);
+}
+
+TEST(LSTMGradient, EntropyMatchesFiniteDifferences) {
+  LSTMParams params = randomParams(5, 3, 3, 5);
+  MatrixXd inputs = randomInputs(5, 5, 6);
+  LSTMParams grad;
+  double value = entropyGradient(params, inputs, grad);
+  auto entropyOf = [&](const LSTMParams &p) {
+    ForwardCache cache;
+    forward(p, inputs, cache);
+    return entropy(cache);
+  };
+  EXPECT_NEAR(value, entropyOf(params), 1e-12);
+  expectBlocksMatch(grad, numericGradient(params, entropyOf), 1e-6);
+}
+
+TEST(LSTMForward, SamplingMatchesTeacherForcedForward) {
+  // The policy feeds each sampled type back as the next input; running the
+  // whole sequence with those inputs must give the same probabilities.
+  std::vector<Layer> layers = smallLayers();
+  std::mt19937_64 rng(11);
+  Policy policy(layers, 3, 8, 0.01, rng);
+  Placement plan = policy.sample(rng);
+  ASSERT_EQ(plan.size(), layers.size());
+  MatrixXd inputs = layerFeatures(layers, 3);
+  setPreviousActions(inputs, policy.layout(), plan);
+  EXPECT_NEAR(policy.logProbability(plan),
+              logProbability(policy.params(), inputs, plan), 1e-12);
+}
+
+//===----------------------------------------------------------------------===//
+// REINFORCE
+//===----------------------------------------------------------------------===//
+
+TEST(Reinforce, AdvantageSignSetsDirection) {
+  std::vector<Layer> layers = smallLayers();
+  for (double advantage : {1.0, -1.0}) {
+    std::mt19937_64 rng(5);
+    Policy policy(layers, 3, 8, 0.01, rng);
+    Placement plan = policy.sample(rng);
+    double before = policy.logProbability(plan);
+    policy.reinforce(plan, advantage, 0);
+    double after = policy.logProbability(plan);
+    if (advantage > 0)
+      EXPECT_GT(after, before);
+    else
+      EXPECT_LT(after, before);
+  }
+}
+
+TEST(Reinforce, GradientStepFollowsAdvantage) {
+  // One plain gradient step on advantage * log pi, without the optimiser.
+  LSTMParams params = randomParams(6, 4, 3, 8);
+  MatrixXd inputs = randomInputs(6, 5, 9);
+  Placement actions = {1, 1, 0, 2, 1};
+  double before = logProbability(params, inputs, actions);
+  for (double advantage : {0.5, -0.5}) {
+    LSTMParams grad, stepped = params;
+    logProbGradient(params, inputs, actions, VectorXd::Constant(5, advantage),
+                    grad);
+    stepped.flat() += 1e-3 * grad.flat();
+    double after = logProbability(stepped, inputs, actions);
+    if (advantage > 0)
+      EXPECT_GT(after, before);
+    else
+      EXPECT_LT(after, before);
+  }
+}
+
+TEST(Reinforce, EntropyGradientVanishesAtUniformPolicy) {
+  // V = 0 and d = 0 give uniform logits at every step: maximal entropy,
+  // N log T, and a zero gradient.
+  LSTMParams params = randomParams(5, 4, 3, 12);
+  params.V().setZero();
+  params.d().setZero();
+  MatrixXd inputs = randomInputs(5, 5, 13);
+  LSTMParams grad;
+  double value = entropyGradient(params, inputs, grad);
+  EXPECT_NEAR(value, 5 * std::log(3.0), 1e-12);
+  EXPECT_LT(grad.flat().norm(), 1e-12);
+
+  // Away from uniform, a small step along the gradient raises the entropy.
+  LSTMParams skewed = randomParams(5, 4, 3, 14);
+  double start = entropyGradient(skewed, inputs, grad);
+  EXPECT_LT(start, 5 * std::log(3.0));
+  skewed.flat() += 1e-3 * grad.flat();
+  LSTMParams unused;
+  EXPECT_GT(entropyGradient(skewed, inputs, unused), start);
+}
+
+TEST(Reinforce, ClipGlobalNorm) {
+  VectorXd g = VectorXd::Constant(4, 5.0); // norm 10
+  EXPECT_DOUBLE_EQ(clipGlobalNorm(g, 5), 10);
+  EXPECT_NEAR(g.norm(), 5, 1e-12);
+  EXPECT_NEAR(g[0], 2.5, 1e-12);
+  VectorXd small = VectorXd::Constant(4, 0.5);
+  clipGlobalNorm(small, 5);
+  EXPECT_EQ(small[0], 0.5);
+}
+
+//===----------------------------------------------------------------------===//
+// placeRL
+//===----------------------------------------------------------------------===//
+
+TEST(RLPlacer, SameSeedSameResult) {
+  ClusterSpec spec = chainSpec();
+  PlacementProblem problem(spec, chainLayers(40, spec), 20000);
+  RLOptions options;
+  options.episodes = 150;
+  options.pretrainEpisodes = 100;
+  options.timeBudgetSeconds = 1e9; // the episode counts decide
+  SearchResult a = placeRL(problem, options);
+  SearchResult b = placeRL(problem, options);
+  EXPECT_EQ(a.placement, b.placement);
+  EXPECT_EQ(a.eval.cost, b.eval.cost);
+  EXPECT_EQ(a.evaluations, b.evaluations);
+  // T all-one-type plans, the episodes and the final most likely plan.
+  EXPECT_EQ(a.evaluations, 3 + 100 + 150 + 1);
+
+  options.seed = 2;
+  SearchResult c = placeRL(problem, options);
+  EXPECT_EQ(c.placement.size(), 40u);
+  EXPECT_EQ(c.evaluations, a.evaluations);
+  // Different seeds start from different weights.
+  std::mt19937_64 rng1(1), rng2(2);
+  Policy p1(problem.layers(), 3, 8, 0.01, rng1),
+      p2(problem.layers(), 3, 8, 0.01, rng2);
+  EXPECT_NE(p1.params().flat(), p2.params().flat());
+}
+
+TEST(RLPlacer, FindsBruteForceOptimumOnSmallProblem) {
+  ClusterSpec spec = smallSpec();
+  PlacementProblem problem(spec, smallLayers(), smallLimit);
+  SearchResult best = placeBruteForce(problem);
+  ASSERT_TRUE(best.eval.feasible);
+  EXPECT_EQ(best.placement, (Placement{1, 1, 1, 2, 2, 2, 0, 0}));
+
+  SearchResult rl = placeRL(problem, RLOptions());
+  ASSERT_TRUE(rl.eval.feasible);
+  EXPECT_LE(rl.eval.cost, best.eval.cost * 1.01);
+  EXPECT_EQ(rl.placement, best.placement);
+  // Never worse than the best all-one-type plan, which it evaluates first.
+  for (size_t t = 0; t < 3; ++t)
+    EXPECT_FALSE(placeAllOnType(problem, t).eval.betterThan(rl.eval));
+}
+
+TEST(RLPlacer, RespectsTimeBudget) {
+  ClusterSpec spec = chainSpec();
+  PlacementProblem problem(spec, chainLayers(200, spec), 2000);
+  RLOptions options;
+  options.timeBudgetSeconds = 0.05;
+  auto start = std::chrono::steady_clock::now();
+  SearchResult r = placeRL(problem, options);
+  double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_LT(wall, 0.5);
+  EXPECT_LT(r.seconds, 0.5);
+  EXPECT_GE(r.evaluations, 1);
+  EXPECT_LT(r.evaluations, 3 + options.pretrainEpisodes + options.episodes);
+  EXPECT_EQ(r.placement.size(), 200u);
+}
+
+TEST(RLPlacer, DegenerateProblems) {
+  ClusterSpec spec = smallSpec();
+  PlacementProblem empty(spec, {}, smallLimit);
+  SearchResult none = placeRL(empty, RLOptions());
+  EXPECT_TRUE(none.placement.empty());
+  EXPECT_EQ(none.evaluations, 1);
+
+  // One layer: the best type is found (every plan is one of T).
+  PlacementProblem one(spec, {smallLayers()[0]}, smallLimit);
+  RLOptions options;
+  options.episodes = 20;
+  options.pretrainEpisodes = 10;
+  SearchResult r = placeRL(one, options);
+  EXPECT_EQ(r.placement, placeBruteForce(one).placement);
+}
+
+} // namespace
