@@ -7,7 +7,6 @@
 #include "heterps/Planner/Baselines.h"
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -51,45 +50,6 @@ public:
 
 private:
   uint64_t state_;
-};
-
-using Clock = std::chrono::steady_clock;
-
-/// Evaluates placements for a strategy, keeps the best one and fills in the
-/// SearchResult bookkeeping.
-class BestSoFar {
-public:
-  explicit BestSoFar(const PlacementProblem &problem)
-      : problem_(problem), start_(Clock::now()),
-        before_(problem.evaluations()) {}
-
-  PlacementEval evaluate(const Placement &placement) {
-    PlacementEval eval = problem_.evaluate(placement);
-    ++spent_;
-    if (spent_ == 1 || eval.betterThan(best_.eval)) {
-      best_.placement = placement;
-      best_.eval = eval;
-    }
-    return eval;
-  }
-
-  /// Evaluations made through this object (other users of the problem may
-  /// evaluate concurrently).
-  int64_t spent() const { return spent_; }
-
-  SearchResult finish() {
-    best_.evaluations = problem_.evaluations() - before_;
-    best_.seconds =
-        std::chrono::duration<double>(Clock::now() - start_).count();
-    return std::move(best_);
-  }
-
-private:
-  const PlacementProblem &problem_;
-  Clock::time_point start_;
-  int64_t before_;
-  int64_t spent_ = 0;
-  SearchResult best_;
 };
 
 /// Each layer an independent uniform type.
@@ -308,7 +268,7 @@ private:
 
   const PlacementProblem &problem_;
   const GeneticOptions &options_;
-  BestSoFar best_;
+  SearchTracker best_;
   Rng rng_;
   size_t layers_, types_, populationSize_;
 };
@@ -327,7 +287,7 @@ Placement heterps::planner::greedyPlacement(const PlacementProblem &problem) {
 }
 
 SearchResult heterps::planner::placeGreedy(const PlacementProblem &problem) {
-  BestSoFar best(problem);
+  SearchTracker best(problem);
   if (problem.numTypes() > 0)
     best.evaluate(greedyPlacement(problem));
   return best.finish();
@@ -335,7 +295,7 @@ SearchResult heterps::planner::placeGreedy(const PlacementProblem &problem) {
 
 SearchResult heterps::planner::placeRandom(const PlacementProblem &problem,
                                            int64_t budget, uint64_t seed) {
-  BestSoFar best(problem);
+  SearchTracker best(problem);
   if (problem.numTypes() == 0)
     return best.finish();
   Rng rng(seed);
@@ -349,6 +309,6 @@ SearchResult heterps::planner::placeRandom(const PlacementProblem &problem,
 SearchResult heterps::planner::placeGenetic(const PlacementProblem &problem,
                                             const GeneticOptions &options) {
   if (problem.numTypes() == 0)
-    return BestSoFar(problem).finish();
+    return SearchTracker(problem).finish();
   return GeneticSearch(problem, options).run();
 }

@@ -2,7 +2,6 @@
 
 #include "heterps/Planner/Placement.h"
 
-#include <chrono>
 #include <cmath>
 
 using namespace heterps::planner;
@@ -37,46 +36,56 @@ PlacementEval PlacementProblem::evaluate(const Placement &placement) const {
   return eval;
 }
 
+SearchTracker::SearchTracker(const PlacementProblem &problem,
+                             double timeBudgetSeconds)
+    : problem_(problem), timeBudget_(timeBudgetSeconds),
+      start_(std::chrono::steady_clock::now()), before_(problem.evaluations()) {
+}
+
+const PlacementEval &SearchTracker::evaluate(const Placement &placement) {
+  last_ = problem_.evaluate(placement);
+  if (++spent_ == 1 || last_.betterThan(best_.eval)) {
+    best_.placement = placement;
+    best_.eval = last_;
+  }
+  return last_;
+}
+
+double SearchTracker::elapsed() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       start_)
+      .count();
+}
+
+SearchResult SearchTracker::finish() {
+  best_.seconds = elapsed();
+  best_.evaluations = problem_.evaluations() - before_;
+  return std::move(best_);
+}
+
 SearchResult heterps::planner::placeAllOnType(const PlacementProblem &problem,
                                               size_t type) {
-  auto start = std::chrono::steady_clock::now();
-  int64_t before = problem.evaluations();
-  SearchResult r;
-  r.placement.assign(problem.numLayers(), type);
-  r.eval = problem.evaluate(r.placement);
-  r.evaluations = problem.evaluations() - before;
-  r.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  return r;
+  SearchTracker search(problem);
+  search.evaluate(Placement(problem.numLayers(), type));
+  return search.finish();
 }
 
 SearchResult heterps::planner::placeBruteForce(const PlacementProblem &problem,
                                                int64_t maxPlacements) {
-  auto start = std::chrono::steady_clock::now();
-  int64_t before = problem.evaluations();
-  SearchResult best;
+  SearchTracker search(problem);
   size_t n = problem.numLayers(), t = problem.numTypes();
   double total = std::pow(static_cast<double>(t), static_cast<double>(n));
   if (n == 0 || total > static_cast<double>(maxPlacements))
-    return best;
+    return search.finish();
   // Count through all placements in base t.
   Placement current(n, 0);
   while (true) {
-    PlacementEval eval = problem.evaluate(current);
-    if (best.placement.empty() || eval.betterThan(best.eval)) {
-      best.placement = current;
-      best.eval = std::move(eval);
-    }
+    search.evaluate(current);
     size_t digit = 0;
     while (digit < n && ++current[digit] == t)
       current[digit++] = 0;
     if (digit == n)
       break;
   }
-  best.evaluations = problem.evaluations() - before;
-  best.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  return best;
+  return search.finish();
 }

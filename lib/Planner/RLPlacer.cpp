@@ -8,7 +8,6 @@
 #include "heterps/Planner/RLPolicy.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 using namespace heterps::planner;
@@ -518,49 +517,11 @@ Placement randomPlan(size_t n, size_t types, std::mt19937_64 &rng) {
   return plan;
 }
 
-/// Search bookkeeping: the best plan, the clock and the evaluation count.
-class Search {
-public:
-  Search(const PlacementProblem &problem, double budgetSeconds)
-      : problem_(problem), budget_(budgetSeconds),
-        start_(std::chrono::steady_clock::now()),
-        before_(problem.evaluations()) {}
-
-  /// Evaluates `plan` and keeps it if it is the best so far.
-  const PlacementEval &evaluate(const Placement &plan) {
-    last_ = problem_.evaluate(plan);
-    if (best_.placement.empty() || last_.betterThan(best_.eval)) {
-      best_.placement = plan;
-      best_.eval = last_;
-    }
-    return last_;
-  }
-  double elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         start_)
-        .count();
-  }
-  bool timeUp() const { return elapsed() >= budget_; }
-  SearchResult finish() {
-    best_.seconds = elapsed();
-    best_.evaluations = problem_.evaluations() - before_;
-    return std::move(best_);
-  }
-
-private:
-  const PlacementProblem &problem_;
-  double budget_;
-  std::chrono::steady_clock::time_point start_;
-  int64_t before_;
-  SearchResult best_;
-  PlacementEval last_;
-};
-
 } // namespace
 
 SearchResult heterps::planner::placeRL(const PlacementProblem &problem,
                                        const RLOptions &options) {
-  Search search(problem, options.timeBudgetSeconds);
+  SearchTracker search(problem, options.timeBudgetSeconds);
   size_t n = problem.numLayers(), types = problem.numTypes();
   if (types == 0)
     return search.finish();

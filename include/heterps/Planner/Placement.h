@@ -15,6 +15,7 @@
 #include "heterps/Planner/CostModel.h"
 
 #include <atomic>
+#include <chrono>
 #include <limits>
 #include <vector>
 
@@ -70,6 +71,35 @@ struct SearchResult {
   PlacementEval eval;
   double seconds = 0;      // wall-clock search time
   int64_t evaluations = 0; // PlacementProblem::evaluate calls
+};
+
+/// Bookkeeping every strategy shares: evaluates plans through the problem,
+/// keeps the best one (PlacementEval::betterThan; the first plan until a
+/// better one comes), and measures time and evaluations for SearchResult.
+class SearchTracker {
+public:
+  explicit SearchTracker(
+      const PlacementProblem &problem,
+      double timeBudgetSeconds = std::numeric_limits<double>::infinity());
+
+  /// Evaluates `placement` and keeps it if it is the best so far.
+  const PlacementEval &evaluate(const Placement &placement);
+  /// Evaluations made through this tracker (other users of the problem may
+  /// evaluate concurrently).
+  int64_t spent() const { return spent_; }
+  double elapsed() const;
+  bool timeUp() const { return elapsed() >= timeBudget_; }
+  /// The best plan with its search time and evaluation count.
+  SearchResult finish();
+
+private:
+  const PlacementProblem &problem_;
+  double timeBudget_;
+  std::chrono::steady_clock::time_point start_;
+  int64_t before_;
+  int64_t spent_ = 0;
+  SearchResult best_;
+  PlacementEval last_;
 };
 
 /// Every layer on device type `type`.
