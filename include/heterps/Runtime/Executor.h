@@ -1,0 +1,79 @@
+//===- Executor.h - sequential execution of a plan --------------*- C++ -*-===//
+//
+// Runs a plan's ops one after the other in the calling thread: the building
+// block of the pipelined executor (one per stage worker). Creating an
+// executor loads the weights, applies load-time fusions and creates every
+// kernel, so unsupported ops and bad attributes fail before the first run.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_EXECUTOR_H
+#define HETERPS_RUNTIME_EXECUTOR_H
+
+#include "heterps/Runtime/CPU/CPUBackend.h"
+#include "heterps/Runtime/Plan.pb.h"
+#include "heterps/Runtime/Weights.h"
+
+#include <map>
+#include <memory>
+
+namespace heterps::runtime {
+
+struct ExecutorOptions {
+  /// Threads per kernel on the CPU backend (0: OpenMP's default).
+  int numThreads = 0;
+  /// Device type names that are this machine's CPU, besides "" and "cpu".
+  std::vector<std::string> cpuDeviceTypes;
+  /// Run ops placed on device types this machine lacks on the CPU backend
+  /// (otherwise they are an error).
+  bool emulateMissingDevices = false;
+  /// Fuse residual Adds and activations into the Conv feeding them (batch
+  /// norms after a Conv with constant weights are always folded).
+  bool fuse = true;
+};
+
+class Executor {
+public:
+  /// Loads the plan's weights (see loadWeights) and prepares it.
+  static llvm::Expected<std::unique_ptr<Executor>>
+  create(const plan::Plan &plan, ExecutorOptions options = {});
+  /// Prepares `plan` with weights supplied by the caller.
+  static llvm::Expected<std::unique_ptr<Executor>>
+  create(const plan::Plan &plan, WeightMap weights,
+         ExecutorOptions options = {});
+  ~Executor();
+
+  /// Runs the plan on `inputs`, given in graph-input order; returns the graph
+  /// outputs in order, as plain tensors. Input types are checked against the
+  /// plan (dimensions of -1 match any size).
+  llvm::Expected<std::vector<Tensor>> run(llvm::ArrayRef<Tensor> inputs);
+  /// The same with inputs by name; every graph input must be given.
+  llvm::Expected<std::vector<Tensor>>
+  run(const std::map<std::string, Tensor> &inputs);
+
+  /// The plan as executed (after fusion).
+  const plan::Plan &plan() const { return program; }
+  /// Device types whose ops run emulated on the CPU.
+  const std::vector<std::string> &emulatedDevices() const { return emulated; }
+  PrimitiveCacheStats cacheStats() const { return cpu.cacheStats(); }
+
+private:
+  Executor(plan::Plan plan, WeightMap weights, ExecutorOptions options);
+  llvm::Error prepare();
+  llvm::Error checkInput(int index, const Tensor &t) const;
+  llvm::Error checkOutput(int op, const Tensor &t, int32_t value) const;
+
+  plan::Plan program;
+  ExecutorOptions options;
+  CPUBackend cpu;
+  /// Per value: the weight tensor, or null.
+  std::vector<Tensor> constants;
+  std::vector<std::unique_ptr<Kernel>> kernels;
+  /// Per op: values whose last use it is.
+  std::vector<std::vector<int32_t>> releaseAfter;
+  std::vector<std::string> emulated;
+};
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_RUNTIME_EXECUTOR_H

@@ -1,0 +1,86 @@
+//===- Kernel.h - kernels, backends and the kernel registry -----*- C++ -*-===//
+//
+// A backend (the oneDNN CPU backend, later CUDA) turns each plan op into a
+// Kernel through its KernelRegistry, keyed by op type. A kernel reads its
+// attributes once, when created, and is then run on every batch; it may cache
+// per-shape state (oneDNN primitives), so one kernel object is used by one
+// thread at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_KERNEL_H
+#define HETERPS_RUNTIME_KERNEL_H
+
+#include "heterps/Runtime/Attributes.h"
+#include "heterps/Runtime/Tensor.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <functional>
+#include <memory>
+
+namespace heterps::runtime {
+
+/// What a kernel factory sees of its op.
+struct OpInfo {
+  OpInfo(const plan::Op &op, std::vector<const Tensor *> constants)
+      : op(op), attrs(op), constants(std::move(constants)) {}
+
+  const plan::Op &op;
+  OpAttributes attrs;
+  /// Per input: the weight tensor when the input is a plan weight (its value
+  /// never changes), else null. Absent optional inputs are null too.
+  std::vector<const Tensor *> constants;
+
+  int numInputs() const { return op.inputs_size(); }
+  int numOutputs() const { return op.outputs_size(); }
+  /// Whether optional input `i` is given.
+  bool hasInput(int i) const { return i < numInputs() && op.inputs(i) >= 0; }
+  /// An error unless the op has [minIn, maxIn] inputs, the first minIn
+  /// present, and `outputs` outputs.
+  llvm::Error checkArity(int minIn, int maxIn, int outputs = 1) const;
+};
+
+class Kernel {
+public:
+  virtual ~Kernel();
+  /// Whether the kernel takes inputs in a backend layout as they are;
+  /// otherwise the executor hands it plain tensors.
+  virtual bool acceptsLayouts() const { return false; }
+  /// Computes `outputs` (already sized, null tensors) from `inputs` (null
+  /// pointers for absent optional inputs).
+  virtual llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                          llvm::MutableArrayRef<Tensor> outputs) = 0;
+};
+
+using KernelFactory =
+    std::function<llvm::Expected<std::unique_ptr<Kernel>>(const OpInfo &)>;
+
+/// Op type -> kernel factory.
+class KernelRegistry {
+public:
+  /// Registers `factory` for `opType`, replacing an earlier one.
+  void add(llvm::StringRef opType, KernelFactory factory);
+  const KernelFactory *lookup(llvm::StringRef opType) const;
+  /// Sorted op types.
+  std::vector<std::string> opTypes() const;
+
+private:
+  llvm::StringMap<KernelFactory> factories;
+};
+
+/// A device backend: creates kernels and sets up the threads that run them.
+class Backend {
+public:
+  virtual ~Backend();
+  virtual llvm::StringRef name() const = 0;
+  virtual const KernelRegistry &kernels() const = 0;
+  /// Creates the kernel for `info.op`; an unsupported op type is an error.
+  llvm::Expected<std::unique_ptr<Kernel>> createKernel(const OpInfo &info);
+  /// Called in a thread before it runs kernels (thread counts are set here).
+  virtual void enterThread() {}
+};
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_RUNTIME_KERNEL_H

@@ -1,0 +1,42 @@
+//===- Plan.h - loading and verifying executable plans ----------*- C++ -*-===//
+//
+// The plan message is defined in lib/Runtime/Plan.proto. Files ending in
+// `.pbtxt` or `.txtpb` hold the protobuf text format, any other file the
+// binary encoding. Every error is one line: "FILE: op 3 'conv1' (Conv): ...".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_PLAN_H
+#define HETERPS_RUNTIME_PLAN_H
+
+#include "heterps/Runtime/Plan.pb.h"
+
+#include "llvm/Support/Error.h"
+
+namespace heterps::runtime {
+
+/// The plan format version this runtime reads.
+constexpr int32_t kPlanVersion = 1;
+
+/// Checks that `plan` is well formed: indices in range, every value defined
+/// once and before use, bindings named uniquely, weights consistent with
+/// their values, stages ordered. `where` prefixes the messages.
+llvm::Error verifyPlan(const plan::Plan &plan, llvm::StringRef where);
+
+/// Parses a plan from `bytes` (binary, or text when `text`) and verifies it.
+llvm::Expected<plan::Plan> parsePlan(llvm::StringRef bytes, bool text,
+                                     llvm::StringRef where);
+
+/// Reads and verifies a plan file. A relative `model_path` is made relative
+/// to the current directory (it was relative to the plan's folder).
+llvm::Expected<plan::Plan> loadPlan(llvm::StringRef path);
+
+/// Writes `plan` to `path` (text format for .pbtxt/.txtpb).
+llvm::Error savePlan(const plan::Plan &plan, llvm::StringRef path);
+
+/// "op 3 'conv1' (Conv)", the prefix of messages about one op.
+std::string describeOp(const plan::Plan &plan, int index);
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_RUNTIME_PLAN_H

@@ -1,0 +1,111 @@
+//===- Tensor.h - dense tensors of the runtime ------------------*- C++ -*-===//
+//
+// A tensor is an element type, a shape and a reference-counted, 64-byte
+// aligned buffer. Copies share the buffer; `reshaped` makes a view with
+// another shape over the same bytes.
+//
+// The buffer is plain row-major unless the tensor carries a `Layout`: a
+// backend (the oneDNN CPU backend) may keep activations in a blocked format
+// between its own kernels and attaches the layout that tells how to turn them
+// back into plain form.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_TENSOR_H
+#define HETERPS_RUNTIME_TENSOR_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace heterps::runtime {
+
+/// Element types; the numbers are ONNX's TensorProto.DataType.
+enum class DType : int32_t { F32 = 1, I64 = 7 };
+
+/// Bytes per element.
+size_t dtypeSize(DType type);
+/// "f32", "i64".
+const char *dtypeName(DType type);
+
+using Shape = std::vector<int64_t>;
+
+/// Product of the dimensions (1 for a scalar).
+int64_t numElements(llvm::ArrayRef<int64_t> shape);
+/// "[2, 3, 4]".
+std::string shapeToString(llvm::ArrayRef<int64_t> shape);
+
+class Tensor;
+
+/// A non-plain memory layout, owned by the backend that made it.
+class Layout {
+public:
+  virtual ~Layout();
+  /// Bytes the buffer holds (may exceed the plain size: blocked formats pad).
+  virtual size_t bytes() const = 0;
+  /// A plain row-major copy of `t`, which has this layout.
+  virtual llvm::Expected<Tensor> toPlain(const Tensor &t) const = 0;
+  /// Whether `other` describes the same memory layout.
+  virtual bool equals(const Layout &other) const = 0;
+  /// A short name for messages, e.g. "nChw16c".
+  virtual std::string describe() const = 0;
+};
+
+class Tensor {
+public:
+  /// An empty tensor (no buffer); `isNull()` is true.
+  Tensor() = default;
+  /// A new plain tensor; the buffer is uninitialised.
+  Tensor(DType type, Shape shape);
+  /// A new tensor with a backend layout; the buffer is uninitialised.
+  Tensor(DType type, Shape shape, std::shared_ptr<const Layout> layout);
+
+  /// A plain f32 tensor holding `values`.
+  static Tensor fromFloats(Shape shape, llvm::ArrayRef<float> values);
+  /// A plain i64 tensor holding `values`.
+  static Tensor fromInts(Shape shape, llvm::ArrayRef<int64_t> values);
+
+  bool isNull() const { return !buffer; }
+  DType dtype() const { return type; }
+  const Shape &shape() const { return dims; }
+  int64_t rank() const { return static_cast<int64_t>(dims.size()); }
+  int64_t dim(int64_t i) const { return dims[i]; }
+  int64_t numElements() const { return runtime::numElements(dims); }
+  /// Bytes of the buffer.
+  size_t bytes() const { return size; }
+
+  bool isPlain() const { return !layoutPtr; }
+  const std::shared_ptr<const Layout> &layout() const { return layoutPtr; }
+
+  void *rawData() { return buffer.get(); }
+  const void *rawData() const { return buffer.get(); }
+  template <typename T> T *data() { return static_cast<T *>(rawData()); }
+  template <typename T> const T *data() const {
+    return static_cast<const T *>(rawData());
+  }
+
+  /// A view of this plain tensor with `shape` (same element count).
+  Tensor reshaped(Shape shape) const;
+  /// A plain copy (or this tensor itself when it is plain already).
+  llvm::Expected<Tensor> toPlain() const;
+  /// A deep copy with its own buffer.
+  Tensor clone() const;
+
+  /// "f32[1, 3, 224, 224]".
+  std::string typeString() const;
+
+private:
+  DType type = DType::F32;
+  Shape dims;
+  size_t size = 0;
+  std::shared_ptr<uint8_t> buffer;
+  std::shared_ptr<const Layout> layoutPtr;
+};
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_RUNTIME_TENSOR_H

@@ -1,0 +1,27 @@
+//===- Weights.h - the constant tensors of a plan ---------------*- C++ -*-===//
+//
+// A plan's weights are inline bytes or references to the initializers (and
+// Constant node outputs) of the ONNX model named by `Plan.model_path`; the
+// model is read once, external data included.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_WEIGHTS_H
+#define HETERPS_RUNTIME_WEIGHTS_H
+
+#include "heterps/Runtime/Plan.pb.h"
+#include "heterps/Runtime/Tensor.h"
+
+#include <map>
+
+namespace heterps::runtime {
+
+/// Value index -> weight tensor. Each tensor's type and shape are checked
+/// against its plan value.
+using WeightMap = std::map<int32_t, Tensor>;
+
+llvm::Expected<WeightMap> loadWeights(const plan::Plan &plan);
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_RUNTIME_WEIGHTS_H

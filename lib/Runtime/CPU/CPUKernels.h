@@ -1,0 +1,48 @@
+//===- CPUKernels.h - registration of the CPU kernels -----------*- C++ -*-===//
+//
+// One function per kernel family adds its factories to the backend's
+// registry; each lives in the .cpp file of the family.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_LIB_RUNTIME_CPU_CPUKERNELS_H
+#define HETERPS_LIB_RUNTIME_CPU_CPUKERNELS_H
+
+#include "DnnlUtils.h"
+
+namespace heterps::runtime::cpu {
+
+/// An element-wise function as oneDNN computes it: alpha and beta are the
+/// algorithm's parameters (see dnnl_eltwise docs).
+struct EltwiseSpec {
+  dnnl::algorithm algorithm;
+  float alpha = 0.f;
+  float beta = 0.f;
+};
+
+/// The oneDNN form of the ONNX activation `opType` with ONNX attributes
+/// `alpha`/`beta`, or an error when oneDNN has none. `attrPrefix` is
+/// prepended to the attribute names ("activation_" for fused ones).
+llvm::Expected<EltwiseSpec> eltwiseSpecFor(llvm::StringRef opType,
+                                           const OpAttributes &attrs,
+                                           llvm::StringRef attrPrefix = "");
+
+/// Appends to `ops` the activation an op fuses: the attribute `activation`
+/// (an ONNX activation op type) and its `activation_alpha`, ... Nothing
+/// when there is no `activation`.
+llvm::Error appendFusedActivation(const OpAttributes &attrs,
+                                  dnnl::post_ops &ops);
+
+void registerBinaryKernels(KernelRegistry &registry, CPUContextPtr ctx);
+void registerConcatKernel(KernelRegistry &registry, CPUContextPtr ctx);
+void registerConvKernel(KernelRegistry &registry, CPUContextPtr ctx);
+void registerEltwiseKernels(KernelRegistry &registry, CPUContextPtr ctx);
+void registerMatMulKernels(KernelRegistry &registry, CPUContextPtr ctx);
+void registerNormKernels(KernelRegistry &registry, CPUContextPtr ctx);
+void registerPoolKernels(KernelRegistry &registry, CPUContextPtr ctx);
+void registerSoftmaxKernels(KernelRegistry &registry, CPUContextPtr ctx);
+void registerViewKernels(KernelRegistry &registry, CPUContextPtr ctx);
+
+} // namespace heterps::runtime::cpu
+
+#endif // HETERPS_LIB_RUNTIME_CPU_CPUKERNELS_H

@@ -1,0 +1,231 @@
+//===- ConvKernel.cpp - ONNX Conv on oneDNN convolution -------------------===//
+//
+// 1-D to 3-D, grouped and dilated. Fusions: an optional fourth input is
+// added to the result (a residual Add, as oneDNN's sum post-op), then an
+// optional activation is applied (attribute `activation`, see
+// appendFusedActivation). Source, weights and destination use
+// format_tag::any, so oneDNN picks its fastest (blocked) formats; the
+// destination keeps that layout for the next kernel. Constant weights are
+// reordered once per shape.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CPUKernels.h"
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cpu;
+
+namespace {
+
+struct ConvParams {
+  std::vector<int64_t> strides, dilations, pads;
+  int64_t group = 1;
+  /// A fourth input is summed into the output.
+  bool sum = false;
+  dnnl::post_ops postOps;
+};
+
+struct ConvEntry {
+  dnnl::convolution_forward primitive;
+  memory::desc srcMd, weightsMd, dstMd;
+  /// Plain weights viewed with the group split out (G, M/G, C/G, k...).
+  memory::desc plainWeightsMd;
+  /// The weights in weightsMd, when they are constant.
+  Tensor weights;
+  Shape outShape;
+};
+
+class ConvKernel : public Kernel {
+public:
+  ConvKernel(CPUContextPtr ctx, ConvParams params, bool constantWeights)
+      : cache(std::move(ctx)), params(std::move(params)),
+        constantWeights(constantWeights) {}
+  bool acceptsLayouts() const override { return true; }
+  llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                  llvm::MutableArrayRef<Tensor> outputs) override;
+
+private:
+  llvm::Expected<ConvEntry> make(const Tensor &x, const Tensor &w,
+                                 const Tensor *b);
+
+  PrimitiveCache<ConvEntry> cache;
+  ConvParams params;
+  bool constantWeights;
+};
+
+} // namespace
+
+/// `values`, or `n` copies of `dflt` when empty; an error when the size is
+/// neither.
+static llvm::Expected<memory::dims> perAxis(const std::vector<int64_t> &values,
+                                            size_t n, int64_t dflt,
+                                            llvm::StringRef name) {
+  if (values.empty())
+    return memory::dims(n, dflt);
+  if (values.size() != n)
+    return kernelError("'" + name + "' has " + llvm::Twine(values.size()) +
+                       " entries, expected " + llvm::Twine(n));
+  return memory::dims(values.begin(), values.end());
+}
+
+/// `w` reordered from its plain (grouped) view into the primitive's format.
+static Tensor packWeights(const Tensor &w, const ConvEntry &e,
+                          const CPUContextPtr &ctx) {
+  Tensor plain = plainOf(w, ctx);
+  Tensor packed = allocate(e.weightsMd, w.shape(), ctx);
+  memory from(e.plainWeightsMd, ctx->engine, plain.rawData());
+  memory to(e.weightsMd, ctx->engine, packed.rawData());
+  dnnl::reorder(from, to).execute(ctx->stream, from, to);
+  ctx->stream.wait();
+  return packed;
+}
+
+llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
+                                           const Tensor *b) {
+  int64_t rank = x.rank();
+  if (rank < 3 || rank > 5)
+    return kernelError("input is " + x.typeString() +
+                       "; Conv needs rank 3 to 5");
+  if (w.rank() != rank)
+    return kernelError("weight is " + w.typeString() + ", input is " +
+                       x.typeString() + ": ranks differ");
+  size_t n = rank - 2;
+  int64_t g = params.group, c = x.dim(1), m = w.dim(0);
+  if (g < 1 || m % g != 0 || c != w.dim(1) * g)
+    return kernelError("input " + x.typeString() + " and weight " +
+                       w.typeString() + " do not match with group " +
+                       llvm::Twine(g));
+  if (b && (b->rank() != 1 || b->dim(0) != m))
+    return kernelError("bias is " + b->typeString() + ", expected " +
+                       llvm::Twine(m) + " elements");
+  auto strides = perAxis(params.strides, n, 1, "strides");
+  if (!strides)
+    return strides.takeError();
+  auto dilations = perAxis(params.dilations, n, 1, "dilations");
+  if (!dilations)
+    return dilations.takeError();
+  auto pads = perAxis(params.pads, 2 * n, 0, "pads");
+  if (!pads)
+    return pads.takeError();
+
+  Shape out = {x.dim(0), m};
+  memory::dims dnnlDilations, padL, padR;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t extent = ((*dilations)[i]) * (w.dim(2 + i) - 1) + 1;
+    int64_t span = x.dim(2 + i) + (*pads)[i] + (*pads)[n + i] - extent;
+    if (span < 0 || (*strides)[i] < 1 || (*dilations)[i] < 1)
+      return kernelError("kernel " + shapeToString(w.shape()) +
+                         " does not fit input " + x.typeString());
+    out.push_back(span / (*strides)[i] + 1);
+    dnnlDilations.push_back((*dilations)[i] - 1);
+    padL.push_back((*pads)[i]);
+    padR.push_back((*pads)[n + i]);
+  }
+
+  memory::dims wDims = toDims(w.shape());
+  if (g > 1) {
+    wDims[0] = m / g;
+    wDims.insert(wDims.begin(), g);
+  }
+  auto any = [](const memory::dims &d) {
+    return memory::desc(d, memory::data_type::f32, Tag::any);
+  };
+  memory::desc biasMd =
+      b ? memory::desc({m}, memory::data_type::f32, Tag::a) : memory::desc();
+  dnnl::convolution_forward::desc d(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+      any(toDims(x.shape())), any(wDims), biasMd, any(toDims(out)), *strides,
+      dnnlDilations, padL, padR);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(params.postOps);
+  dnnl::convolution_forward::primitive_desc pd(d, attr,
+                                               cache.context()->engine);
+
+  ConvEntry entry{dnnl::convolution_forward(pd),
+                  pd.src_desc(),
+                  pd.weights_desc(),
+                  pd.dst_desc(),
+                  plainDesc(wDims),
+                  Tensor(),
+                  out};
+  if (constantWeights)
+    entry.weights = packWeights(w, entry, cache.context());
+  return entry;
+}
+
+llvm::Error ConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
+                            llvm::MutableArrayRef<Tensor> outputs) {
+  if (llvm::Error e = checkF32(inputs))
+    return e;
+  const CPUContextPtr &ctx = cache.context();
+  return guardDnnl([&]() -> llvm::Error {
+    const Tensor *b = inputs.size() > 2 ? inputs[2] : nullptr;
+    // The addend's layout does not change the primitive.
+    auto entry = cache.get(shapeKey(inputs.take_front(3)),
+                           [&] { return make(*inputs[0], *inputs[1], b); });
+    if (!entry)
+      return entry.takeError();
+    ConvEntry &e = **entry;
+    Tensor src = reorderTo(*inputs[0], e.srcMd, ctx);
+    Tensor packed =
+        e.weights.isNull() ? packWeights(*inputs[1], e, ctx) : e.weights;
+    Tensor dst;
+    if (params.sum) {
+      const Tensor &addend = *inputs[3];
+      if (addend.shape() != e.outShape)
+        return kernelError("summed input is " + addend.typeString() +
+                           ", expected shape " + shapeToString(e.outShape));
+      // The primitive accumulates into dst: never into the addend's buffer.
+      dst = reorderTo(addend, e.dstMd, ctx);
+      if (dst.rawData() == addend.rawData())
+        dst = dst.clone();
+    } else {
+      dst = allocate(e.dstMd, e.outShape, ctx);
+    }
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, memoryOf(src, *ctx)},
+        {DNNL_ARG_WEIGHTS, memory(e.weightsMd, ctx->engine, packed.rawData())},
+        {DNNL_ARG_DST, memoryOf(dst, *ctx)}};
+    Tensor bias = b ? plainOf(*b, ctx) : Tensor();
+    if (b)
+      args[DNNL_ARG_BIAS] = memoryOf(bias, *ctx);
+    e.primitive.execute(ctx->stream, args);
+    ctx->stream.wait();
+    outputs[0] = std::move(dst);
+    return llvm::Error::success();
+  });
+}
+
+void cpu::registerConvKernel(KernelRegistry &registry, CPUContextPtr ctx) {
+  registry.add(
+      "Conv",
+      [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
+        if (llvm::Error e = info.checkArity(2, 4))
+          return e;
+        ConvParams params;
+        const OpAttributes &a = info.attrs;
+        auto strides = a.getInts("strides", std::vector<int64_t>());
+        if (!strides)
+          return strides.takeError();
+        auto dilations = a.getInts("dilations", std::vector<int64_t>());
+        if (!dilations)
+          return dilations.takeError();
+        auto pads = a.getInts("pads", std::vector<int64_t>());
+        if (!pads)
+          return pads.takeError();
+        auto group = a.getInt("group", 1);
+        if (!group)
+          return group.takeError();
+        params.sum = info.hasInput(3);
+        if (params.sum)
+          params.postOps.append_sum(1.f);
+        if (llvm::Error e = appendFusedActivation(a, params.postOps))
+          return e;
+        params.strides = *strides;
+        params.dilations = *dilations;
+        params.pads = *pads;
+        params.group = *group;
+        return std::make_unique<ConvKernel>(ctx, std::move(params),
+                                            info.constants[1] != nullptr);
+      });
+}

@@ -1,0 +1,128 @@
+//===- DnnlUtils.cpp - shared pieces of the oneDNN kernels ----------------===//
+
+#include "DnnlUtils.h"
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cpu;
+
+llvm::Error cpu::kernelError(const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+}
+
+llvm::Error cpu::checkF32(llvm::ArrayRef<const Tensor *> inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i] && inputs[i]->dtype() != DType::F32)
+      return kernelError("input " + llvm::Twine(i) + " is " +
+                         inputs[i]->typeString() + ", expected f32");
+  return llvm::Error::success();
+}
+
+memory::dims cpu::toDims(llvm::ArrayRef<int64_t> shape) {
+  return memory::dims(shape.begin(), shape.end());
+}
+
+memory::desc cpu::plainDesc(llvm::ArrayRef<int64_t> shape,
+                            memory::data_type type) {
+  memory::dims dims = toDims(shape);
+  memory::dims strides(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * std::max<int64_t>(dims[i + 1], 1);
+  return memory::desc(dims, type, strides);
+}
+
+memory::desc cpu::descOf(const Tensor &t) {
+  if (const auto *layout = dynamic_cast<const DnnlLayout *>(t.layout().get()))
+    return layout->md;
+  return plainDesc(t.shape(), t.dtype() == DType::F32 ? memory::data_type::f32
+                                                      : memory::data_type::s32);
+}
+
+memory cpu::memoryOf(const Tensor &t, const CPUContext &ctx) {
+  return memory(descOf(t), ctx.engine, const_cast<void *>(t.rawData()));
+}
+
+Tensor cpu::allocate(const memory::desc &md, Shape shape,
+                     const CPUContextPtr &ctx) {
+  if (md == plainDesc(shape))
+    return Tensor(DType::F32, std::move(shape));
+  return Tensor(DType::F32, std::move(shape),
+                std::make_shared<DnnlLayout>(md, ctx));
+}
+
+Tensor cpu::reorderTo(const Tensor &t, const memory::desc &md,
+                      const CPUContextPtr &ctx) {
+  memory::desc from = descOf(t);
+  if (from == md)
+    return t;
+  Tensor out = allocate(md, t.shape(), ctx);
+  memory src = memoryOf(t, *ctx), dst = memoryOf(out, *ctx);
+  dnnl::reorder(src, dst).execute(ctx->stream, src, dst);
+  ctx->stream.wait();
+  return out;
+}
+
+Tensor cpu::plainOf(const Tensor &t, const CPUContextPtr &ctx) {
+  if (t.isPlain())
+    return t;
+  return reorderTo(t, plainDesc(t.shape()), ctx);
+}
+
+llvm::Expected<Tensor> DnnlLayout::toPlain(const Tensor &t) const {
+  Tensor plain;
+  if (llvm::Error e = guardDnnl([&] {
+        plain = plainOf(t, context);
+        return llvm::Error::success();
+      }))
+    return e;
+  return plain;
+}
+
+bool DnnlLayout::equals(const Layout &other) const {
+  const auto *o = dynamic_cast<const DnnlLayout *>(&other);
+  return o && o->md == md;
+}
+
+std::string DnnlLayout::describe() const {
+  const dnnl_memory_desc_t &d = md.data;
+  if (d.format_kind != dnnl_blocked)
+    return "opaque";
+  const dnnl_blocking_desc_t &b = d.format_desc.blocking;
+  std::string s = "strides";
+  for (int i = 0; i < d.ndims; ++i)
+    s += (i ? "," : "=") + std::to_string(b.strides[i]);
+  for (int i = 0; i < b.inner_nblks; ++i)
+    s += " block" + std::to_string(b.inner_blks[i]) + "@" +
+         std::to_string(b.inner_idxs[i]);
+  return s;
+}
+
+std::string cpu::shapeKey(llvm::ArrayRef<const Tensor *> inputs) {
+  std::string key;
+  for (const Tensor *t : inputs) {
+    key += t ? t->typeString() : "-";
+    key += ';';
+  }
+  return key;
+}
+
+llvm::Expected<Shape> cpu::broadcastShapes(llvm::ArrayRef<int64_t> a,
+                                           llvm::ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return kernelError("shapes " + shapeToString(a) + " and " +
+                         shapeToString(b) + " do not broadcast");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+llvm::Expected<int64_t> cpu::normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return kernelError("axis " + llvm::Twine(axis) +
+                       " is out of range for rank " + llvm::Twine(rank));
+  return axis < 0 ? axis + rank : axis;
+}

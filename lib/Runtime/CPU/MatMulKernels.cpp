@@ -1,0 +1,267 @@
+//===- MatMulKernels.cpp - Gemm and MatMul on oneDNN matmul ---------------===//
+//
+// Gemm: alpha * op(A) * op(B) + beta * C, transposes expressed as strides.
+// C is the primitive's bias when alpha is 1 (scaled by beta first when beta
+// is not 1), else a binary post-op after the output scale alpha.
+// MatMul: numpy semantics (1-D operands promoted, batch dimensions
+// broadcast). A constant B is reordered once into the format oneDNN prefers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CPUKernels.h"
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cpu;
+
+namespace {
+
+struct MatMulEntry {
+  dnnl::matmul primitive;
+  memory::desc srcMd, weightsMd, plainWeightsMd, cMd, dstMd;
+  /// B in weightsMd, when B is constant.
+  Tensor weights;
+  /// C goes in as a binary post-op (else as bias).
+  bool cAsPostOp = false;
+  Shape outShape;
+};
+
+/// Matmul state shared by Gemm and MatMul.
+class MatMulBase : public Kernel {
+public:
+  MatMulBase(CPUContextPtr ctx, bool constantB)
+      : cache(std::move(ctx)), constantB(constantB) {}
+
+protected:
+  /// Creates the primitive for src/weights/c/dst descriptors (weightsMd
+  /// plain; made `any` when B is constant) and packs a constant B.
+  llvm::Expected<MatMulEntry> finish(MatMulEntry entry, const Tensor &b,
+                                     float alpha) {
+    const CPUContextPtr &ctx = cache.context();
+    memory::desc weightsMd = entry.plainWeightsMd;
+    if (constantB)
+      weightsMd = memory::desc(entry.plainWeightsMd.dims(),
+                               memory::data_type::f32, Tag::any);
+    dnnl::primitive_attr attr;
+    if (alpha != 1.f)
+      attr.set_output_scales(0, {alpha});
+    memory::desc biasMd;
+    if (!entry.cMd.is_zero() && entry.cAsPostOp) {
+      dnnl::post_ops ops;
+      ops.append_binary(dnnl::algorithm::binary_add, entry.cMd);
+      attr.set_post_ops(ops);
+    } else if (!entry.cMd.is_zero()) {
+      biasMd = entry.cMd;
+    }
+    dnnl::matmul::desc d(entry.srcMd, weightsMd, biasMd, entry.dstMd);
+    dnnl::matmul::primitive_desc pd(d, attr, ctx->engine);
+    entry.primitive = dnnl::matmul(pd);
+    entry.weightsMd = pd.weights_desc();
+    if (constantB)
+      entry.weights = pack(b, entry);
+    return entry;
+  }
+
+  /// `b` (plain) in the primitive's weights format.
+  Tensor pack(const Tensor &b, const MatMulEntry &e) {
+    const CPUContextPtr &ctx = cache.context();
+    if (e.weightsMd == e.plainWeightsMd)
+      return b;
+    Tensor packed = allocate(e.weightsMd, b.shape(), ctx);
+    memory from(e.plainWeightsMd, ctx->engine, const_cast<void *>(b.rawData()));
+    memory to(e.weightsMd, ctx->engine, packed.rawData());
+    dnnl::reorder(from, to).execute(ctx->stream, from, to);
+    ctx->stream.wait();
+    return packed;
+  }
+
+  llvm::Error execute(MatMulEntry &e, const Tensor &a, const Tensor &b,
+                      const Tensor *c, llvm::MutableArrayRef<Tensor> outputs) {
+    const CPUContextPtr &ctx = cache.context();
+    Tensor packed = e.weights.isNull() ? pack(b, e) : e.weights;
+    Tensor dst(DType::F32, e.outShape);
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC,
+         memory(e.srcMd, ctx->engine, const_cast<void *>(a.rawData()))},
+        {DNNL_ARG_WEIGHTS, memory(e.weightsMd, ctx->engine, packed.rawData())},
+        {DNNL_ARG_DST, memory(e.dstMd, ctx->engine, dst.rawData())}};
+    if (c) {
+      memory cMem(e.cMd, ctx->engine, const_cast<void *>(c->rawData()));
+      args[e.cAsPostOp ? DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1
+                       : DNNL_ARG_BIAS] = cMem;
+    }
+    e.primitive.execute(ctx->stream, args);
+    ctx->stream.wait();
+    outputs[0] = std::move(dst);
+    return llvm::Error::success();
+  }
+
+  PrimitiveCache<MatMulEntry> cache;
+  bool constantB;
+};
+
+/// The row-major descriptor of a 2-D matrix stored transposed or not.
+memory::desc matrixDesc(int64_t rows, int64_t cols, bool transposed) {
+  return memory::desc({rows, cols}, memory::data_type::f32,
+                      transposed ? memory::dims{1, rows}
+                                 : memory::dims{cols, 1});
+}
+
+struct GemmParams {
+  float alpha = 1.f, beta = 1.f;
+  bool transA = false, transB = false;
+};
+
+class GemmKernel : public MatMulBase {
+public:
+  GemmKernel(CPUContextPtr ctx, GemmParams params, bool constantB)
+      : MatMulBase(std::move(ctx), constantB), params(params) {}
+
+  llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                  llvm::MutableArrayRef<Tensor> outputs) override {
+    if (llvm::Error e = checkF32(inputs))
+      return e;
+    const Tensor &a = *inputs[0], &b = *inputs[1];
+    const Tensor *c = inputs.size() > 2 ? inputs[2] : nullptr;
+    if (a.rank() != 2 || b.rank() != 2)
+      return kernelError("Gemm needs 2-D A and B, got " + a.typeString() +
+                         " and " + b.typeString());
+    int64_t m = params.transA ? a.dim(1) : a.dim(0);
+    int64_t k = params.transA ? a.dim(0) : a.dim(1);
+    int64_t kb = params.transB ? b.dim(1) : b.dim(0);
+    int64_t n = params.transB ? b.dim(0) : b.dim(1);
+    if (k != kb)
+      return kernelError("A " + a.typeString() + " and B " + b.typeString() +
+                         " do not multiply (trans_a " +
+                         llvm::Twine(params.transA) + ", trans_b " +
+                         llvm::Twine(params.transB) + ")");
+    Shape cShape;
+    if (c) {
+      if (c->rank() > 2)
+        return kernelError("C is " + c->typeString() + ", expected rank <= 2");
+      cShape = c->shape();
+      cShape.insert(cShape.begin(), 2 - cShape.size(), 1);
+      if ((cShape[0] != 1 && cShape[0] != m) ||
+          (cShape[1] != 1 && cShape[1] != n))
+        return kernelError("C " + c->typeString() + " does not broadcast to [" +
+                           llvm::Twine(m) + ", " + llvm::Twine(n) + "]");
+    }
+    return guardDnnl([&]() -> llvm::Error {
+      auto entry = cache.get(shapeKey(inputs), [&] {
+        MatMulEntry e;
+        e.srcMd = matrixDesc(m, k, params.transA);
+        e.plainWeightsMd = matrixDesc(k, n, params.transB);
+        e.dstMd = plainDesc({m, n});
+        if (c)
+          e.cMd = plainDesc(cShape);
+        e.cAsPostOp = params.alpha != 1.f;
+        e.outShape = {m, n};
+        return finish(std::move(e), b, params.alpha);
+      });
+      if (!entry)
+        return entry.takeError();
+      // beta * C; beta 0 drops C.
+      Tensor scaled;
+      if (c && params.beta != 1.f) {
+        scaled = Tensor(DType::F32, c->shape());
+        for (int64_t i = 0; i < c->numElements(); ++i)
+          scaled.data<float>()[i] = params.beta * c->data<float>()[i];
+        c = &scaled;
+      }
+      return execute(**entry, a, b, c, outputs);
+    });
+  }
+
+private:
+  GemmParams params;
+};
+
+class MatMulKernel : public MatMulBase {
+public:
+  using MatMulBase::MatMulBase;
+
+  llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                  llvm::MutableArrayRef<Tensor> outputs) override {
+    if (llvm::Error e = checkF32(inputs))
+      return e;
+    const Tensor &a = *inputs[0], &b = *inputs[1];
+    if (a.rank() == 0 || b.rank() == 0)
+      return kernelError("MatMul operands must have rank >= 1");
+    Shape sa = a.shape(), sb = b.shape();
+    bool promoteA = sa.size() == 1, promoteB = sb.size() == 1;
+    if (promoteA)
+      sa.insert(sa.begin(), 1);
+    if (promoteB)
+      sb.push_back(1);
+    if (sa.back() != sb[sb.size() - 2])
+      return kernelError("operands " + a.typeString() + " and " +
+                         b.typeString() + " do not multiply");
+    size_t rank = std::max(sa.size(), sb.size());
+    sa.insert(sa.begin(), rank - sa.size(), 1);
+    sb.insert(sb.begin(), rank - sb.size(), 1);
+    auto batch = broadcastShapes(llvm::ArrayRef(sa).drop_back(2),
+                                 llvm::ArrayRef(sb).drop_back(2));
+    if (!batch)
+      return kernelError("batch dimensions of " + a.typeString() + " and " +
+                         b.typeString() + " do not broadcast");
+    Shape dstDims = *batch;
+    dstDims.push_back(sa[rank - 2]);
+    dstDims.push_back(sb[rank - 1]);
+    Shape out = *batch;
+    if (!promoteA)
+      out.push_back(sa[rank - 2]);
+    if (!promoteB)
+      out.push_back(sb[rank - 1]);
+    return guardDnnl([&]() -> llvm::Error {
+      auto entry = cache.get(shapeKey(inputs), [&] {
+        MatMulEntry e;
+        e.srcMd = plainDesc(sa);
+        e.plainWeightsMd = plainDesc(sb);
+        e.dstMd = plainDesc(dstDims);
+        e.outShape = out;
+        return finish(std::move(e), b, 1.f);
+      });
+      if (!entry)
+        return entry.takeError();
+      if (numElements(out) == 0) {
+        outputs[0] = Tensor(DType::F32, out);
+        return llvm::Error::success();
+      }
+      return execute(**entry, a, b, nullptr, outputs);
+    });
+  }
+};
+
+} // namespace
+
+void cpu::registerMatMulKernels(KernelRegistry &registry, CPUContextPtr ctx) {
+  registry.add(
+      "Gemm",
+      [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
+        if (llvm::Error e = info.checkArity(2, 3))
+          return e;
+        GemmParams p;
+        auto alpha = info.attrs.getFloat("alpha", 1.f);
+        if (!alpha)
+          return alpha.takeError();
+        auto beta = info.attrs.getFloat("beta", 1.f);
+        if (!beta)
+          return beta.takeError();
+        auto transA = info.attrs.getInt("trans_a", 0);
+        if (!transA)
+          return transA.takeError();
+        auto transB = info.attrs.getInt("trans_b", 0);
+        if (!transB)
+          return transB.takeError();
+        p = {*alpha, *beta, *transA != 0, *transB != 0};
+        return std::make_unique<GemmKernel>(ctx, p,
+                                            info.constants[1] != nullptr);
+      });
+  registry.add(
+      "MatMul",
+      [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
+        if (llvm::Error e = info.checkArity(2, 2))
+          return e;
+        return std::make_unique<MatMulKernel>(ctx,
+                                              info.constants[1] != nullptr);
+      });
+}

@@ -1,0 +1,215 @@
+//===- Executor.cpp - sequential execution of a plan ----------------------===//
+
+#include "heterps/Runtime/Executor.h"
+
+#include "Fusion.h"
+#include "heterps/Runtime/Plan.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace heterps::runtime;
+
+static llvm::Error runError(const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+}
+
+static std::string valueType(const plan::Value &v) {
+  return std::string(v.dtype() == plan::INT64 ? "i64" : "f32") +
+         shapeToString(llvm::ArrayRef<int64_t>(v.dims().data(), v.dims_size()));
+}
+
+/// Whether `t` has `v`'s type; -1 dimensions match any size.
+static bool matches(const Tensor &t, const plan::Value &v) {
+  DType dtype = v.dtype() == plan::INT64 ? DType::I64 : DType::F32;
+  if (t.dtype() != dtype || t.rank() != v.dims_size())
+    return false;
+  for (int i = 0; i < v.dims_size(); ++i)
+    if (v.dims(i) >= 0 && v.dims(i) != t.dim(i))
+      return false;
+  return true;
+}
+
+Executor::Executor(plan::Plan plan, WeightMap weights, ExecutorOptions options)
+    : program(std::move(plan)), options(options),
+      cpu(CPUBackendOptions{options.numThreads}) {
+  foldBatchNorms(program, weights);
+  if (options.fuse) {
+    fuseResidualAdds(program);
+    fuseActivations(program);
+  }
+  constants.resize(program.values_size());
+  for (auto &[index, tensor] : weights)
+    constants[index] = std::move(tensor);
+}
+
+Executor::~Executor() = default;
+
+llvm::Expected<std::unique_ptr<Executor>>
+Executor::create(const plan::Plan &plan, ExecutorOptions options) {
+  llvm::Expected<WeightMap> weights = loadWeights(plan);
+  if (!weights)
+    return weights.takeError();
+  return create(plan, std::move(*weights), std::move(options));
+}
+
+llvm::Expected<std::unique_ptr<Executor>>
+Executor::create(const plan::Plan &plan, WeightMap weights,
+                 ExecutorOptions options) {
+  if (llvm::Error e = verifyPlan(plan, "plan"))
+    return e;
+  for (const plan::Weight &w : plan.weights())
+    if (!weights.count(w.value()))
+      return runError("plan: no tensor was supplied for weight value " +
+                      llvm::Twine(w.value()) + " ('" +
+                      plan.values(w.value()).name() + "')");
+  std::unique_ptr<Executor> executor(
+      new Executor(plan, std::move(weights), std::move(options)));
+  if (llvm::Error e = executor->prepare())
+    return e;
+  return executor;
+}
+
+llvm::Error Executor::prepare() {
+  std::vector<int> lastUse(program.values_size(), -1);
+  for (int i = 0; i < program.ops_size(); ++i) {
+    const plan::Op &op = program.ops(i);
+    std::string where = describeOp(program, i);
+    bool onCPU = op.device().empty() || op.device() == "cpu" ||
+                 llvm::is_contained(options.cpuDeviceTypes, op.device());
+    if (!onCPU) {
+      if (!options.emulateMissingDevices)
+        return runError(where + " is placed on device type '" + op.device() +
+                        "', which this machine does not have (emulate it "
+                        "on the CPU with emulateMissingDevices)");
+      if (!llvm::is_contained(emulated, op.device()))
+        emulated.push_back(op.device());
+    }
+    std::vector<const Tensor *> opConstants;
+    for (int32_t v : op.inputs()) {
+      opConstants.push_back(v >= 0 && !constants[v].isNull() ? &constants[v]
+                                                             : nullptr);
+      if (v >= 0)
+        lastUse[v] = i;
+    }
+    llvm::Expected<std::unique_ptr<Kernel>> kernel =
+        cpu.createKernel(OpInfo(op, std::move(opConstants)));
+    if (!kernel)
+      return runError(where + ": " + llvm::toString(kernel.takeError()));
+    kernels.push_back(std::move(*kernel));
+  }
+  std::vector<bool> keep(program.values_size(), false);
+  for (const plan::Binding &b : program.outputs())
+    keep[b.value()] = true;
+  releaseAfter.resize(program.ops_size());
+  for (int v = 0; v < program.values_size(); ++v)
+    if (lastUse[v] >= 0 && !keep[v] && constants[v].isNull())
+      releaseAfter[lastUse[v]].push_back(v);
+  return llvm::Error::success();
+}
+
+llvm::Error Executor::checkInput(int index, const Tensor &t) const {
+  const plan::Binding &b = program.inputs(index);
+  const plan::Value &v = program.values(b.value());
+  if (t.isNull())
+    return runError("input '" + b.name() + "' is empty");
+  if (!matches(t, v))
+    return runError("input '" + b.name() + "': expected " + valueType(v) +
+                    ", got " + t.typeString());
+  return llvm::Error::success();
+}
+
+llvm::Error Executor::checkOutput(int op, const Tensor &t,
+                                  int32_t value) const {
+  const plan::Value &v = program.values(value);
+  if (t.isNull())
+    return runError(describeOp(program, op) + " produced no output value " +
+                    llvm::Twine(value));
+  if (!matches(t, v))
+    return runError(describeOp(program, op) + " produced " + t.typeString() +
+                    " for '" + v.name() + "', but the plan expects " +
+                    valueType(v));
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<Tensor>>
+Executor::run(const std::map<std::string, Tensor> &inputs) {
+  std::vector<Tensor> ordered;
+  for (const plan::Binding &b : program.inputs()) {
+    auto it = inputs.find(b.name());
+    if (it == inputs.end())
+      return runError("missing input '" + b.name() + "'");
+    ordered.push_back(it->second);
+  }
+  for (const auto &[name, tensor] : inputs)
+    if (llvm::none_of(program.inputs(),
+                      [&, &name = name](const plan::Binding &b) {
+                        return b.name() == name;
+                      })) {
+      std::string known;
+      for (const plan::Binding &b : program.inputs())
+        known += (known.empty() ? "'" : ", '") + b.name() + "'";
+      return runError("unknown input '" + name + "' (the plan's inputs are " +
+                      known + ")");
+    }
+  return run(ordered);
+}
+
+llvm::Expected<std::vector<Tensor>>
+Executor::run(llvm::ArrayRef<Tensor> inputs) {
+  if (static_cast<int>(inputs.size()) != program.inputs_size())
+    return runError("expected " + llvm::Twine(program.inputs_size()) +
+                    " inputs, got " + llvm::Twine(inputs.size()));
+  cpu.enterThread();
+  std::vector<Tensor> values(program.values_size());
+  for (int i = 0; i < program.inputs_size(); ++i) {
+    if (llvm::Error e = checkInput(i, inputs[i]))
+      return e;
+    values[program.inputs(i).value()] = inputs[i];
+  }
+  auto lookup = [&](int32_t v) -> const Tensor & {
+    return constants[v].isNull() ? values[v] : constants[v];
+  };
+
+  std::vector<const Tensor *> args;
+  std::vector<Tensor> plainArgs, results;
+  for (int i = 0; i < program.ops_size(); ++i) {
+    const plan::Op &op = program.ops(i);
+    Kernel &kernel = *kernels[i];
+    args.clear();
+    plainArgs.assign(op.inputs_size(), Tensor());
+    for (int k = 0; k < op.inputs_size(); ++k) {
+      int32_t v = op.inputs(k);
+      const Tensor *t = v >= 0 ? &lookup(v) : nullptr;
+      if (t && !t->isPlain() && !kernel.acceptsLayouts()) {
+        llvm::Expected<Tensor> plain = t->toPlain();
+        if (!plain)
+          return runError(describeOp(program, i) + ": " +
+                          llvm::toString(plain.takeError()));
+        plainArgs[k] = std::move(*plain);
+        t = &plainArgs[k];
+      }
+      args.push_back(t);
+    }
+    results.assign(op.outputs_size(), Tensor());
+    if (llvm::Error e = kernel.run(args, results))
+      return runError(describeOp(program, i) + ": " +
+                      llvm::toString(std::move(e)));
+    for (int k = 0; k < op.outputs_size(); ++k) {
+      if (llvm::Error e = checkOutput(i, results[k], op.outputs(k)))
+        return e;
+      values[op.outputs(k)] = std::move(results[k]);
+    }
+    for (int32_t v : releaseAfter[i])
+      values[v] = Tensor();
+  }
+
+  std::vector<Tensor> outputs;
+  for (const plan::Binding &b : program.outputs()) {
+    llvm::Expected<Tensor> plain = lookup(b.value()).toPlain();
+    if (!plain)
+      return runError("output '" + b.name() +
+                      "': " + llvm::toString(plain.takeError()));
+    outputs.push_back(std::move(*plain));
+  }
+  return outputs;
+}

@@ -1,0 +1,208 @@
+//===- Fusion.cpp - load-time rewrites of a plan --------------------------===//
+
+#include "Fusion.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
+
+using namespace heterps::runtime;
+
+namespace {
+/// Where each value is read: op indices and whether a graph output is it.
+struct Uses {
+  explicit Uses(const plan::Plan &plan)
+      : readers(plan.values_size()), isOutput(plan.values_size(), false) {
+    for (int i = 0; i < plan.ops_size(); ++i)
+      for (int32_t v : plan.ops(i).inputs())
+        if (v >= 0)
+          readers[v].push_back(i);
+    for (const plan::Binding &b : plan.outputs())
+      isOutput[b.value()] = true;
+  }
+  /// The one op reading `v`, or -1.
+  int soleReader(int32_t v) const {
+    return readers[v].size() == 1 && !isOutput[v] ? readers[v][0] : -1;
+  }
+  std::vector<std::vector<int>> readers;
+  std::vector<bool> isOutput;
+};
+} // namespace
+
+/// Removes the ops marked in `dead`.
+static void eraseOps(plan::Plan &plan, const std::vector<bool> &dead) {
+  google::protobuf::RepeatedPtrField<plan::Op> kept;
+  for (int i = 0; i < plan.ops_size(); ++i)
+    if (!dead[i])
+      *kept.Add() = std::move(*plan.mutable_ops(i));
+  plan.mutable_ops()->Swap(&kept);
+}
+
+/// Whether `a` and `b` run in the same place.
+static bool samePlacement(const plan::Op &a, const plan::Op &b) {
+  return a.device() == b.device() && a.stage() == b.stage();
+}
+
+/// Whether `op` already fuses an activation.
+static bool hasActivation(const plan::Op &op) {
+  for (const plan::Attribute &a : op.attributes())
+    if (a.name() == "activation")
+      return true;
+  return false;
+}
+
+int heterps::runtime::fuseResidualAdds(plan::Plan &plan) {
+  Uses uses(plan);
+  // Index of the op defining each value; -1 for graph inputs and weights.
+  std::vector<int> definedBy(plan.values_size(), -1);
+  for (int i = 0; i < plan.ops_size(); ++i)
+    for (int32_t v : plan.ops(i).outputs())
+      definedBy[v] = i;
+  std::vector<bool> dead(plan.ops_size(), false);
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    plan::Op &conv = *plan.mutable_ops(i);
+    if (conv.type() != "Conv" || conv.outputs_size() != 1 ||
+        conv.inputs_size() > 3 || hasActivation(conv))
+      continue;
+    int32_t out = conv.outputs(0);
+    int j = uses.soleReader(out);
+    if (j < 0)
+      continue;
+    const plan::Op &add = plan.ops(j);
+    if (add.type() != "Add" || add.inputs_size() != 2 ||
+        add.outputs_size() != 1 || !samePlacement(conv, add))
+      continue;
+    int32_t other = add.inputs(0) == out ? add.inputs(1) : add.inputs(0);
+    const plan::Value &a = plan.values(out), &b = plan.values(other);
+    if (other == out || definedBy[other] >= i || a.dtype() != b.dtype() ||
+        a.dims_size() != b.dims_size() ||
+        !std::equal(a.dims().begin(), a.dims().end(), b.dims().begin()))
+      continue;
+    while (conv.inputs_size() < 3)
+      conv.add_inputs(-1);
+    conv.add_inputs(other);
+    conv.set_outputs(0, add.outputs(0));
+    dead[j] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}
+
+int heterps::runtime::fuseActivations(plan::Plan &plan) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    plan::Op &conv = *plan.mutable_ops(i);
+    if (conv.type() != "Conv" || conv.outputs_size() != 1)
+      continue;
+    int j = uses.soleReader(conv.outputs(0));
+    if (hasActivation(conv) || j < 0)
+      continue;
+    const plan::Op &act = plan.ops(j);
+    bool fusible =
+        llvm::StringSwitch<bool>(act.type())
+            .Cases("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Elu", true)
+            .Default(false);
+    if (!fusible || act.inputs_size() != 1 || act.outputs_size() != 1 ||
+        !samePlacement(conv, act))
+      continue;
+    plan::Attribute *type = conv.add_attributes();
+    type->set_name("activation");
+    type->set_s(act.type());
+    for (const plan::Attribute &a : act.attributes()) {
+      plan::Attribute *copy = conv.add_attributes();
+      *copy = a;
+      copy->set_name("activation_" + a.name());
+    }
+    conv.set_outputs(0, act.outputs(0));
+    dead[j] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}
+
+int heterps::runtime::foldBatchNorms(plan::Plan &plan, WeightMap &weights) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  auto weightOf = [&](const plan::Op &op, int k) -> const Tensor * {
+    if (k >= op.inputs_size() || op.inputs(k) < 0)
+      return nullptr;
+    auto it = weights.find(op.inputs(k));
+    return it == weights.end() ? nullptr : &it->second;
+  };
+  int folded = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    plan::Op &conv = *plan.mutable_ops(i);
+    if (conv.type() != "Conv" || conv.outputs_size() != 1)
+      continue;
+    int j = uses.soleReader(conv.outputs(0));
+    if (hasActivation(conv) || conv.inputs_size() > 3 || j < 0)
+      continue;
+    const plan::Op &bn = plan.ops(j);
+    if (bn.type() != "BatchNormalization" || bn.inputs_size() != 5 ||
+        bn.outputs_size() != 1 || bn.inputs(0) != conv.outputs(0) ||
+        !samePlacement(conv, bn))
+      continue;
+    const Tensor *w = weightOf(conv, 1);
+    const Tensor *b = weightOf(conv, 2);
+    bool hasBias = conv.inputs_size() > 2 && conv.inputs(2) >= 0;
+    const Tensor *params[4];
+    bool ok =
+        w && w->dtype() == DType::F32 && w->rank() >= 3 && (!hasBias || b);
+    for (int k = 0; k < 4 && ok; ++k) {
+      params[k] = weightOf(bn, k + 1);
+      ok = params[k] && params[k]->dtype() == DType::F32 &&
+           params[k]->numElements() == w->dim(0);
+    }
+    if (!ok)
+      continue;
+    float epsilon = 1e-5f;
+    for (const plan::Attribute &a : bn.attributes())
+      if (a.name() == "epsilon")
+        epsilon = a.value_case() == plan::Attribute::kF ? a.f() : a.i();
+    int64_t m = w->dim(0), per = w->numElements() / m;
+    Tensor newW = w->clone();
+    Tensor newB(DType::F32, {m});
+    const float *scale = params[0]->data<float>(),
+                *shift = params[1]->data<float>(),
+                *mean = params[2]->data<float>(),
+                *var = params[3]->data<float>();
+    for (int64_t o = 0; o < m; ++o) {
+      float s = scale[o] / std::sqrt(var[o] + epsilon);
+      for (int64_t k = 0; k < per; ++k)
+        newW.data<float>()[o * per + k] *= s;
+      float bias = b ? b->data<float>()[o] : 0.f;
+      newB.data<float>()[o] = (bias - mean[o]) * s + shift[o];
+    }
+    auto addWeight = [&](Tensor t, const std::string &name) {
+      int32_t index = plan.values_size();
+      plan::Value *v = plan.add_values();
+      v->set_name(name);
+      v->set_dtype(plan::FLOAT);
+      for (int64_t d : t.shape())
+        v->add_dims(d);
+      weights.emplace(index, std::move(t));
+      return index;
+    };
+    std::string base = conv.name().empty() ? "conv" : conv.name();
+    int32_t wIndex = addWeight(std::move(newW), base + ".bn_folded_weight");
+    int32_t bIndex = addWeight(std::move(newB), base + ".bn_folded_bias");
+    conv.set_inputs(1, wIndex);
+    if (conv.inputs_size() > 2)
+      conv.set_inputs(2, bIndex);
+    else
+      conv.add_inputs(bIndex);
+    conv.set_outputs(0, bn.outputs(0));
+    dead[j] = true;
+    ++folded;
+  }
+  if (folded)
+    eraseOps(plan, dead);
+  return folded;
+}

@@ -1,0 +1,38 @@
+//===- Fusion.h - load-time rewrites of a plan ------------------*- C++ -*-===//
+//
+// Rewrites the executor applies before creating kernels. They keep the
+// plan's outputs unchanged. Values that foldBatchNorms adds are defined only
+// by the weight map it extends (not by `Plan.weights`).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_LIB_RUNTIME_FUSION_H
+#define HETERPS_LIB_RUNTIME_FUSION_H
+
+#include "heterps/Runtime/Plan.pb.h"
+#include "heterps/Runtime/Weights.h"
+
+namespace heterps::runtime {
+
+/// Folds an activation (Relu, LeakyRelu, Clip, Sigmoid, Tanh, Elu) into the
+/// Conv whose output only it reads: the
+/// Conv gets the attribute `activation` (and `activation_<attr>` copies) and
+/// the activation's output. Returns the number of fused ops.
+int fuseActivations(plan::Plan &plan);
+
+/// Folds an Add of a Conv's output and another value of the same declared
+/// shape (a residual connection) into the Conv, as a fourth input the Conv
+/// sums into its result; the other value must be defined before the Conv.
+/// Run before fuseActivations so that Conv+Add+Relu becomes one Conv.
+/// Returns the number of fused ops.
+int fuseResidualAdds(plan::Plan &plan);
+
+/// Folds an inference BatchNormalization into the Conv feeding it when the
+/// Conv's weight and bias and all BN parameters are weights: new weight
+/// values (appended to the plan and `weights`) replace the Conv's. Returns
+/// the number of folded ops.
+int foldBatchNorms(plan::Plan &plan, WeightMap &weights);
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_LIB_RUNTIME_FUSION_H

@@ -1,0 +1,109 @@
+//===- Tensor.cpp - dense tensors of the runtime --------------------------===//
+
+#include "heterps/Runtime/Tensor.h"
+
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+
+using namespace heterps::runtime;
+
+size_t heterps::runtime::dtypeSize(DType type) {
+  switch (type) {
+  case DType::F32:
+    return 4;
+  case DType::I64:
+    return 8;
+  }
+  return 0;
+}
+
+const char *heterps::runtime::dtypeName(DType type) {
+  switch (type) {
+  case DType::F32:
+    return "f32";
+  case DType::I64:
+    return "i64";
+  }
+  return "?";
+}
+
+int64_t heterps::runtime::numElements(llvm::ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::string heterps::runtime::shapeToString(llvm::ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+Layout::~Layout() = default;
+
+/// A 64-byte aligned buffer of at least one byte (so that empty tensors still
+/// have a non-null buffer).
+static std::shared_ptr<uint8_t> allocate(size_t bytes) {
+  size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  void *p = std::aligned_alloc(64, rounded);
+  if (!p)
+    throw std::bad_alloc();
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t *>(p), std::free);
+}
+
+Tensor::Tensor(DType type, Shape shape)
+    : type(type), dims(std::move(shape)),
+      size(runtime::numElements(dims) * dtypeSize(type)),
+      buffer(allocate(size)) {}
+
+Tensor::Tensor(DType type, Shape shape, std::shared_ptr<const Layout> layout)
+    : type(type), dims(std::move(shape)), size(layout->bytes()),
+      buffer(allocate(size)), layoutPtr(std::move(layout)) {}
+
+Tensor Tensor::fromFloats(Shape shape, llvm::ArrayRef<float> values) {
+  Tensor t(DType::F32, std::move(shape));
+  assert(static_cast<int64_t>(values.size()) == t.numElements());
+  std::memcpy(t.rawData(), values.data(), t.bytes());
+  return t;
+}
+
+Tensor Tensor::fromInts(Shape shape, llvm::ArrayRef<int64_t> values) {
+  Tensor t(DType::I64, std::move(shape));
+  assert(static_cast<int64_t>(values.size()) == t.numElements());
+  std::memcpy(t.rawData(), values.data(), t.bytes());
+  return t;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  assert(isPlain() && "reshaping a tensor with a backend layout");
+  assert(runtime::numElements(shape) == numElements());
+  Tensor view = *this;
+  view.dims = std::move(shape);
+  return view;
+}
+
+llvm::Expected<Tensor> Tensor::toPlain() const {
+  if (isPlain())
+    return *this;
+  return layoutPtr->toPlain(*this);
+}
+
+Tensor Tensor::clone() const {
+  Tensor copy = *this;
+  copy.buffer = allocate(size);
+  std::memcpy(copy.buffer.get(), buffer.get(), size);
+  return copy;
+}
+
+std::string Tensor::typeString() const {
+  std::string s = std::string(dtypeName(type)) + shapeToString(dims);
+  if (layoutPtr)
+    s += " (" + layoutPtr->describe() + ")";
+  return s;
+}

@@ -1,0 +1,368 @@
+//===- ExecutorTest.cpp - running whole plans -----------------------------===//
+
+#include "PlanBuilder.h"
+#include "Reference.h"
+
+#include "heterps/Runtime/Executor.h"
+#include "heterps/Runtime/Plan.h"
+
+#include "onnx/onnx_pb.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <fstream>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::testutil;
+
+namespace {
+
+float relu(float v) { return std::max(v, 0.f); }
+
+/// conv-relu-maxpool-conv-bn-relu-gap-flatten-gemm-softmax with a dynamic
+/// batch, and the same computation with the reference loops.
+class SmallCNN : public ::testing::Test {
+protected:
+  SmallCNN() {
+    int x = b.input("image", {-1, 3, 8, 8});
+    int c1 = b.op("Conv", {x, b.weight("w1", w1), b.weight("b1", b1)},
+                  {-1, 8, 8, 8}, Attrs().ints("pads", {1, 1, 1, 1}));
+    int r1 = b.op("Relu", {c1}, {-1, 8, 8, 8});
+    int p1 = b.op("MaxPool", {r1}, {-1, 8, 4, 4},
+                  Attrs().ints("kernel_shape", {2, 2}).ints("strides", {2, 2}));
+    int c2 = b.op("Conv", {p1, b.weight("w2", w2), -1}, {-1, 16, 4, 4},
+                  Attrs().ints("pads", {1, 1, 1, 1}));
+    int bn = b.op("BatchNormalization",
+                  {c2, b.weight("scale", scale), b.weight("shift", shift),
+                   b.weight("mean", mean), b.weight("var", var)},
+                  {-1, 16, 4, 4}, Attrs().f("epsilon", 1e-5f));
+    int r2 = b.op("Relu", {bn}, {-1, 16, 4, 4});
+    int gap = b.op("GlobalAveragePool", {r2}, {-1, 16, 1, 1});
+    int flat = b.op("Flatten", {gap}, {-1, 16});
+    int fc = b.op("Gemm", {flat, b.weight("fc_w", fcW), b.weight("fc_b", fcB)},
+                  {-1, 10}, Attrs().i("trans_b", 1));
+    b.output("probs", b.op("Softmax", {fc}, {-1, 10}));
+  }
+
+  Tensor reference(const Tensor &x) {
+    Tensor y =
+        refUnary(refConv(x, w1, &b1, {{1, 1}, {1, 1}, {1, 1, 1, 1}, 1}), relu);
+    y = refPool2d(y, {{2, 2}, {2, 2}, {0, 0, 0, 0}, true, false, false});
+    y = refConv(y, w2, nullptr, {{1, 1}, {1, 1}, {1, 1, 1, 1}, 1});
+    y = refUnary(refBatchNorm(y, scale, shift, mean, var, 1e-5f), relu);
+    y = refPool2d(y, {{4, 4}, {1, 1}, {0, 0, 0, 0}, false, false, false});
+    y = refGemm(y.reshaped({x.dim(0), 16}), fcW, &fcB, 1.f, 1.f, false, true);
+    return refSoftmax(y, -1, false);
+  }
+
+  std::mt19937 rng{7};
+  Tensor w1 = randomTensor({8, 3, 3, 3}, rng), b1 = randomTensor({8}, rng),
+         w2 = randomTensor({16, 8, 3, 3}, rng), scale = randomTensor({16}, rng),
+         shift = randomTensor({16}, rng), mean = randomTensor({16}, rng),
+         var = randomTensor({16}, rng, 0.5f, 2),
+         fcW = randomTensor({10, 16}, rng), fcB = randomTensor({10}, rng);
+  PlanBuilder b;
+};
+
+std::string errorOf(llvm::Error e) { return llvm::toString(std::move(e)); }
+
+template <typename T> std::string errorOf(llvm::Expected<T> e) {
+  return e ? "" : llvm::toString(e.takeError());
+}
+
+} // namespace
+
+TEST_F(SmallCNN, MatchesTheReferenceAtTwoBatchSizes) {
+  ExecutorOptions options;
+  options.numThreads = 2;
+  auto exec = Executor::create(b.build(), options);
+  ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+  for (int64_t batch : {1, 3}) {
+    Tensor x = randomTensor({batch, 3, 8, 8}, rng);
+    auto out = (*exec)->run({x});
+    ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
+    ASSERT_EQ(out->size(), 1u);
+    EXPECT_TRUE(allClose((*out)[0], reference(x), 1e-4f, 1e-6f))
+        << "batch " << batch;
+  }
+}
+
+TEST_F(SmallCNN, FoldsBatchNormAndFusesActivations) {
+  auto exec = Executor::create(b.build());
+  ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+  // BN folds into the second Conv; both Relus fuse into their Convs.
+  std::vector<std::string> types;
+  for (const plan::Op &op : (*exec)->plan().ops())
+    types.push_back(op.type());
+  EXPECT_EQ(types, (std::vector<std::string>{"Conv", "MaxPool", "Conv",
+                                             "GlobalAveragePool", "Flatten",
+                                             "Gemm", "Softmax"}));
+  ExecutorOptions unfused;
+  unfused.fuse = false;
+  auto plain = Executor::create(b.build(), unfused);
+  ASSERT_TRUE(static_cast<bool>(plain)) << errorOf(plain.takeError());
+  EXPECT_EQ((*plain)->plan().ops_size(), 9);
+  Tensor x = randomTensor({2, 3, 8, 8}, rng);
+  auto fusedOut = (*exec)->run({x});
+  auto plainOut = (*plain)->run({x});
+  ASSERT_TRUE(fusedOut && plainOut);
+  EXPECT_TRUE(allClose((*fusedOut)[0], (*plainOut)[0], 1e-5f, 1e-6f));
+}
+
+TEST_F(SmallCNN, PrimitiveCacheCreatesOncePerShape) {
+  auto exec = Executor::create(b.build());
+  ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+  Executor &e = **exec;
+  EXPECT_EQ(e.cacheStats().created, 0);
+  ASSERT_TRUE(static_cast<bool>(e.run({randomTensor({2, 3, 8, 8}, rng)})));
+  PrimitiveCacheStats first = e.cacheStats();
+  // Conv, MaxPool, Conv, GlobalAveragePool, Gemm, Softmax (Flatten is a view).
+  EXPECT_EQ(first.created, 6);
+  EXPECT_EQ(first.hits, 0);
+  ASSERT_TRUE(static_cast<bool>(e.run({randomTensor({2, 3, 8, 8}, rng)})));
+  EXPECT_EQ(e.cacheStats().created, first.created);
+  EXPECT_EQ(e.cacheStats().hits, 6);
+  ASSERT_TRUE(static_cast<bool>(e.run({randomTensor({5, 3, 8, 8}, rng)})));
+  EXPECT_EQ(e.cacheStats().created, 12);
+}
+
+TEST_F(SmallCNN, RunsByInputName) {
+  auto exec = Executor::create(b.build());
+  ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+  Tensor x = randomTensor({1, 3, 8, 8}, rng);
+  auto out = (*exec)->run(std::map<std::string, Tensor>{{"image", x}});
+  ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
+  EXPECT_TRUE(allClose((*out)[0], reference(x), 1e-4f, 1e-6f));
+
+  EXPECT_EQ(errorOf((*exec)->run(std::map<std::string, Tensor>{})),
+            "missing input 'image'");
+  EXPECT_EQ(errorOf((*exec)->run(
+                std::map<std::string, Tensor>{{"image", x}, {"label", x}})),
+            "unknown input 'label' (the plan's inputs are 'image')");
+}
+
+TEST_F(SmallCNN, RejectsWrongInputs) {
+  auto exec = Executor::create(b.build());
+  ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+  EXPECT_EQ(errorOf((*exec)->run({randomTensor({1, 3, 9, 8}, rng)})),
+            "input 'image': expected f32[-1, 3, 8, 8], got f32[1, 3, 9, 8]");
+  EXPECT_EQ(errorOf((*exec)->run(
+                {Tensor::fromInts({1, 3, 8, 8}, std::vector<int64_t>(192))})),
+            "input 'image': expected f32[-1, 3, 8, 8], got i64[1, 3, 8, 8]");
+  EXPECT_EQ(errorOf((*exec)->run(llvm::ArrayRef<Tensor>())),
+            "expected 1 inputs, got 0");
+}
+
+TEST(Executor, UnsupportedOpFailsAtCreation) {
+  PlanBuilder b;
+  int x = b.input("x", {4});
+  b.output("y", b.op("NonMaxSuppression", {x}, {4}));
+  EXPECT_EQ(errorOf(Executor::create(b.build())),
+            "op 0 'NonMaxSuppression0' (NonMaxSuppression): op type "
+            "'NonMaxSuppression' is not supported by the cpu backend");
+}
+
+TEST(Executor, BadAttributeFailsAtCreation) {
+  PlanBuilder b;
+  int x = b.input("x", {1, 1, 4, 4});
+  b.output("y",
+           b.op("MaxPool", {x}, {1, 1, 2, 2}, Attrs().f("kernel_shape", 2.f)));
+  EXPECT_EQ(errorOf(Executor::create(b.build())),
+            "op 0 'MaxPool0' (MaxPool): attribute 'kernel_shape' must be a "
+            "list of ints");
+}
+
+TEST(Executor, WrongDeclaredOutputShapeIsAnError) {
+  PlanBuilder b;
+  int x = b.input("x", {2, 3});
+  b.output("y", b.op("Relu", {x}, {3, 2}));
+  auto exec = Executor::create(b.build());
+  ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+  EXPECT_EQ(errorOf((*exec)->run({Tensor(DType::F32, {2, 3})})),
+            "op 0 'Relu0' (Relu) produced f32[2, 3] for 'Relu0.out', but the "
+            "plan expects f32[3, 2]");
+}
+
+TEST(Executor, MissingDeviceTypesAreErrorsUnlessEmulated) {
+  PlanBuilder b;
+  int x = b.input("x", {4});
+  int y = b.op("Relu", {x}, {4});
+  b.place("v100", 0);
+  b.output("y", y);
+  EXPECT_EQ(errorOf(Executor::create(b.build())),
+            "op 0 'Relu0' (Relu) is placed on device type 'v100', which this "
+            "machine does not have (emulate it on the CPU with "
+            "emulateMissingDevices)");
+  ExecutorOptions options;
+  options.emulateMissingDevices = true;
+  auto exec = Executor::create(b.build(), options);
+  ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+  EXPECT_EQ((*exec)->emulatedDevices(), std::vector<std::string>{"v100"});
+  options.emulateMissingDevices = false;
+  options.cpuDeviceTypes = {"v100"};
+  EXPECT_TRUE(static_cast<bool>(Executor::create(b.build(), options)));
+}
+
+TEST(Executor, GraphOutputsMayBeInputsOrWeights) {
+  PlanBuilder b;
+  int x = b.input("x", {2});
+  int w = b.weight("w", Tensor::fromFloats({2}, {1.f, 2.f}));
+  b.output("same", x);
+  b.output("weight", w);
+  b.output("sum", b.op("Add", {x, w}, {2}));
+  auto exec = Executor::create(b.build());
+  ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+  auto out = (*exec)->run({Tensor::fromFloats({2}, {10.f, 20.f})});
+  ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
+  EXPECT_TRUE(allClose((*out)[0], Tensor::fromFloats({2}, {10.f, 20.f})));
+  EXPECT_TRUE(allClose((*out)[1], Tensor::fromFloats({2}, {1.f, 2.f})));
+  EXPECT_TRUE(allClose((*out)[2], Tensor::fromFloats({2}, {11.f, 22.f})));
+}
+
+//===----------------------------------------------------------------------===//
+// Weights from an ONNX model
+//===----------------------------------------------------------------------===//
+
+namespace {
+class ModelWeights : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("heterps-weights", dir));
+    onnx::ModelProto model;
+    onnx::GraphProto *graph = model.mutable_graph();
+    onnx::TensorProto *w = graph->add_initializer();
+    w->set_name("w");
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    w->add_dims(2);
+    for (float v : {1.f, 2.f})
+      w->add_float_data(v);
+    onnx::TensorProto *raw = graph->add_initializer();
+    raw->set_name("raw");
+    raw->set_data_type(onnx::TensorProto::FLOAT);
+    raw->add_dims(2);
+    float rawValues[] = {3.f, 4.f};
+    raw->set_raw_data(rawValues, sizeof(rawValues));
+    // External data: 8 bytes at offset 4 of weights.bin.
+    onnx::TensorProto *ext = graph->add_initializer();
+    ext->set_name("ext");
+    ext->set_data_type(onnx::TensorProto::FLOAT);
+    ext->add_dims(2);
+    ext->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto entry = [&](const char *k, const char *v) {
+      auto *e = ext->add_external_data();
+      e->set_key(k);
+      e->set_value(v);
+    };
+    entry("location", "weights.bin");
+    entry("offset", "4");
+    entry("length", "8");
+    float extValues[] = {0.f, 5.f, 6.f};
+    write("weights.bin",
+          std::string(reinterpret_cast<char *>(extValues), sizeof(extValues)));
+    onnx::NodeProto *constant = graph->add_node();
+    constant->set_op_type("Constant");
+    constant->add_output("const");
+    onnx::AttributeProto *value = constant->add_attribute();
+    value->set_name("value");
+    value->set_type(onnx::AttributeProto::TENSOR);
+    *value->mutable_t() = *w;
+    write("model.onnx", model.SerializeAsString());
+  }
+  void TearDown() override { llvm::sys::fs::remove_directories(dir); }
+
+  void write(const std::string &name, const std::string &bytes) {
+    std::ofstream(path(name), std::ios::binary) << bytes;
+  }
+  std::string path(const std::string &name) const {
+    llvm::SmallString<128> p(dir);
+    llvm::sys::path::append(p, name);
+    return std::string(p);
+  }
+
+  llvm::SmallString<128> dir;
+};
+} // namespace
+
+TEST_F(ModelWeights, ResolvesInitializersConstantsAndExternalData) {
+  PlanBuilder b;
+  int x = b.input("x", {2});
+  int s1 = b.op("Add", {x, b.weightRef("w", {2})}, {2});
+  int s2 = b.op("Add", {s1, b.weightRef("raw", {2})}, {2});
+  int s3 = b.op("Add", {s2, b.weightRef("ext", {2})}, {2});
+  b.output("y", b.op("Add", {s3, b.weightRef("const", {2})}, {2}));
+  plan::Plan plan = b.build();
+  plan.set_model_path("model.onnx");
+  ASSERT_FALSE(static_cast<bool>(savePlan(plan, path("plan.pbtxt"))));
+
+  auto loaded = loadPlan(path("plan.pbtxt"));
+  ASSERT_TRUE(static_cast<bool>(loaded)) << errorOf(loaded.takeError());
+  EXPECT_EQ(loaded->model_path(), path("model.onnx"));
+  auto exec = Executor::create(*loaded);
+  ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+  auto out = (*exec)->run({Tensor::fromFloats({2}, {100.f, 200.f})});
+  ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
+  // 100 + 1 + 3 + 5 + 1, 200 + 2 + 4 + 6 + 2.
+  EXPECT_TRUE(allClose((*out)[0], Tensor::fromFloats({2}, {110.f, 214.f})));
+}
+
+TEST_F(ModelWeights, ReportsMissingAndMismatchedInitializers) {
+  PlanBuilder b;
+  int x = b.input("x", {2});
+  b.output("y", b.op("Add", {x, b.weightRef("nope", {2})}, {2}));
+  plan::Plan plan = b.build();
+  plan.set_model_path(path("model.onnx"));
+  EXPECT_EQ(errorOf(Executor::create(plan)),
+            path("model.onnx") + ": no initializer named 'nope'");
+
+  PlanBuilder b2;
+  x = b2.input("x", {3});
+  b2.output("y", b2.op("Add", {x, b2.weightRef("w", {3})}, {3}));
+  plan = b2.build();
+  plan.set_model_path(path("model.onnx"));
+  EXPECT_EQ(errorOf(Executor::create(plan)),
+            path("model.onnx") +
+                ": initializer 'w' is f32[2], but the plan expects f32[3]");
+
+  plan.set_model_path(path("missing.onnx"));
+  EXPECT_EQ(errorOf(Executor::create(plan)),
+            path("missing.onnx") +
+                ": cannot read model: No such file or directory");
+}
+
+//===----------------------------------------------------------------------===//
+// Residual blocks
+//===----------------------------------------------------------------------===//
+
+TEST(Executor, FusesResidualAddWithoutClobberingTheAddend) {
+  std::mt19937 rng(3);
+  Tensor w0 = randomTensor({16, 16, 3, 3}, rng),
+         w1 = randomTensor({16, 16, 3, 3}, rng), b1 = randomTensor({16}, rng);
+  PlanBuilder b;
+  Attrs pads = Attrs().ints("pads", {1, 1, 1, 1});
+  int x = b.input("x", {-1, 16, 6, 6});
+  // y0 = conv0(x) is both the residual and a graph output.
+  int y0 = b.op("Conv", {x, b.weight("w0", w0)}, {-1, 16, 6, 6}, pads);
+  int c1 = b.op("Conv", {y0, b.weight("w1", w1), b.weight("b1", b1)},
+                {-1, 16, 6, 6}, pads);
+  int sum = b.op("Add", {y0, c1}, {-1, 16, 6, 6});
+  b.output("y0", y0);
+  b.output("out", b.op("Relu", {sum}, {-1, 16, 6, 6}));
+  auto exec = Executor::create(b.build());
+  ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+  const plan::Plan &fused = (*exec)->plan();
+  ASSERT_EQ(fused.ops_size(), 2);
+  EXPECT_EQ(fused.ops(1).inputs_size(), 4);
+
+  Tensor in = randomTensor({2, 16, 6, 6}, rng);
+  auto out = (*exec)->run({in});
+  ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
+  ConvParams p{{1, 1}, {1, 1}, {1, 1, 1, 1}, 1};
+  Tensor refY0 = refConv(in, w0, nullptr, p);
+  Tensor refOut = refUnary(refBinary(refY0, refConv(refY0, w1, &b1, p),
+                                     [](float u, float v) { return u + v; }),
+                           relu);
+  EXPECT_TRUE(allClose((*out)[0], refY0, 1e-4f, 1e-5f));
+  EXPECT_TRUE(allClose((*out)[1], refOut, 1e-4f, 1e-5f));
+}

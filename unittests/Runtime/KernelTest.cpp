@@ -1,0 +1,424 @@
+//===- KernelTest.cpp - CPU kernels against reference loops ---------------===//
+//
+// Each test runs a one-op (or short) plan on small random inputs and compares
+// the values with the naive implementations in Reference.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanBuilder.h"
+#include "Reference.h"
+
+#include "heterps/Runtime/Executor.h"
+
+#include <cmath>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::testutil;
+
+namespace {
+
+/// An op operand: a graph input, a weight, or absent.
+struct Arg {
+  Tensor t;
+  bool weight = false;
+};
+Arg in(Tensor t) { return {std::move(t), false}; }
+Arg wt(Tensor t) { return {std::move(t), true}; }
+Arg none() { return {Tensor(), false}; }
+
+/// Runs one op of `type` on `args` and returns its output (expected shape
+/// `out`); fails the test on any error.
+Tensor runOp(const std::string &type, const std::vector<Arg> &args, Shape out,
+             const Attrs &attrs = Attrs()) {
+  PlanBuilder b;
+  std::vector<int> ids;
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Arg &a = args[i];
+    if (a.t.isNull())
+      ids.push_back(-1);
+    else if (a.weight)
+      ids.push_back(b.weight("w" + std::to_string(i), a.t));
+    else {
+      ids.push_back(b.input("x" + std::to_string(i), a.t.shape()));
+      inputs.push_back(a.t);
+    }
+  }
+  b.output("y", b.op(type, ids, out, attrs));
+  auto exec = Executor::create(b.build());
+  if (!exec) {
+    ADD_FAILURE() << llvm::toString(exec.takeError());
+    return Tensor();
+  }
+  auto outputs = (*exec)->run(inputs);
+  if (!outputs) {
+    ADD_FAILURE() << llvm::toString(outputs.takeError());
+    return Tensor();
+  }
+  return (*outputs)[0];
+}
+
+class KernelTest : public ::testing::Test {
+protected:
+  Tensor random(Shape shape, float lo = -1.f, float hi = 1.f) {
+    return randomTensor(std::move(shape), rng, lo, hi);
+  }
+  std::mt19937 rng{42};
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Conv
+//===----------------------------------------------------------------------===//
+
+TEST_F(KernelTest, Conv2dWithBiasStridesAndPads) {
+  Tensor x = random({2, 8, 9, 9}), w = random({16, 8, 3, 3}),
+         bias = random({16});
+  ConvParams p{{2, 2}, {1, 1}, {1, 1, 1, 1}, 1};
+  Tensor y = runOp("Conv", {in(x), wt(w), wt(bias)}, {2, 16, 5, 5},
+                   Attrs().ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1}));
+  EXPECT_TRUE(allClose(y, refConv(x, w, &bias, p)));
+}
+
+TEST_F(KernelTest, Conv2dAsymmetricPadsAndRuntimeWeights) {
+  Tensor x = random({1, 3, 7, 6}), w = random({4, 3, 2, 3});
+  ConvParams p{{1, 1}, {1, 1}, {0, 1, 1, 2}, 1};
+  Tensor y = runOp("Conv", {in(x), in(w)}, {1, 4, 7, 7},
+                   Attrs().ints("pads", {0, 1, 1, 2}));
+  EXPECT_TRUE(allClose(y, refConv(x, w, nullptr, p)));
+}
+
+TEST_F(KernelTest, GroupedAndDilatedConv) {
+  Tensor x = random({1, 8, 10, 10}), w = random({12, 2, 3, 3}),
+         bias = random({12});
+  ConvParams p{{1, 1}, {2, 2}, {2, 2, 2, 2}, 4};
+  Tensor y = runOp("Conv", {in(x), wt(w), wt(bias)}, {1, 12, 10, 10},
+                   Attrs()
+                       .ints("dilations", {2, 2})
+                       .ints("pads", {2, 2, 2, 2})
+                       .i("group", 4));
+  EXPECT_TRUE(allClose(y, refConv(x, w, &bias, p)));
+}
+
+TEST_F(KernelTest, DepthwiseConv) {
+  Tensor x = random({2, 16, 8, 8}), w = random({16, 1, 3, 3});
+  ConvParams p{{1, 1}, {1, 1}, {1, 1, 1, 1}, 16};
+  Tensor y = runOp("Conv", {in(x), wt(w)}, {2, 16, 8, 8},
+                   Attrs().ints("pads", {1, 1, 1, 1}).i("group", 16));
+  EXPECT_TRUE(allClose(y, refConv(x, w, nullptr, p)));
+}
+
+TEST_F(KernelTest, Conv1dAnd3d) {
+  Tensor x1 = random({2, 4, 11}), w1 = random({6, 4, 3});
+  Tensor y1 =
+      runOp("Conv", {in(x1), wt(w1)}, {2, 6, 5}, Attrs().ints("strides", {2}));
+  EXPECT_TRUE(allClose(y1, refConv(x1, w1, nullptr, {{2}, {1}, {0, 0}, 1})));
+
+  Tensor x3 = random({1, 3, 5, 6, 7}), w3 = random({4, 3, 3, 3, 3}),
+         b3 = random({4});
+  Tensor y3 = runOp("Conv", {in(x3), wt(w3), wt(b3)}, {1, 4, 5, 6, 7},
+                    Attrs().ints("pads", {1, 1, 1, 1, 1, 1}));
+  EXPECT_TRUE(allClose(
+      y3, refConv(x3, w3, &b3, {{1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, 1})));
+}
+
+TEST_F(KernelTest, ConvWithFusedActivation) {
+  Tensor x = random({1, 8, 6, 6}), w = random({8, 8, 3, 3}), bias = random({8});
+  Tensor ref = refConv(x, w, &bias, {{1, 1}, {1, 1}, {1, 1, 1, 1}, 1});
+  Tensor relu =
+      runOp("Conv", {in(x), wt(w), wt(bias)}, {1, 8, 6, 6},
+            Attrs().ints("pads", {1, 1, 1, 1}).s("activation", "Relu"));
+  EXPECT_TRUE(
+      allClose(relu, refUnary(ref, [](float v) { return std::max(v, 0.f); })));
+  Tensor leaky = runOp("Conv", {in(x), wt(w), wt(bias)}, {1, 8, 6, 6},
+                       Attrs()
+                           .ints("pads", {1, 1, 1, 1})
+                           .s("activation", "LeakyRelu")
+                           .f("activation_alpha", 0.2f));
+  EXPECT_TRUE(allClose(
+      leaky, refUnary(ref, [](float v) { return v < 0 ? 0.2f * v : v; })));
+}
+
+TEST_F(KernelTest, ConvRejectsMismatchedChannels) {
+  PlanBuilder b;
+  int x = b.input("x", {1, 3, 4, 4});
+  int w = b.weight("w", random({4, 2, 3, 3}));
+  b.output("y", b.op("Conv", {x, w}, {1, 4, 2, 2}));
+  auto exec = Executor::create(b.build());
+  ASSERT_TRUE(static_cast<bool>(exec)) << llvm::toString(exec.takeError());
+  auto out = (*exec)->run({random({1, 3, 4, 4})});
+  ASSERT_FALSE(static_cast<bool>(out));
+  EXPECT_EQ(llvm::toString(out.takeError()),
+            "op 0 'Conv0' (Conv): input f32[1, 3, 4, 4] and weight "
+            "f32[4, 2, 3, 3] do not match with group 1");
+}
+
+//===----------------------------------------------------------------------===//
+// Gemm and MatMul
+//===----------------------------------------------------------------------===//
+
+TEST_F(KernelTest, GemmTransposesAlphaBeta) {
+  for (int transA = 0; transA < 2; ++transA)
+    for (int transB = 0; transB < 2; ++transB) {
+      Tensor a = transA ? random({7, 5}) : random({5, 7});
+      Tensor b = transB ? random({3, 7}) : random({7, 3});
+      Tensor c = random({3});
+      Tensor y = runOp("Gemm", {in(a), wt(b), wt(c)}, {5, 3},
+                       Attrs()
+                           .i("trans_a", transA)
+                           .i("trans_b", transB)
+                           .f("alpha", 0.5f)
+                           .f("beta", 2.f));
+      EXPECT_TRUE(allClose(y, refGemm(a, b, &c, 0.5f, 2.f, transA, transB)))
+          << "trans_a " << transA << " trans_b " << transB;
+    }
+}
+
+TEST_F(KernelTest, GemmBiasShapes) {
+  Tensor a = random({4, 6}), b = random({6, 5});
+  for (Shape cShape :
+       {Shape{5}, Shape{1, 5}, Shape{4, 1}, Shape{4, 5}, Shape{1}}) {
+    Tensor c = random(cShape);
+    Tensor y = runOp("Gemm", {in(a), in(b), in(c)}, {4, 5});
+    EXPECT_TRUE(allClose(y, refGemm(a, b, &c, 1.f, 1.f, false, false)))
+        << "C " << shapeToString(cShape);
+  }
+  Tensor y = runOp("Gemm", {in(a), wt(b)}, {4, 5});
+  EXPECT_TRUE(allClose(y, refGemm(a, b, nullptr, 1.f, 1.f, false, false)));
+}
+
+TEST_F(KernelTest, MatMulNumpySemantics) {
+  struct Case {
+    Shape a, b, out;
+  };
+  for (const Case &c :
+       {Case{{4, 6}, {6, 3}, {4, 3}}, Case{{2, 4, 6}, {6, 3}, {2, 4, 3}},
+        Case{{2, 1, 4, 6}, {3, 6, 5}, {2, 3, 4, 5}}, Case{{6}, {6, 3}, {3}},
+        Case{{2, 4, 6}, {6}, {2, 4}}}) {
+    Tensor a = random(c.a), b = random(c.b);
+    EXPECT_TRUE(
+        allClose(runOp("MatMul", {in(a), in(b)}, c.out), refMatMul(a, b)))
+        << shapeToString(c.a) << " x " << shapeToString(c.b);
+  }
+  Tensor a = random({3, 8}), b = random({8, 4});
+  EXPECT_TRUE(
+      allClose(runOp("MatMul", {in(a), wt(b)}, {3, 4}), refMatMul(a, b)));
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+TEST_F(KernelTest, UnaryActivations) {
+  struct Case {
+    const char *type;
+    Attrs attrs;
+    std::function<float(float)> fn;
+    float lo = -2.f;
+  };
+  std::vector<Case> cases = {
+      {"Relu", Attrs(), [](float x) { return std::max(x, 0.f); }},
+      {"LeakyRelu", Attrs().f("alpha", 0.1f),
+       [](float x) { return x < 0 ? 0.1f * x : x; }},
+      {"Elu", Attrs().f("alpha", 0.5f),
+       [](float x) { return x < 0 ? 0.5f * (std::exp(x) - 1) : x; }},
+      {"Selu", Attrs().f("alpha", 1.5f).f("gamma", 1.1f),
+       [](float x) { return 1.1f * (x < 0 ? 1.5f * (std::exp(x) - 1) : x); }},
+      {"Sigmoid", Attrs(), [](float x) { return 1 / (1 + std::exp(-x)); }},
+      {"HardSigmoid", Attrs().f("alpha", 0.3f).f("beta", 0.4f),
+       [](float x) { return std::clamp(0.3f * x + 0.4f, 0.f, 1.f); }},
+      {"Tanh", Attrs(), [](float x) { return std::tanh(x); }},
+      {"Softplus", Attrs(), [](float x) { return std::log1p(std::exp(x)); }},
+      {"Softsign", Attrs(), [](float x) { return x / (1 + std::fabs(x)); }},
+      {"Clip", Attrs().f("min", -0.5f).f("max", 0.7f),
+       [](float x) { return std::clamp(x, -0.5f, 0.7f); }},
+      {"Clip", Attrs().f("max", 0.7f),
+       [](float x) { return std::min(x, 0.7f); }},
+      {"Abs", Attrs(), [](float x) { return std::fabs(x); }},
+      {"Neg", Attrs(), [](float x) { return -x; }},
+      {"Exp", Attrs(), [](float x) { return std::exp(x); }},
+      {"Erf", Attrs(), [](float x) { return std::erf(x); }},
+      {"Floor", Attrs(), [](float x) { return std::floor(x); }},
+      {"Ceil", Attrs(), [](float x) { return std::ceil(x); }},
+      {"Log", Attrs(), [](float x) { return std::log(x); }, 0.1f},
+      {"Sqrt", Attrs(), [](float x) { return std::sqrt(x); }, 0.1f},
+      {"Reciprocal", Attrs(), [](float x) { return 1 / x; }, 0.1f},
+  };
+  for (const Case &c : cases) {
+    Tensor x = random({2, 3, 4, 5}, c.lo, 2.f);
+    EXPECT_TRUE(
+        allClose(runOp(c.type, {in(x)}, x.shape(), c.attrs), refUnary(x, c.fn)))
+        << c.type;
+  }
+}
+
+TEST_F(KernelTest, BinaryOpsWithBroadcasting) {
+  using Fn = std::function<float(float, float)>;
+  struct Op {
+    const char *type;
+    Fn fn;
+  };
+  std::vector<Op> ops = {
+      {"Add", [](float a, float b) { return a + b; }},
+      {"Sub", [](float a, float b) { return a - b; }},
+      {"Mul", [](float a, float b) { return a * b; }},
+      {"Div", [](float a, float b) { return a / b; }},
+      {"Max", [](float a, float b) { return std::max(a, b); }},
+      {"Min", [](float a, float b) { return std::min(a, b); }},
+      {"Pow", [](float a, float b) { return std::pow(a, b); }},
+      {"PRelu", [](float a, float b) { return a < 0 ? a * b : a; }},
+  };
+  struct Shapes {
+    Shape a, b;
+  };
+  // Same shape; rhs broadcast per channel; lhs broadcast (swapped when
+  // commutative, a loop otherwise); both broadcast.
+  std::vector<Shapes> shapes = {{{2, 3, 4, 5}, {2, 3, 4, 5}},
+                                {{2, 3, 4, 5}, {3, 1, 1}},
+                                {{5}, {2, 3, 4, 5}},
+                                {{3, 1}, {1, 4}}};
+  for (const Op &op : ops)
+    for (const Shapes &s : shapes) {
+      // Positive bases keep Pow real; divisors stay away from 0.
+      Tensor a = random(s.a, 0.5f, 2.f), b = random(s.b, 0.5f, 2.f);
+      Tensor ref = refBinary(a, b, op.fn);
+      EXPECT_TRUE(allClose(runOp(op.type, {in(a), in(b)}, ref.shape()), ref))
+          << op.type << " " << shapeToString(s.a) << ", " << shapeToString(s.b);
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling and normalisation
+//===----------------------------------------------------------------------===//
+
+TEST_F(KernelTest, MaxPool) {
+  Tensor x = random({2, 8, 9, 9});
+  PoolParams p{{3, 3}, {2, 2}, {1, 1, 1, 1}, true, false, false};
+  EXPECT_TRUE(allClose(runOp("MaxPool", {in(x)}, {2, 8, 5, 5},
+                             Attrs()
+                                 .ints("kernel_shape", {3, 3})
+                                 .ints("strides", {2, 2})
+                                 .ints("pads", {1, 1, 1, 1})),
+                       refPool2d(x, p)));
+}
+
+TEST_F(KernelTest, MaxPoolCeilMode) {
+  Tensor x = random({1, 4, 8, 8});
+  PoolParams p{{3, 3}, {2, 2}, {0, 0, 0, 0}, true, false, true};
+  Tensor ref = refPool2d(x, p);
+  ASSERT_EQ(ref.shape(), (Shape{1, 4, 4, 4}));
+  EXPECT_TRUE(allClose(runOp("MaxPool", {in(x)}, ref.shape(),
+                             Attrs()
+                                 .ints("kernel_shape", {3, 3})
+                                 .ints("strides", {2, 2})
+                                 .i("ceil_mode", 1)),
+                       ref));
+}
+
+TEST_F(KernelTest, AveragePoolPadding) {
+  Tensor x = random({1, 8, 7, 7});
+  for (int include = 0; include < 2; ++include) {
+    PoolParams p{{3, 3}, {2, 2}, {1, 1, 1, 1}, false, include != 0, false};
+    EXPECT_TRUE(allClose(runOp("AveragePool", {in(x)}, {1, 8, 4, 4},
+                               Attrs()
+                                   .ints("kernel_shape", {3, 3})
+                                   .ints("strides", {2, 2})
+                                   .ints("pads", {1, 1, 1, 1})
+                                   .i("count_include_pad", include)),
+                         refPool2d(x, p)))
+        << "count_include_pad " << include;
+  }
+}
+
+TEST_F(KernelTest, GlobalPools) {
+  Tensor x = random({2, 5, 6, 7});
+  PoolParams avg{{6, 7}, {1, 1}, {0, 0, 0, 0}, false, false, false};
+  PoolParams max{{6, 7}, {1, 1}, {0, 0, 0, 0}, true, false, false};
+  EXPECT_TRUE(allClose(runOp("GlobalAveragePool", {in(x)}, {2, 5, 1, 1}),
+                       refPool2d(x, avg)));
+  EXPECT_TRUE(allClose(runOp("GlobalMaxPool", {in(x)}, {2, 5, 1, 1}),
+                       refPool2d(x, max)));
+}
+
+TEST_F(KernelTest, BatchNormalization) {
+  for (Shape shape : {Shape{2, 6, 5, 4}, Shape{3, 6}}) {
+    Tensor x = random(shape), scale = random({6}), bias = random({6}),
+           mean = random({6}), var = random({6}, 0.1f, 2.f);
+    EXPECT_TRUE(allClose(runOp("BatchNormalization",
+                               {in(x), wt(scale), wt(bias), wt(mean), wt(var)},
+                               shape, Attrs().f("epsilon", 1e-3f)),
+                         refBatchNorm(x, scale, bias, mean, var, 1e-3f)))
+        << shapeToString(shape);
+  }
+}
+
+TEST_F(KernelTest, LRN) {
+  Tensor x = random({2, 7, 4, 4});
+  for (int64_t size : {3, 5}) {
+    EXPECT_TRUE(allClose(runOp("LRN", {in(x)}, x.shape(),
+                               Attrs()
+                                   .i("size", size)
+                                   .f("alpha", 1e-2f)
+                                   .f("beta", 0.75f)
+                                   .f("bias", 2.f)),
+                         refLRN(x, size, 1e-2f, 0.75f, 2.f)))
+        << "size " << size;
+  }
+}
+
+TEST_F(KernelTest, SoftmaxAndLogSoftmax) {
+  Tensor x = random({2, 3, 4, 5}, -3.f, 3.f);
+  EXPECT_TRUE(
+      allClose(runOp("Softmax", {in(x)}, x.shape()), refSoftmax(x, -1, false)));
+  EXPECT_TRUE(
+      allClose(runOp("Softmax", {in(x)}, x.shape(), Attrs().i("axis", 1)),
+               refSoftmax(x, 1, false)));
+  EXPECT_TRUE(
+      allClose(runOp("LogSoftmax", {in(x)}, x.shape(), Attrs().i("axis", 2)),
+               refSoftmax(x, 2, true)));
+  // coerce_2d: normalised over the flattened dimensions from the axis on.
+  Tensor flat = x.clone().reshaped({2, 60});
+  Tensor ref = refSoftmax(flat, 1, false).reshaped(x.shape());
+  EXPECT_TRUE(allClose(runOp("Softmax", {in(x)}, x.shape(),
+                             Attrs().i("axis", 1).i("coerce_2d", 1)),
+                       ref));
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+TEST_F(KernelTest, Concat) {
+  Tensor a = random({2, 3, 4, 5}), b = random({2, 5, 4, 5}),
+         c = random({2, 1, 4, 5});
+  EXPECT_TRUE(allClose(runOp("Concat", {in(a), in(b), in(c)}, {2, 9, 4, 5},
+                             Attrs().i("axis", 1)),
+                       refConcat({a, b, c}, 1)));
+  Tensor d = random({1, 3, 4, 5});
+  EXPECT_TRUE(allClose(
+      runOp("Concat", {in(a), in(d)}, {3, 3, 4, 5}, Attrs().i("axis", -4)),
+      refConcat({a, d}, 0)));
+}
+
+TEST_F(KernelTest, ViewsKeepValues) {
+  Tensor x = random({2, 3, 4, 5});
+  EXPECT_TRUE(allClose(runOp("Flatten", {in(x)}, {6, 20}, Attrs().i("axis", 2)),
+                       x.reshaped({6, 20})));
+  EXPECT_TRUE(allClose(
+      runOp("Reshape", {in(x)}, {2, 12, 5}, Attrs().ints("shape", {0, -1, 5})),
+      x.reshaped({2, 12, 5})));
+  EXPECT_TRUE(allClose(
+      runOp("Unsqueeze", {in(x)}, {2, 1, 3, 4, 5}, Attrs().ints("axes", {1})),
+      x.reshaped({2, 1, 3, 4, 5})));
+  Tensor s = random({2, 1, 3, 1});
+  EXPECT_TRUE(
+      allClose(runOp("Squeeze", {in(s)}, {2, 3, 1}, Attrs().ints("axes", {1})),
+               s.reshaped({2, 3, 1})));
+  EXPECT_TRUE(allClose(runOp("Identity", {in(x)}, x.shape()), x));
+  EXPECT_TRUE(allClose(
+      runOp("Dropout", {in(x)}, x.shape(), Attrs().f("ratio", 0.5f)), x));
+  EXPECT_TRUE(allClose(runOp("Transpose", {in(x)}, {4, 2, 5, 3},
+                             Attrs().ints("perm", {2, 0, 3, 1})),
+                       refTranspose(x, {2, 0, 3, 1})));
+}

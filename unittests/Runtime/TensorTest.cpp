@@ -1,0 +1,60 @@
+//===- TensorTest.cpp - tensors and ONNX TensorProto conversion -----------===//
+
+#include "heterps/Runtime/Tensor.h"
+#include "heterps/Runtime/ONNXTensor.h"
+
+#include "llvm/Support/FileSystem.h"
+
+#include "gtest/gtest.h"
+
+using namespace heterps::runtime;
+
+TEST(Tensor, ViewsShareAndClonesCopy) {
+  Tensor t = Tensor::fromFloats({2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(t.typeString(), "f32[2, 3]");
+  EXPECT_EQ(t.bytes(), 24u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.rawData()) % 64, 0u);
+  Tensor view = t.reshaped({3, 2});
+  EXPECT_EQ(view.rawData(), t.rawData());
+  EXPECT_EQ(view.shape(), (Shape{3, 2}));
+  Tensor copy = t.clone();
+  copy.data<float>()[0] = 42;
+  EXPECT_EQ(t.data<float>()[0], 1);
+  EXPECT_TRUE(Tensor().isNull());
+  EXPECT_EQ(Tensor::fromInts({}, {7}).typeString(), "i64[]");
+}
+
+TEST(ONNXTensor, RoundTripsThroughFiles) {
+  llvm::SmallString<128> file;
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("tensor", "pb", file));
+  Tensor t = Tensor::fromFloats({2, 2}, {1.5f, -2, 3, 4});
+  ASSERT_FALSE(static_cast<bool>(writeTensorFile(t, "input_0", file)));
+  std::string name;
+  auto back = readTensorFile(file, &name);
+  ASSERT_TRUE(static_cast<bool>(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(name, "input_0");
+  EXPECT_EQ(back->typeString(), "f32[2, 2]");
+  EXPECT_EQ(back->data<float>()[1], -2);
+  llvm::sys::fs::remove(file);
+}
+
+TEST(ONNXTensor, ConvertsTypedFieldsAndRejectsOtherTypes) {
+  onnx::TensorProto p;
+  p.set_name("idx");
+  p.set_data_type(onnx::TensorProto::INT32);
+  p.add_dims(3);
+  for (int v : {1, -2, 3})
+    p.add_int32_data(v);
+  auto t = tensorFromProto(p, "");
+  ASSERT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
+  EXPECT_EQ(t->typeString(), "i64[3]");
+  EXPECT_EQ(t->data<int64_t>()[1], -2);
+
+  p.add_int32_data(4);
+  EXPECT_EQ(llvm::toString(tensorFromProto(p, "").takeError()),
+            "tensor 'idx': holds 4 values, expected 3");
+  p.set_data_type(onnx::TensorProto::DOUBLE);
+  EXPECT_EQ(llvm::toString(tensorFromProto(p, "").takeError()),
+            "tensor 'idx': element type DOUBLE is not supported by the "
+            "runtime (FLOAT, INT64, INT32)");
+}
