@@ -1,24 +1,35 @@
-//===- placement-bench.cpp - placement strategies side by side ------------===//
+//===- placement-bench.cpp - placement strategies against the optimum -----===//
 //
-// Synthetic layer chains (seeded random costs with per-type speed factors)
-// on clusters of 2, 3 and 4 device types, with a loose and a tight
-// throughput floor. Every strategy searches the same space; the table shows
-// each one's cost relative to the best plan any strategy found (and to the
-// exhaustive optimum where the space is small enough to enumerate),
-// feasibility and search time.
+// Every strategy searches the same space; the table shows each one's cost
+// relative to the exact optimum (placeExact), whether it met the floor and
+// the limits, and its search time. Cases:
 //
-// Usage: heterps-placement-bench [--quick]
+// * synthetic chains (seeded random costs with per-type speed factors) of
+//   10, 50, 200 and 1000 layers on clusters of 2, 3 and 4 device types;
+// * real models, from `hps-report format=json` files (their layers, per-type
+//   costs, device types and job), given with --report;
+//
+// each under three constraints: a loose floor (0.2 x the best one-type
+// throughput), a tight one (0.6 x), and a tight one with every max_count
+// cut to a quarter ("limits").
+//
+// Usage: heterps-placement-bench [--quick] [--rl-seconds S]
+//                                [--report NAME=FILE.json]...
+//        (--quick: chains of 10 and 50 layers only)
 //
 //===----------------------------------------------------------------------===//
 
 #include "heterps/Planner/Baselines.h"
+#include "heterps/Planner/Exact.h"
 #include "heterps/Planner/Placement.h"
 #include "heterps/Planner/RLPlacer.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,6 +37,12 @@
 using namespace heterps::planner;
 
 namespace {
+
+struct Case {
+  std::string name;
+  ClusterSpec spec;
+  std::vector<Layer> layers;
+};
 
 /// Device types: a cheap slow CPU and 1-3 GPU generations, each faster and
 /// dearer than the last (prices per hour in the HeterPS paper's range).
@@ -69,8 +86,65 @@ std::vector<Layer> makeChain(int n, const ClusterSpec &spec, uint64_t seed) {
   return layers;
 }
 
-/// The best all-one-type throughput with every device of that type: the
-/// tight floor is a fraction of it, the loose floor a smaller one.
+/// A case from an `hps-report format=json` file.
+bool readReport(const std::string &name, const std::string &path, Case &out) {
+  auto fail = [&](const std::string &what) {
+    std::fprintf(stderr, "heterps-placement-bench: error: %s: %s\n",
+                 path.c_str(), what.c_str());
+    return false;
+  };
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return fail(buffer.getError().message());
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!json)
+    return fail(llvm::toString(json.takeError()));
+  llvm::json::Path::Root root;
+  const llvm::json::Object *report = json->getAsObject();
+  const llvm::json::Object *job = report ? report->getObject("job") : nullptr;
+  const llvm::json::Array *types =
+      report ? report->getArray("device_types") : nullptr;
+  const llvm::json::Array *layers =
+      report ? report->getArray("layers") : nullptr;
+  if (!job || !types || !layers)
+    return fail("not an hps-report JSON document");
+  out.name = name;
+  out.spec.job.batchSize = job->getInteger("batch_size").value_or(0);
+  out.spec.job.samplesPerEpoch =
+      job->getInteger("samples_per_epoch").value_or(0);
+  out.spec.job.epochs = job->getInteger("epochs").value_or(0);
+  for (const llvm::json::Value &t : *types) {
+    const llvm::json::Object *o = t.getAsObject();
+    DeviceType d;
+    d.name = o->getString("name").value_or("").str();
+    d.kind = o->getString("kind").value_or("").str();
+    d.pricePerHour = o->getNumber("price_per_hour").value_or(0);
+    d.maxCount = o->getInteger("max_count").value_or(0);
+    out.spec.deviceTypes.push_back(d);
+  }
+  for (const llvm::json::Value &v : *layers) {
+    const llvm::json::Object *o = v.getAsObject();
+    Layer l;
+    l.name = o->getString("name").value_or("").str();
+    l.kind = o->getString("kind").value_or("").str();
+    const llvm::json::Object *costs = o->getObject("costs");
+    for (const DeviceType &d : out.spec.deviceTypes) {
+      const llvm::json::Object *c = costs ? costs->getObject(d.name) : nullptr;
+      if (!c)
+        return fail("layer '" + l.name + "' has no costs for '" + d.name + "'");
+      l.costs.push_back(
+          {c->getNumber("oct_s").value_or(0), c->getNumber("odt_s").value_or(0),
+           c->getNumber("alpha").value_or(0), c->getNumber("beta").value_or(0),
+           c->getNumber("b0").value_or(1)});
+    }
+    out.layers.push_back(std::move(l));
+  }
+  return true;
+}
+
+/// The best one-type throughput with every device of that type: the floors
+/// are fractions of it.
 double referenceThroughput(const ClusterSpec &spec,
                            const std::vector<Layer> &layers) {
   double best = 0;
@@ -84,65 +158,111 @@ double referenceThroughput(const ClusterSpec &spec,
   return best;
 }
 
-struct Row {
-  std::string strategy;
-  SearchResult result;
-};
-
-std::string ratio(const SearchResult &r, double best) {
+std::string cell(const SearchResult &r, double optimal) {
+  char text[64];
   if (!r.eval.feasible)
-    return "infeasible";
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.4f", r.eval.cost / best);
+    std::snprintf(text, sizeof(text), "infeasible · %.2fs", r.seconds);
+  else
+    std::snprintf(text, sizeof(text), "%.4f · %.2fs", r.eval.cost / optimal,
+                  r.seconds);
   return text;
+}
+
+void runCase(const Case &c, double rlSeconds) {
+  double ref = referenceThroughput(c.spec, c.layers);
+  for (const char *constraint : {"loose", "tight", "limits"}) {
+    ClusterSpec spec = c.spec;
+    bool loose = std::strcmp(constraint, "loose") == 0;
+    if (std::strcmp(constraint, "limits") == 0)
+      for (DeviceType &d : spec.deviceTypes)
+        d.maxCount = std::max<int64_t>(1, d.maxCount / 4);
+    PlacementProblem problem(spec, c.layers, (loose ? 0.2 : 0.6) * ref);
+
+    ExactStats stats;
+    SearchResult exact = placeExact(problem, &stats);
+    SearchResult bestOneType;
+    for (size_t t = 0; t < spec.deviceTypes.size(); ++t) {
+      SearchResult r = placeAllOnType(problem, t);
+      if (t == 0 || r.eval.betterThan(bestOneType.eval))
+        bestOneType = r;
+    }
+    RLOptions rl;
+    rl.timeBudgetSeconds = rlSeconds;
+    SearchResult rlResult = placeRL(problem, rl);
+    GeneticOptions ga;
+    ga.budget = rlResult.evaluations;
+    SearchResult genetic = placeGenetic(problem, ga);
+    SearchResult random = placeRandom(problem, rlResult.evaluations, 1);
+    SearchResult greedy = placeGreedy(problem);
+
+    char optimal[64];
+    if (exact.eval.feasible)
+      std::snprintf(optimal, sizeof(optimal), "%.4g", exact.eval.cost);
+    else
+      std::snprintf(optimal, sizeof(optimal), "none (best %.4g/s)",
+                    exact.eval.throughput);
+    double opt = exact.eval.cost;
+    std::printf(
+        "| %s | %zu | %zu | %s | %s | %.3f (%lld caps, %lld passes, "
+        "%lld tracked) | %s | %s | %s | %s | %s | %lld |\n",
+        c.name.c_str(), c.layers.size(), spec.deviceTypes.size(), constraint,
+        optimal, exact.seconds, static_cast<long long>(stats.capSteps),
+        static_cast<long long>(stats.dpPasses),
+        static_cast<long long>(stats.tracked), cell(rlResult, opt).c_str(),
+        cell(genetic, opt).c_str(), cell(random, opt).c_str(),
+        cell(greedy, opt).c_str(), cell(bestOneType, opt).c_str(),
+        static_cast<long long>(rlResult.evaluations));
+    std::fflush(stdout);
+  }
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
+  double rlSeconds = 10;
+  std::vector<Case> reports;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--quick") {
+      quick = true;
+    } else if (arg == "--rl-seconds" && i + 1 < argc) {
+      rlSeconds = std::atof(argv[++i]);
+    } else if (arg == "--report" && i + 1 < argc) {
+      std::string value = argv[++i];
+      size_t eq = value.find('=');
+      if (eq == std::string::npos) {
+        std::fprintf(stderr, "heterps-placement-bench: error: --report takes "
+                             "NAME=FILE.json\n");
+        return 2;
+      }
+      Case c;
+      if (!readReport(value.substr(0, eq), value.substr(eq + 1), c))
+        return 1;
+      reports.push_back(std::move(c));
+    } else {
+      std::fprintf(stderr,
+                   "usage: heterps-placement-bench [--quick] [--rl-seconds S] "
+                   "[--report NAME=FILE.json]...\n");
+      return 2;
+    }
+  }
+  std::printf("Cells: cost / optimal cost · search time (rl's time budget "
+              "%.0f s; genetic and random at rl's evaluation budget).\n\n",
+              rlSeconds);
+  std::printf("| case | layers | types | constraint | optimal $ | exact s | rl "
+              "| genetic | random | greedy | best one-type | rl evaluations "
+              "|\n");
+  std::printf("|---|---:|---:|---|---:|---|---|---|---|---|---|---:|\n");
+  for (const Case &c : reports)
+    runCase(c, rlSeconds);
   std::vector<int> sizes =
       quick ? std::vector<int>{10, 50} : std::vector<int>{10, 50, 200, 1000};
-  std::printf("| layers | types | floor | strategy | cost / best | feasible "
-              "| search s | evaluations |\n");
-  std::printf("|---:|---:|---|---|---:|---|---:|---:|\n");
   for (int n : sizes)
-    for (int types : {2, 3, 4})
-      for (const char *floor : {"loose", "tight"}) {
-        ClusterSpec spec = makeSpec(types);
-        std::vector<Layer> layers = makeChain(n, spec, 42 + n + types);
-        double ref = referenceThroughput(spec, layers);
-        double limit = (std::strcmp(floor, "tight") == 0 ? 0.6 : 0.2) * ref;
-        PlacementProblem problem(spec, layers, limit);
-
-        RLOptions rl;
-        rl.timeBudgetSeconds = quick ? 2 : 10;
-        std::vector<Row> rows;
-        for (size_t t = 0; t < spec.deviceTypes.size(); ++t)
-          rows.push_back(
-              {"all-" + spec.deviceTypes[t].name, placeAllOnType(problem, t)});
-        rows.push_back({"greedy", placeGreedy(problem)});
-        rows.push_back({"rl", placeRL(problem, rl)});
-        int64_t budget = rows.back().result.evaluations;
-        rows.push_back({"random", placeRandom(problem, budget, 1)});
-        GeneticOptions ga;
-        ga.budget = budget;
-        rows.push_back({"genetic", placeGenetic(problem, ga)});
-        SearchResult exhaustive = placeBruteForce(problem, 1 << 20);
-        if (!exhaustive.placement.empty())
-          rows.push_back({"exhaustive", exhaustive});
-
-        double best = std::numeric_limits<double>::infinity();
-        for (const Row &r : rows)
-          if (r.result.eval.feasible)
-            best = std::min(best, r.result.eval.cost);
-        for (const Row &r : rows)
-          std::printf("| %d | %d | %s | %s | %s | %s | %.3f | %lld |\n", n,
-                      types, floor, r.strategy.c_str(),
-                      ratio(r.result, best).c_str(),
-                      r.result.eval.feasible ? "yes" : "no", r.result.seconds,
-                      static_cast<long long>(r.result.evaluations));
-        std::fflush(stdout);
-      }
+    for (int types : {2, 3, 4}) {
+      Case c{"chain", makeSpec(types), {}};
+      c.layers = makeChain(n, c.spec, 42 + n + types);
+      runCase(c, rlSeconds);
+    }
   return 0;
 }

@@ -17,8 +17,12 @@ LayerCost heterps::planner::analyticCost(const Layer &layer,
   c.oct = static_cast<double>(layer.flops) * c.b0 / (device.gflops * 1e9);
   double activations = static_cast<double>(layer.activationBytes) * c.b0 /
                        (device.memoryBandwidthGBs * 1e9);
-  double parameters = 2.0 * static_cast<double>(layer.paramBytes) /
-                      (device.networkBandwidthGBs * 1e9);
+  // A sparse table (an embedding) moves only the rows the batch touches,
+  // which the gathered activations bound; dense parameters move whole.
+  double moved = static_cast<double>(layer.paramBytes);
+  if (layer.kind == "embedding")
+    moved = std::min(moved, static_cast<double>(layer.activationBytes) * c.b0);
+  double parameters = 2.0 * moved / (device.networkBandwidthGBs * 1e9);
   c.odt = activations + parameters;
   c.alpha = device.alpha;
   // Each replica moves its share of the activations but pulls and pushes

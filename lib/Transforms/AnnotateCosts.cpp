@@ -53,9 +53,10 @@ struct AnnotateCostsPass
 
     Builder b(module.getContext());
     for (LayerOpInterface op : collectLayers(*func)) {
-      planner::Layer layer{layerName(op),           "",
-                           op.getFlops(),           op.getParamBytes(),
-                           op.getActivationBytes(), {}};
+      planner::Layer layer{
+          layerName(op),           stringifyLayerKind(op.getLayerKind()).str(),
+          op.getFlops(),           op.getParamBytes(),
+          op.getActivationBytes(), {}};
       auto fromProfile = measured.find(layer.name);
       SmallVector<NamedAttribute> costs;
       for (const planner::DeviceType &device : spec->deviceTypes) {

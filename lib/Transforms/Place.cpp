@@ -2,6 +2,7 @@
 
 #include "PlanIR.h"
 #include "heterps/Planner/Baselines.h"
+#include "heterps/Planner/Exact.h"
 #include "heterps/Planner/Placement.h"
 #include "heterps/Planner/RLPlacer.h"
 #include "heterps/Transforms/Passes.h"
@@ -50,6 +51,9 @@ FailureOr<llvm::StringMap<std::string>> readPlacement(ModuleOp module,
 struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
   using PlaceBase::PlaceBase;
 
+  /// What goes into hps.search, gathered over the run.
+  SmallVector<NamedAttribute> search_;
+
   /// Runs a searching strategy; returns the device type name of each layer
   /// and records the search on the module as `hps.search`.
   FailureOr<std::vector<std::string>> search(ModuleOp module,
@@ -83,6 +87,8 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
       options.budget = evaluations;
       options.seed = seed;
       result = planner::placeGenetic(problem, options);
+    } else if (strategy == "exact") {
+      result = planner::placeExact(problem);
     } else {
       result = planner::placeBruteForce(problem);
       if (result.placement.empty())
@@ -93,21 +99,57 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
     }
 
     Builder b(module.getContext());
-    module->setAttr(
-        HPSDialect::kSearchAttrName,
-        b.getDictionaryAttr(
-            {b.getNamedAttr("strategy", b.getStringAttr(strategy)),
-             b.getNamedAttr("search_time_s", b.getF64FloatAttr(result.seconds)),
-             b.getNamedAttr("evaluations",
-                            b.getI64IntegerAttr(result.evaluations))}));
+    search_ = {
+        b.getNamedAttr("search_time_s", b.getF64FloatAttr(result.seconds)),
+        b.getNamedAttr("evaluations", b.getI64IntegerAttr(result.evaluations))};
     std::vector<std::string> names;
     for (size_t type : result.placement)
       names.push_back(spec.deviceTypes[type].name);
     return names;
   }
 
+  /// Runs the exact search beside the chosen placement and adds its figures
+  /// to the search record: optimal_cost and gap when some plan is feasible
+  /// (gap only when the chosen one is), else optimal_throughput, the best
+  /// any plan reaches.
+  LogicalResult certifyPlacement(ArrayRef<LayerOpInterface> layers,
+                                 ArrayRef<std::string> devices,
+                                 const planner::ClusterSpec &spec) {
+    FailureOr<std::vector<planner::Layer>> costed =
+        plannerLayers(layers, spec, "hps-place");
+    if (failed(costed))
+      return failure();
+    double limit =
+        throughputLimit >= 0 ? throughputLimit : spec.job.throughputLimit;
+    planner::PlacementProblem problem(spec, std::move(*costed), limit);
+    planner::Placement chosen;
+    for (const std::string &device : devices)
+      chosen.push_back(*spec.find(device));
+    planner::PlacementEval eval = problem.evaluate(chosen);
+    planner::SearchResult optimum = planner::placeExact(problem);
+
+    Builder b(&getContext());
+    search_.push_back(
+        b.getNamedAttr("certify_time_s", b.getF64FloatAttr(optimum.seconds)));
+    if (!optimum.eval.feasible) {
+      search_.push_back(b.getNamedAttr(
+          "optimal_throughput", b.getF64FloatAttr(optimum.eval.throughput)));
+      return success();
+    }
+    search_.push_back(
+        b.getNamedAttr("optimal_cost", b.getF64FloatAttr(optimum.eval.cost)));
+    if (eval.feasible)
+      search_.push_back(b.getNamedAttr(
+          "gap", b.getF64FloatAttr(optimum.eval.cost > 0
+                                       ? (eval.cost - optimum.eval.cost) /
+                                             optimum.eval.cost
+                                       : 0.0)));
+    return success();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    search_.clear();
     FailureOr<planner::ClusterSpec> spec =
         loadRecordedSpec(module, "hps-place");
     FailureOr<func::FuncOp> func = getModelFunction(module, "hps-place");
@@ -141,7 +183,7 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
         devices.push_back(it->second);
       }
     } else if (s == "rl" || s == "greedy" || s == "random" || s == "genetic" ||
-               s == "exhaustive") {
+               s == "exact" || s == "exhaustive") {
       FailureOr<std::vector<std::string>> searched =
           search(module, layers, *spec);
       if (failed(searched))
@@ -151,7 +193,7 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
       emitError(module.getLoc())
           << "hps-place: unknown strategy '" << strategy
           << "' (expected manual, all-<device type>, rl, greedy, random, "
-             "genetic or exhaustive)";
+             "genetic, exact or exhaustive)";
       return signalPassFailure();
     }
 
@@ -175,8 +217,21 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
     }
     module->removeAttr(HPSDialect::kReplicasAttrName);
     module->removeAttr(HPSDialect::kThroughputLimitAttrName);
-    if (strategy == "manual" || StringRef(strategy).starts_with("all-"))
+    if (certify) {
+      // manual and all-<type> searched nothing: no time, no evaluations.
+      if (search_.empty())
+        search_ = {b.getNamedAttr("search_time_s", b.getF64FloatAttr(0)),
+                   b.getNamedAttr("evaluations", b.getI64IntegerAttr(0))};
+      if (failed(certifyPlacement(layers, devices, *spec)))
+        return signalPassFailure();
+    }
+    if (search_.empty()) {
       module->removeAttr(HPSDialect::kSearchAttrName);
+    } else {
+      search_.push_back(b.getNamedAttr("strategy", b.getStringAttr(strategy)));
+      module->setAttr(HPSDialect::kSearchAttrName,
+                      b.getDictionaryAttr(search_));
+    }
     if (!save.empty()) {
       if (llvm::Error err =
               llvm::writeToOutput(save, [&](llvm::raw_ostream &os) {

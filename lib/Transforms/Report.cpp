@@ -97,12 +97,17 @@ llvm::json::Value toJson(const PlanView &v) {
       {"devices", std::move(devices)},
       {"stages", std::move(stages)},
       {"layers", std::move(layers)}};
-  if (v.search) {
-    report["strategy"] = v.search.getAs<StringAttr>("strategy").getValue();
-    report["search_time_s"] =
-        v.search.getAs<FloatAttr>("search_time_s").getValueAsDouble();
-    report["evaluations"] = v.search.getAs<IntegerAttr>("evaluations").getInt();
-  }
+  // hps.search as it is: strategy, and search_time_s, evaluations,
+  // optimal_cost, gap, optimal_throughput, certify_time_s when recorded.
+  if (v.search)
+    for (NamedAttribute entry : v.search) {
+      if (auto s = dyn_cast<StringAttr>(entry.getValue()))
+        report[entry.getName().getValue()] = s.getValue();
+      else if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
+        report[entry.getName().getValue()] = f.getValueAsDouble();
+      else if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
+        report[entry.getName().getValue()] = i.getInt();
+    }
   return report;
 }
 
@@ -113,6 +118,36 @@ std::string money(double dollars) {
              : llvm::formatv("{0}", llvm::format("%.3g", dollars)).str();
 }
 
+/// "placement: strategy rl, 2500 evaluations, 1.234 s" and the certificate.
+void printSearch(llvm::raw_ostream &os, DictionaryAttr search) {
+  auto real = [&](StringRef key) -> std::optional<double> {
+    if (auto f = search.getAs<FloatAttr>(key))
+      return f.getValueAsDouble();
+    return std::nullopt;
+  };
+  os << "placement: strategy "
+     << search.getAs<StringAttr>("strategy").getValue();
+  if (auto evaluations = search.getAs<IntegerAttr>("evaluations"))
+    os << llvm::formatv(", {0} evaluations, {1:F3} s", evaluations.getInt(),
+                        real("search_time_s").value_or(0));
+  os << "\n";
+  if (std::optional<double> optimal = real("optimal_cost")) {
+    os << "certificate: optimal cost $" << money(*optimal);
+    if (std::optional<double> gap = real("gap"))
+      os << llvm::formatv(", gap {0:F2}%", *gap * 100);
+    else
+      os << ", this plan misses the floor or the limits";
+  } else if (std::optional<double> best = real("optimal_throughput")) {
+    os << llvm::formatv("certificate: no placement meets the floor; the best "
+                        "achievable is {0:F1} samples/s",
+                        *best);
+  } else {
+    return;
+  }
+  os << llvm::formatv(" (exact search {0:F3} s)\n",
+                      real("certify_time_s").value_or(0));
+}
+
 void printText(llvm::raw_ostream &os, const PlanView &v) {
   const planner::ClusterSpec &spec = *v.spec;
   os << llvm::formatv("plan: throughput {0:F1} samples/s (limit {1:F1}, {2}), "
@@ -121,11 +156,7 @@ void printText(llvm::raw_ostream &os, const PlanView &v) {
                       v.feasible ? "met" : "NOT met", v.figures.totalTime,
                       money(v.figures.cost));
   if (v.search)
-    os << llvm::formatv(
-        "placement: strategy {0}, {1} evaluations, {2:F3} s\n",
-        v.search.getAs<StringAttr>("strategy").getValue(),
-        v.search.getAs<IntegerAttr>("evaluations").getInt(),
-        v.search.getAs<FloatAttr>("search_time_s").getValueAsDouble());
+    printSearch(os, v.search);
   os << "devices:";
   for (auto &[name, count] : v.figures.devices)
     os << " " << name << " x" << count;

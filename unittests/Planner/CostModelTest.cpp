@@ -299,6 +299,22 @@ TEST(AnalyticCost, FollowsTheFormulas) {
   EXPECT_DOUBLE_EQ(c.b0, 64.0);   // costs are for the batch asked for
 }
 
+TEST(AnalyticCost, EmbeddingsMoveOnlyTheTouchedRows) {
+  ClusterSpec spec = makeSpec();
+  Layer l;
+  l.kind = "embedding";
+  l.activationBytes = 72;     // 8 bytes of id + 64 bytes of row per sample
+  l.paramBytes = 640'000'000; // the whole table
+  // gpu: 100 GB/s memory, 10 GB/s network; 64 samples touch at most 64 rows.
+  LayerCost c = analyticCost(l, spec.deviceTypes[kGpu], /*batch=*/64);
+  // ODT = 72 * 64 / 100e9 + 2 * (72 * 64) / 10e9
+  EXPECT_NEAR(c.odt, 72.0 * 64 / 100e9 + 2 * 72.0 * 64 / 10e9, 1e-20);
+  // A table smaller than the batch's rows moves whole.
+  l.paramBytes = 1000;
+  c = analyticCost(l, spec.deviceTypes[kGpu], 64);
+  EXPECT_NEAR(c.odt, 72.0 * 64 / 100e9 + 2 * 1000 / 10e9, 1e-20);
+}
+
 TEST(AnalyticCost, TakesAlphaFromTheDevice) {
   ClusterSpec spec = makeSpec();
   Layer l;

@@ -41,6 +41,8 @@ struct Layer {
 ///   OCT = flops * batch / (gflops * 1e9)
 ///   ODT = activationBytes * batch / memory bandwidth
 ///       + 2 * paramBytes / network bandwidth        (pull + push)
+///   (for an embedding, a sparse table, only the touched rows move:
+///   min(paramBytes, activationBytes * batch) instead of paramBytes)
 ///   alpha = device.alpha; beta = activation share of ODT (the parameter
 ///   traffic of each replica does not shrink with more replicas).
 LayerCost analyticCost(const Layer &layer, const DeviceType &device,

@@ -66,20 +66,24 @@ def Place : Pass<"hps-place", "::mlir::ModuleOp"> {
     * `greedy`: per layer, the cheapest type meeting the floor on its own;
     * `random`: random search with `budget` evaluations;
     * `genetic`: a genetic algorithm with `budget` evaluations;
+    * `exact`: the provable optimum of the same space, limits included (a
+      dynamic programme over stage runs, docs/placement.md);
     * `exhaustive`: every placement (only for small models).
 
     The searching strategies evaluate plans exactly as `hps-form-stages` and
     `hps-provision` will build them (docs/placement.md) and record what they
     did on the module as `hps.search` (strategy, search time, evaluations),
-    which `hps-report` prints. `save=FILE` writes the chosen placement in the
-    format `strategy=manual` reads.
+    which `hps-report` prints. `certify=true`, with any strategy, also runs
+    `exact` and records the optimal cost and the chosen plan's gap to it.
+    `save=FILE` writes the chosen placement in the format `strategy=manual`
+    reads.
 
     Needs `hps-annotate-costs` first.
   }];
   let options = [
     Option<"strategy", "strategy", "std::string", /*default=*/"",
-           "manual, all-<device type>, rl, greedy, random, genetic or "
-           "exhaustive">,
+           "manual, all-<device type>, rl, greedy, random, genetic, exact "
+           "or exhaustive">,
     Option<"placement", "placement", "std::string", /*default=*/"",
            "JSON placement file read by strategy=manual">,
     Option<"save", "save", "std::string", /*default=*/"",
@@ -100,6 +104,9 @@ def Place : Pass<"hps-place", "::mlir::ModuleOp"> {
            "rl: learning rate">,
     Option<"timeBudget", "time-budget", "double", /*default=*/"10",
            "rl: stop after this many seconds">,
+    Option<"certify", "certify", "bool", /*default=*/"false",
+           "Also find the optimum (strategy=exact) and record optimal_cost "
+           "and gap = (cost - optimal_cost) / optimal_cost">,
     Option<"budget", "budget", "int64_t", /*default=*/"0",
            "random, genetic: evaluations (default: rl's episodes + "
            "pretrain-episodes, for comparisons at equal budgets)">,

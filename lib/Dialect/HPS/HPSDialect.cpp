@@ -185,6 +185,12 @@ LogicalResult HPSDialect::verifyOperationAttribute(Operation *op,
              << "'" << kSearchAttrName
              << "' must be a dictionary with 'strategy', 'search_time_s' and "
                 "'evaluations' on the module";
+    // The certificate of hps-place{certify=true}.
+    for (StringRef key :
+         {"optimal_cost", "gap", "optimal_throughput", "certify_time_s"})
+      if (search.get(key) && !search.getAs<FloatAttr>(key))
+        return op->emitError() << "'" << kSearchAttrName << "' entry '" << key
+                               << "' must be a float";
     return success();
   }
   if (name == kThroughputLimitAttrName) {

@@ -1595,3 +1595,9 @@ module attributes {hps.throughput_limit = -5.0 : f64} {
 // expected-error @+1 {{'hps.search' must be a dictionary with 'strategy', 'search_time_s' and 'evaluations' on the module}}
 module attributes {hps.search = {strategy = "rl"}} {
 }
+
+// -----
+
+// expected-error @+1 {{'hps.search' entry 'gap' must be a float}}
+module attributes {hps.search = {strategy = "rl", search_time_s = 1.0 : f64, evaluations = 10 : i64, gap = "small"}} {
+}

@@ -1,0 +1,54 @@
+//===- Exact.h - the provable optimum of the placement space ----*- C++ -*-===//
+//
+// placeExact finds the cheapest feasible placement of Placement.h's space
+// (one type per layer, stages = maximal runs, minimal replicas per stage,
+// throughput floor, max_count limits), or, when none is feasible, the
+// placement whose best achievable throughput is highest. docs/placement.md
+// has the algorithm and its proof; in short:
+//
+// * A placement is a segmentation of the layer chain into runs whose
+//   neighbours differ in type. A run's replica count k (the smallest meeting
+//   the floor), its price per second p_t·k and its batch time ET depend on
+//   the run alone, so they are tabulated per run once.
+// * The job cost is (L·M/B) · P · E, with P = Σ p_t·k over stages and
+//   E = max stage ET. For a cap on E, a dynamic programme over layer
+//   boundaries finds the least P among plans whose stages all have ET under
+//   the cap. max_count limits are added lazily: the DP first ignores them;
+//   a type whose limit the result breaks becomes a tracked resource, whose
+//   usage joins the DP labels (Pareto sets), and the DP runs again. A
+//   relaxation's optimum that satisfies every limit is optimal.
+// * The cap starts unlimited and drops just below the E of each plan found;
+//   the best P·E seen is optimal once P_found · E_min can no longer beat it
+//   (P only grows as the cap drops; E_min is the smallest E of any plan).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_PLANNER_EXACT_H
+#define HETERPS_PLANNER_EXACT_H
+
+#include "heterps/Planner/Placement.h"
+
+#include <cstdint>
+
+namespace heterps::planner {
+
+/// What the exact search did, for the benchmark and the docs.
+struct ExactStats {
+  int64_t runs = 0;      // (start, end, type) runs meeting the floor
+  int64_t dpPasses = 0;  // DP passes over the run table
+  int64_t capSteps = 0;  // caps on E tried
+  int64_t tracked = 0;   // most device types one DP tracked the limit of
+  int64_t labels = 0;    // DP labels created over all passes
+  bool feasible = false; // some placement meets the floor and the limits
+};
+
+/// The optimal placement: the cheapest feasible one, or when there is none,
+/// one whose best throughput within the max_count limits is highest (to a
+/// relative 1e-9). Plans are scored by PlacementProblem::evaluate; ties keep
+/// the first found. `stats`, when given, receives the search's figures.
+SearchResult placeExact(const PlacementProblem &problem,
+                        ExactStats *stats = nullptr);
+
+} // namespace heterps::planner
+
+#endif // HETERPS_PLANNER_EXACT_H

@@ -1,0 +1,583 @@
+//===- Exact.cpp - the provable optimum of the placement space ------------===//
+//
+// See Exact.h for the outline and docs/placement.md for the proof.
+//
+//===----------------------------------------------------------------------===//
+
+#include "heterps/Planner/Exact.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <queue>
+
+using namespace heterps::planner;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+/// A probe of cap c answers for the caps in [kProbeSpan·c, c].
+constexpr double kProbeSpan = 0.7;
+
+/// A run of layers [start, end) on one type, with the smallest replica count
+/// meeting the floor and its batch time at that count.
+struct Run {
+  uint32_t end;
+  int32_t replicas;
+  double et;
+};
+
+/// Every run that can meet the floor within its type's max_count, grouped by
+/// (start, type). A run's times are a + b/k per part (Amdahl): the serial
+/// and parallel coefficients are summed layer by layer as the run grows.
+class RunTable {
+public:
+  RunTable(const PlacementProblem &problem, double limit)
+      : n_(problem.numLayers()), types_(problem.numTypes()),
+        offsets_(n_ * types_ + 1, 0) {
+    const ClusterSpec &spec = problem.spec();
+    double batch = static_cast<double>(spec.job.batchSize);
+    for (size_t start = 0; start < n_; ++start)
+      for (size_t t = 0; t < types_; ++t) {
+        Coefficients c;
+        int64_t cap = spec.deviceTypes[t].maxCount;
+        for (size_t end = start + 1; end <= n_; ++end) {
+          c.add(problem.layers()[end - 1].costs[t], batch);
+          std::optional<int64_t> k = c.smallestReplicas(batch, limit, cap);
+          // Times only grow as the run grows: no longer run fits either.
+          if (!k)
+            break;
+          runs_.push_back(
+              {static_cast<uint32_t>(end), static_cast<int32_t>(*k), c.et(*k)});
+        }
+        offsets_[start * types_ + t + 1] = runs_.size();
+      }
+  }
+
+  /// The runs starting at layer `start` on type `t`, by increasing end.
+  const Run *begin(size_t start, size_t t) const {
+    return runs_.data() + offsets_[start * types_ + t];
+  }
+  const Run *end(size_t start, size_t t) const {
+    return runs_.data() + offsets_[start * types_ + t + 1];
+  }
+  size_t size() const { return runs_.size(); }
+
+  /// The distinct stage times of all runs, ascending.
+  std::vector<double> stageTimes() const {
+    std::vector<double> times;
+    times.reserve(runs_.size());
+    for (const Run &r : runs_)
+      times.push_back(r.et);
+    std::sort(times.begin(), times.end());
+    times.erase(std::unique(times.begin(), times.end()), times.end());
+    return times;
+  }
+
+private:
+  struct Coefficients {
+    double ctSerial = 0, ctParallel = 0, dtSerial = 0, dtParallel = 0;
+
+    void add(const LayerCost &cost, double batch) {
+      double scale = batch / cost.b0;
+      ctSerial += cost.oct * scale * (1 - cost.alpha);
+      ctParallel += cost.oct * scale * cost.alpha;
+      dtSerial += cost.odt * scale * (1 - cost.beta);
+      dtParallel += cost.odt * scale * cost.beta;
+    }
+    double et(int64_t k) const {
+      double kd = static_cast<double>(k);
+      return std::max(ctSerial + ctParallel / kd, dtSerial + dtParallel / kd);
+    }
+    /// The provisioning test: B / ET >= limit (a stage of ET 0 never limits).
+    bool meets(int64_t k, double batch, double limit) const {
+      double t = et(k);
+      return t == 0 || batch / t >= limit;
+    }
+    /// Smallest k in 1..cap meeting the floor, from the closed form
+    /// k >= b / (B/limit - a), then checked against `meets`.
+    std::optional<int64_t> smallestReplicas(double batch, double limit,
+                                            int64_t cap) const {
+      if (cap < 1)
+        return std::nullopt;
+      if (limit <= 0)
+        return 1;
+      double budget = batch / limit;
+      auto needed = [&](double serial, double parallel) -> double {
+        if (parallel == 0)
+          return serial <= budget ? 1 : kInf;
+        return serial >= budget ? kInf
+                                : std::ceil(parallel / (budget - serial));
+      };
+      double guess = std::max(
+          {1.0, needed(ctSerial, ctParallel), needed(dtSerial, dtParallel)});
+      if (guess > static_cast<double>(cap) + 1)
+        return std::nullopt;
+      int64_t k = static_cast<int64_t>(guess);
+      // The closed form and the test round differently near the boundary.
+      while (k > 1 && meets(k - 1, batch, limit))
+        --k;
+      while (k <= cap && !meets(k, batch, limit))
+        ++k;
+      if (k > cap)
+        return std::nullopt;
+      return k;
+    }
+  };
+
+  size_t n_, types_;
+  std::vector<size_t> offsets_;
+  std::vector<Run> runs_;
+};
+
+/// A plan the DP found: its placement, price per second P, largest stage
+/// time E, and devices per type.
+struct DPPlan {
+  Placement placement;
+  double price = 0;
+  double maxEt = 0;
+  std::vector<int64_t> devices;
+};
+
+/// The least-P plan whose stages all have ET <= cap, with the max_count
+/// limits of the `tracked` types enforced. Labels at a layer boundary are
+/// partial plans: (P, usage of the tracked types, E). One label dominates
+/// another when its P and usages are no larger (E breaks ties), so only
+/// Pareto-optimal labels are kept per (boundary, last type); with nothing
+/// tracked that is a single label, and the DP is the plain shortest path.
+class PriceDP {
+public:
+  PriceDP(const PlacementProblem &problem, const RunTable &runs,
+          const std::vector<size_t> &tracked)
+      : problem_(problem), runs_(runs), n_(problem.numLayers()),
+        types_(problem.numTypes()), dims_(tracked.size()),
+        dimOfType_(types_, -1) {
+    for (size_t d = 0; d < tracked.size(); ++d)
+      dimOfType_[tracked[d]] = static_cast<int>(d);
+    for (const DeviceType &d : problem.spec().deviceTypes)
+      prices_.push_back(d.pricePerSecond());
+  }
+
+  /// `rest[b * types + t]`: a lower bound on the P of covering layers
+  /// [b, n) after a run of type t (see leastRestPrice). Labels that cannot
+  /// finish at or below `ub` are dropped, so when P* > ub the result is
+  /// empty or above ub.
+  std::optional<DPPlan> solve(double cap, const std::vector<double> &rest,
+                              double ub) {
+    labels_.clear();
+    usage_.clear();
+    fronts_.assign((n_ + 1) * types_, {});
+    free_.clear();
+    // The empty plan: no type yet, so every type may follow it.
+    candidateUsage_.assign(dims_, 0);
+    newLabel(Label{0, 0, -1, 0, types_});
+    std::vector<int32_t> sources;
+    for (size_t start = 0; start < n_; ++start)
+      for (size_t t = 0; t < types_; ++t) {
+        collectSources(start, t, sources);
+        if (sources.empty())
+          continue;
+        int dim = dimOfType_[t];
+        int64_t limit = problem_.spec().deviceTypes[t].maxCount;
+        for (const Run *r = runs_.begin(start, t); r != runs_.end(start, t);
+             ++r) {
+          if (r->et > cap)
+            continue;
+          for (int32_t s : sources) {
+            if (dim >= 0 && usageOf(s)[dim] + r->replicas > limit)
+              continue;
+            Label next{labels_[s].price + prices_[t] * r->replicas,
+                       std::max(labels_[s].maxEt, r->et), s,
+                       static_cast<uint32_t>(start), t};
+            if (next.price + rest[r->end * types_ + t] > ub)
+              continue;
+            insert(r->end * types_ + t, next, s, dim, r->replicas);
+          }
+        }
+      }
+    int32_t best = -1;
+    for (size_t t = 0; t < types_; ++t)
+      for (int32_t l : fronts_[n_ * types_ + t])
+        if (best < 0 || lexLess(labels_[l], labels_[best]))
+          best = l;
+    if (best < 0)
+      return std::nullopt;
+    return reconstruct(best);
+  }
+
+  int64_t labelsCreated() const { return labelsCreated_; }
+
+private:
+  struct Label {
+    double price;
+    double maxEt;
+    int32_t parent;
+    uint32_t start; // first layer of the label's last run
+    size_t type;    // type of that run; types_ for the empty plan
+  };
+
+  static bool lexLess(const Label &a, const Label &b) {
+    return a.price < b.price || (a.price == b.price && a.maxEt < b.maxEt);
+  }
+
+  const int32_t *usageOf(int32_t label) const {
+    return usage_.data() + static_cast<size_t>(label) * dims_;
+  }
+
+  /// True when `a` (with usages `ua`) makes `b` unnecessary.
+  bool dominates(const Label &a, const int32_t *ua, const Label &b,
+                 const int32_t *ub) const {
+    if (a.price > b.price)
+      return false;
+    bool sameUsage = true;
+    for (size_t d = 0; d < dims_; ++d) {
+      if (ua[d] > ub[d])
+        return false;
+      sameUsage &= ua[d] == ub[d];
+    }
+    return a.price < b.price || !sameUsage || a.maxEt <= b.maxEt;
+  }
+
+  /// Stores `label` with usages candidateUsage_, in a freed slot if any.
+  int32_t newLabel(const Label &label) {
+    ++labelsCreated_;
+    if (!free_.empty()) {
+      int32_t slot = free_.back();
+      free_.pop_back();
+      labels_[slot] = label;
+      std::copy(candidateUsage_.begin(), candidateUsage_.end(),
+                usage_.begin() + static_cast<size_t>(slot) * dims_);
+      return slot;
+    }
+    labels_.push_back(label);
+    usage_.insert(usage_.end(), candidateUsage_.begin(), candidateUsage_.end());
+    return static_cast<int32_t>(labels_.size() - 1);
+  }
+
+  /// Adds `label` (its usage: the parent's plus `replicas` in `dim`) to a
+  /// front unless a label there dominates it; drops those it dominates.
+  void insert(size_t state, const Label &label, int32_t parent, int dim,
+              int32_t replicas) {
+    candidateUsage_.assign(usageOf(parent), usageOf(parent) + dims_);
+    if (dim >= 0)
+      candidateUsage_[dim] += replicas;
+    std::vector<int32_t> &front = fronts_[state];
+    for (int32_t l : front)
+      if (dominates(labels_[l], usageOf(l), label, candidateUsage_.data()))
+        return;
+    // Labels past the current start have no children yet: a dominated one
+    // can give its slot away.
+    llvm::erase_if(front, [&](int32_t l) {
+      bool dominated =
+          dominates(label, candidateUsage_.data(), labels_[l], usageOf(l));
+      if (dominated)
+        free_.push_back(l);
+      return dominated;
+    });
+    front.push_back(newLabel(label));
+  }
+
+  /// The Pareto front of the plans that end at `start` on a type other than
+  /// `t` (stages are maximal runs, so neighbours differ).
+  void collectSources(size_t start, size_t t, std::vector<int32_t> &out) {
+    out.clear();
+    if (start == 0) {
+      out.push_back(0);
+      return;
+    }
+    for (size_t prev = 0; prev < types_; ++prev) {
+      if (prev == t)
+        continue;
+      for (int32_t l : fronts_[start * types_ + prev]) {
+        bool dominated = false;
+        for (int32_t o : out)
+          dominated |=
+              dominates(labels_[o], usageOf(o), labels_[l], usageOf(l));
+        if (dominated)
+          continue;
+        llvm::erase_if(out, [&](int32_t o) {
+          return dominates(labels_[l], usageOf(l), labels_[o], usageOf(o));
+        });
+        out.push_back(l);
+      }
+    }
+  }
+
+  DPPlan reconstruct(int32_t label) const {
+    DPPlan plan;
+    plan.price = labels_[label].price;
+    plan.maxEt = labels_[label].maxEt;
+    plan.placement.assign(n_, 0);
+    plan.devices.assign(types_, 0);
+    size_t end = n_;
+    for (int32_t l = label; labels_[l].parent >= 0; l = labels_[l].parent) {
+      const Label &run = labels_[l];
+      std::fill(plan.placement.begin() + run.start,
+                plan.placement.begin() + end, run.type);
+      // The run's replicas: its price step divided by the type's price is
+      // fragile, so look the run up instead.
+      for (const Run *r = runs_.begin(run.start, run.type);
+           r != runs_.end(run.start, run.type); ++r)
+        if (r->end == end) {
+          plan.devices[run.type] += r->replicas;
+          break;
+        }
+      end = run.start;
+    }
+    return plan;
+  }
+
+  const PlacementProblem &problem_;
+  const RunTable &runs_;
+  size_t n_, types_, dims_;
+  std::vector<int> dimOfType_;
+  std::vector<double> prices_;
+  std::vector<Label> labels_;
+  std::vector<int32_t> usage_;
+  std::vector<std::vector<int32_t>> fronts_;
+  std::vector<int32_t> candidateUsage_;
+  std::vector<int32_t> free_;
+  int64_t labelsCreated_ = 0;
+};
+
+/// The smallest largest-stage-time of any plan (max_count sums relaxed): a
+/// lower bound on E for the stopping test.
+double smallestMaxEt(const PlacementProblem &problem, const RunTable &runs) {
+  size_t n = problem.numLayers(), types = problem.numTypes();
+  // best[b * types + t]: least E of plans covering layers [0, b) ending on t.
+  std::vector<double> best((n + 1) * types, kInf);
+  for (size_t start = 0; start < n; ++start)
+    for (size_t t = 0; t < types; ++t) {
+      double from = start == 0 ? 0 : kInf;
+      for (size_t prev = 0; start > 0 && prev < types; ++prev)
+        if (prev != t)
+          from = std::min(from, best[start * types + prev]);
+      if (from == kInf)
+        continue;
+      for (const Run *r = runs.begin(start, t); r != runs.end(start, t); ++r) {
+        double &to = best[r->end * types + t];
+        to = std::min(to, std::max(from, r->et));
+      }
+    }
+  return *std::min_element(best.begin() + n * types, best.end());
+}
+
+/// For each boundary b and type t: the least P of covering layers [b, n)
+/// with runs under `cap` whose first run's type is not t (max_count sums
+/// relaxed; 0 at b = n). A backward DP over the run table.
+std::vector<double> leastRestPrice(const PlacementProblem &problem,
+                                   const RunTable &runs, double cap) {
+  size_t n = problem.numLayers(), types = problem.numTypes();
+  // from[b * types + t]: least P of covering [b, n) starting with type t.
+  std::vector<double> from((n + 1) * types, kInf), rest((n + 1) * types, 0);
+  for (size_t b = n; b-- > 0;) {
+    for (size_t t = 0; t < types; ++t) {
+      double price = problem.spec().deviceTypes[t].pricePerSecond();
+      double &best = from[b * types + t];
+      for (const Run *r = runs.begin(b, t); r != runs.end(b, t); ++r)
+        if (r->et <= cap)
+          best = std::min(best, price * r->replicas + rest[r->end * types + t]);
+    }
+    for (size_t t = 0; t < types; ++t) {
+      double best = kInf;
+      for (size_t next = 0; next < types; ++next)
+        if (next != t)
+          best = std::min(best, from[b * types + next]);
+      rest[b * types + t] = best;
+    }
+  }
+  return rest;
+}
+
+/// The least-P plan under no cap (any plan keeping the floor and the
+/// limits will do for the callers), adding types to `tracked` until the plan
+/// keeps every max_count limit.
+std::optional<DPPlan> feasiblePlan(const PlacementProblem &problem,
+                                   const RunTable &runs,
+                                   std::vector<size_t> &tracked,
+                                   ExactStats &stats) {
+  std::vector<double> rest = leastRestPrice(problem, runs, kInf);
+  while (true) {
+    PriceDP dp(problem, runs, tracked);
+    std::optional<DPPlan> plan = dp.solve(kInf, rest, kInf);
+    ++stats.dpPasses;
+    stats.labels += dp.labelsCreated();
+    if (!plan)
+      return std::nullopt;
+    bool added = false;
+    for (size_t t = 0; t < problem.numTypes(); ++t)
+      if (plan->devices[t] > problem.spec().deviceTypes[t].maxCount &&
+          std::find(tracked.begin(), tracked.end(), t) == tracked.end()) {
+        tracked.push_back(t);
+        added = true;
+      }
+    if (!added)
+      return plan;
+  }
+}
+
+/// No plan meets the floor: the highest floor some plan meets, by bisection
+/// (feasibility only grows as the floor drops), and that plan.
+void placeMostThroughput(const PlacementProblem &problem, SearchTracker &search,
+                         ExactStats &stats) {
+  std::vector<size_t> tracked;
+  bool anyDevice = false;
+  for (const DeviceType &d : problem.spec().deviceTypes)
+    anyDevice |= d.maxCount > 0;
+  if (!anyDevice) {
+    search.evaluate(Placement(problem.numLayers(), 0));
+    return;
+  }
+  // With a floor of 0 every run needs one device, and a one-type plan fits.
+  double low = 0, high = problem.limit();
+  std::optional<DPPlan> lowPlan =
+      feasiblePlan(problem, RunTable(problem, 0), tracked, stats);
+  while (high - low > 1e-10 * high) {
+    double mid = 0.5 * (low + high);
+    RunTable runs(problem, mid);
+    if (std::optional<DPPlan> plan =
+            feasiblePlan(problem, runs, tracked, stats)) {
+      low = mid;
+      lowPlan = std::move(plan);
+    } else {
+      high = mid;
+    }
+  }
+  search.evaluate(lowPlan->placement);
+  stats.tracked = static_cast<int64_t>(tracked.size());
+}
+
+} // namespace
+
+SearchResult heterps::planner::placeExact(const PlacementProblem &problem,
+                                          ExactStats *statsOut) {
+  SearchTracker search(problem);
+  ExactStats stats;
+  auto done = [&] {
+    if (statsOut)
+      *statsOut = stats;
+    return search.finish();
+  };
+  if (problem.numLayers() == 0 || problem.numTypes() == 0)
+    return done();
+  RunTable runs(problem, problem.limit());
+  stats.runs = static_cast<int64_t>(runs.size());
+
+  // The caps worth trying: the distinct stage times from E_min up (a plan's
+  // E is one of them; below E_min no plan fits).
+  std::vector<double> caps = runs.stageTimes();
+  double smallestE = smallestMaxEt(problem, runs);
+  caps.erase(caps.begin(),
+             std::lower_bound(caps.begin(), caps.end(), smallestE));
+  auto indexOf = [&](double e) {
+    return static_cast<size_t>(std::lower_bound(caps.begin(), caps.end(), e) -
+                               caps.begin());
+  };
+
+  const Job &job = problem.spec().job;
+  double perPriceTime = static_cast<double>(job.epochs) *
+                        static_cast<double>(job.samplesPerEpoch) /
+                        static_cast<double>(job.batchSize);
+  double bestCost = kInf;
+
+  // The cost is (L·M/B)·P·E and P*(c), the least P of plans whose stages
+  // all have ET <= c, never rises with c; so the optimum is min over caps c
+  // of c·P*(c). The caps are searched best-first by index ranges
+  // [lo, hi] with a lower bound on P* over the range (P* at or above hi),
+  // so no cap inside costs less than (L·M/B)·caps[lo]·lowerPrice. A range
+  // is settled by probing one cap m in it with the DP: a plan with E = e
+  // proves P* constant on [e, m], leaving [lo, index(e) - 1] and
+  // [m + 1, hi]. The DP drops partial plans that cannot finish with a P
+  // low enough to beat the best cost (or below P* at lo - 1, which is an
+  // upper bound); a fresh probe halves its range in value (geometric
+  // mean), and answers for the caps [s, m] near it: finding none rules
+  // them out and bounds P* below s. A DP pass that breaks a
+  // max_count limit only raises the range's lower bound: the probe goes
+  // back into the queue tracking that limit, and waits its turn, so the
+  // costly passes run only where the bounds cannot rule them out.
+  struct Range {
+    double bound;
+    int64_t lo, hi;
+    double lowerPrice; // <= P* over [lo, hi]
+    double priceBelow; // P* at lo - 1, when solved; else infinity
+    int64_t probe;     // cap of a probe under way, else -1
+    std::vector<size_t> tracked;
+    std::shared_ptr<const std::vector<double>> rest; // of the probe's cap
+    bool operator<(const Range &o) const { return bound > o.bound; }
+  };
+  std::priority_queue<Range> open;
+  auto push = [&](int64_t lo, int64_t hi, double lowerPrice, double priceBelow,
+                  int64_t probe = -1, std::vector<size_t> tracked = {},
+                  std::shared_ptr<const std::vector<double>> rest = {}) {
+    if (lo > hi || lowerPrice >= priceBelow)
+      return;
+    open.push({perPriceTime * caps[lo] * lowerPrice, lo, hi, lowerPrice,
+               priceBelow, probe, std::move(tracked), std::move(rest)});
+  };
+  if (!caps.empty()) {
+    int64_t top = static_cast<int64_t>(caps.size()) - 1;
+    push(0, top, 0, kInf, top);
+  }
+  while (!open.empty()) {
+    Range r = open.top();
+    open.pop();
+    if (r.bound >= bestCost * (1 - 1e-12))
+      break; // best-first: every other range's bound is higher still
+    int64_t m = r.probe;
+    if (m < 0) {
+      m = caps[r.lo] > 0 ? static_cast<int64_t>(
+                               indexOf(std::sqrt(caps[r.lo] * caps[r.hi])))
+                         : (r.lo + r.hi) / 2;
+      m = std::clamp(m, r.lo, r.hi);
+    }
+    // The probe settles [s, m], caps within a factor kProbeSpan of caps[m]:
+    // a plan there can only win with P below best / ((L·M/B)·caps[s]).
+    int64_t s = std::clamp(static_cast<int64_t>(indexOf(caps[m] * kProbeSpan)),
+                           r.lo, m);
+    double ub = std::min(
+        r.priceBelow, caps[s] > 0 ? bestCost / (perPriceTime * caps[s]) : kInf);
+    if (r.probe < 0)
+      ++stats.capSteps;
+    if (!r.rest)
+      r.rest = std::make_shared<const std::vector<double>>(
+          leastRestPrice(problem, runs, caps[m]));
+    PriceDP dp(problem, runs, r.tracked);
+    std::optional<DPPlan> plan = dp.solve(caps[m], *r.rest, ub * (1 + 1e-12));
+    ++stats.dpPasses;
+    stats.labels += dp.labelsCreated();
+    stats.tracked =
+        std::max(stats.tracked, static_cast<int64_t>(r.tracked.size()));
+    if (!plan) {
+      // P*(m) > ub: no cap in [s, m] can win, and P* > ub below.
+      push(r.lo, s - 1, std::max(r.lowerPrice, ub), r.priceBelow);
+      push(m + 1, r.hi, r.lowerPrice, kInf);
+      continue;
+    }
+    std::vector<size_t> broken = r.tracked;
+    for (size_t t = 0; t < problem.numTypes(); ++t)
+      if (plan->devices[t] > problem.spec().deviceTypes[t].maxCount)
+        broken.push_back(t);
+    if (broken.size() > r.tracked.size()) {
+      // A relaxation's optimum: a lower bound on P*(m), hence on [lo, m].
+      double lower = std::max(r.lowerPrice, plan->price);
+      push(m + 1, r.hi, r.lowerPrice, kInf);
+      push(r.lo, s - 1, lower, r.priceBelow);
+      push(s, m, lower, r.priceBelow, m, std::move(broken), r.rest);
+      continue;
+    }
+    stats.feasible = true;
+    const PlacementEval &eval = search.evaluate(plan->placement);
+    if (eval.feasible)
+      bestCost = std::min(bestCost, eval.cost);
+    int64_t planIndex = std::min(static_cast<int64_t>(indexOf(plan->maxEt)), m);
+    push(r.lo, planIndex - 1, plan->price, r.priceBelow);
+    push(m + 1, r.hi, r.lowerPrice, plan->price);
+  }
+  if (!stats.feasible)
+    placeMostThroughput(problem, search, stats);
+  return done();
+}
