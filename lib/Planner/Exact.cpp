@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <queue>
@@ -41,6 +42,9 @@ public:
         offsets_(n_ * types_ + 1, 0) {
     const ClusterSpec &spec = problem.spec();
     double batch = static_cast<double>(spec.job.batchSize);
+    // Room for every run: untouched pages cost nothing, and the table never
+    // moves while it grows.
+    runs_.reserve(std::min<size_t>(n_ * (n_ + 1) / 2 * types_, 1 << 26));
     for (size_t start = 0; start < n_; ++start)
       for (size_t t = 0; t < types_; ++t) {
         Coefficients c;
@@ -193,8 +197,9 @@ public:
             Label next{labels_[s].price + prices_[t] * r->replicas,
                        std::max(labels_[s].maxEt, r->et), s,
                        static_cast<uint32_t>(start), t};
+            // Sources are by increasing price: the rest fail too.
             if (next.price + rest[r->end * types_ + t] > ub)
-              continue;
+              break;
             insert(r->end * types_ + t, next, s, dim, r->replicas);
           }
         }
@@ -282,7 +287,7 @@ private:
   }
 
   /// The Pareto front of the plans that end at `start` on a type other than
-  /// `t` (stages are maximal runs, so neighbours differ).
+  /// `t` (stages are maximal runs, so neighbours differ), by increasing P.
   void collectSources(size_t start, size_t t, std::vector<int32_t> &out) {
     out.clear();
     if (start == 0) {
@@ -305,6 +310,9 @@ private:
         out.push_back(l);
       }
     }
+    std::sort(out.begin(), out.end(), [&](int32_t a, int32_t b) {
+      return labels_[a].price < labels_[b].price;
+    });
   }
 
   DPPlan reconstruct(int32_t label) const {
@@ -366,14 +374,25 @@ double smallestMaxEt(const PlacementProblem &problem, const RunTable &runs) {
   return *std::min_element(best.begin() + n * types, best.end());
 }
 
-/// For each boundary b and type t: the least P of covering layers [b, n)
-/// with runs under `cap` whose first run's type is not t (max_count sums
-/// relaxed; 0 at b = n). A backward DP over the run table.
-std::vector<double> leastRestPrice(const PlacementProblem &problem,
-                                   const RunTable &runs, double cap) {
+/// Lower bounds on the P still to come (max_count sums relaxed), for the
+/// DP's pruning.
+struct RestBound {
+  /// [b * types + t]: least P of covering layers [b, n) with runs under the
+  /// cap whose first run's type is not t (0 at b = n).
+  std::vector<double> afterType;
+  /// Least P of a whole plan under the cap.
+  double whole = kInf;
+};
+
+/// A backward DP over the run table.
+RestBound leastRestPrice(const PlacementProblem &problem, const RunTable &runs,
+                         double cap) {
   size_t n = problem.numLayers(), types = problem.numTypes();
   // from[b * types + t]: least P of covering [b, n) starting with type t.
-  std::vector<double> from((n + 1) * types, kInf), rest((n + 1) * types, 0);
+  std::vector<double> from((n + 1) * types, kInf);
+  RestBound bound;
+  std::vector<double> &rest = bound.afterType;
+  rest.assign((n + 1) * types, 0);
   for (size_t b = n; b-- > 0;) {
     for (size_t t = 0; t < types; ++t) {
       double price = problem.spec().deviceTypes[t].pricePerSecond();
@@ -390,7 +409,9 @@ std::vector<double> leastRestPrice(const PlacementProblem &problem,
       rest[b * types + t] = best;
     }
   }
-  return rest;
+  for (size_t t = 0; t < types; ++t)
+    bound.whole = std::min(bound.whole, from[t]);
+  return bound;
 }
 
 /// The least-P plan under no cap (any plan keeping the floor and the
@@ -400,7 +421,7 @@ std::optional<DPPlan> feasiblePlan(const PlacementProblem &problem,
                                    const RunTable &runs,
                                    std::vector<size_t> &tracked,
                                    ExactStats &stats) {
-  std::vector<double> rest = leastRestPrice(problem, runs, kInf);
+  std::vector<double> rest = leastRestPrice(problem, runs, kInf).afterType;
   while (true) {
     PriceDP dp(problem, runs, tracked);
     std::optional<DPPlan> plan = dp.solve(kInf, rest, kInf);
@@ -506,13 +527,14 @@ SearchResult heterps::planner::placeExact(const PlacementProblem &problem,
     double priceBelow; // P* at lo - 1, when solved; else infinity
     int64_t probe;     // cap of a probe under way, else -1
     std::vector<size_t> tracked;
-    std::shared_ptr<const std::vector<double>> rest; // of the probe's cap
+    std::shared_ptr<const RestBound> rest; // of the probe's cap, once known
     bool operator<(const Range &o) const { return bound > o.bound; }
   };
   std::priority_queue<Range> open;
+  std::map<double, std::shared_ptr<const RestBound>> restBounds; // by cap
   auto push = [&](int64_t lo, int64_t hi, double lowerPrice, double priceBelow,
                   int64_t probe = -1, std::vector<size_t> tracked = {},
-                  std::shared_ptr<const std::vector<double>> rest = {}) {
+                  std::shared_ptr<const RestBound> rest = {}) {
     if (lo > hi || lowerPrice >= priceBelow)
       return;
     open.push({perPriceTime * caps[lo] * lowerPrice, lo, hi, lowerPrice,
@@ -542,13 +564,24 @@ SearchResult heterps::planner::placeExact(const PlacementProblem &problem,
         r.priceBelow, caps[s] > 0 ? bestCost / (perPriceTime * caps[s]) : kInf);
     if (r.probe < 0)
       ++stats.capSteps;
-    if (!r.rest)
-      r.rest = std::make_shared<const std::vector<double>>(
-          leastRestPrice(problem, runs, caps[m]));
-    PriceDP dp(problem, runs, r.tracked);
-    std::optional<DPPlan> plan = dp.solve(caps[m], *r.rest, ub * (1 + 1e-12));
-    ++stats.dpPasses;
-    stats.labels += dp.labelsCreated();
+    ub *= 1 + 1e-12;
+    std::optional<DPPlan> plan;
+    // A bound computed for a higher cap is weaker but still valid: if it
+    // rules this cap out, the exact one need not be computed.
+    auto higher = restBounds.lower_bound(caps[m]);
+    if (!r.rest && higher != restBounds.end() && higher->second->whole > ub) {
+      ++stats.dpPasses;
+    } else {
+      if (!r.rest) {
+        r.rest = std::make_shared<const RestBound>(
+            leastRestPrice(problem, runs, caps[m]));
+        restBounds[caps[m]] = r.rest;
+      }
+      PriceDP dp(problem, runs, r.tracked);
+      plan = dp.solve(caps[m], r.rest->afterType, ub);
+      ++stats.dpPasses;
+      stats.labels += dp.labelsCreated();
+    }
     stats.tracked =
         std::max(stats.tracked, static_cast<int64_t>(r.tracked.size()));
     if (!plan) {
