@@ -28,7 +28,7 @@ config.substitutions.append(("%onnx_testdata", config.heterps_onnx_testdata))
 llvm_config.with_environment("PATH", config.heterps_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["heterps-opt", "heterps-import-sweep"], [config.heterps_tools_dir])
+    ["heterps-opt", "heterps-import-sweep", "heterps-run"], [config.heterps_tools_dir])
 
 if config.heterps_have_py_onnx:
     config.available_features.add("py-onnx")

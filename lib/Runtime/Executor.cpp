@@ -79,8 +79,8 @@ llvm::Error Executor::prepare() {
     if (!onCPU) {
       if (!options.emulateMissingDevices)
         return runError(where + " is placed on device type '" + op.device() +
-                        "', which this machine does not have (emulate it "
-                        "on the CPU with emulateMissingDevices)");
+                        "', which this machine does not have (heterps-run "
+                        "--emulate-missing-devices runs it on the CPU)");
       if (!llvm::is_contained(emulated, op.device()))
         emulated.push_back(op.device());
     }

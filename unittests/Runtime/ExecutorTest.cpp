@@ -193,8 +193,8 @@ TEST(Executor, MissingDeviceTypesAreErrorsUnlessEmulated) {
   b.output("y", y);
   EXPECT_EQ(errorOf(Executor::create(b.build())),
             "op 0 'Relu0' (Relu) is placed on device type 'v100', which this "
-            "machine does not have (emulate it on the CPU with "
-            "emulateMissingDevices)");
+            "machine does not have (heterps-run --emulate-missing-devices "
+            "runs it on the CPU)");
   ExecutorOptions options;
   options.emulateMissingDevices = true;
   auto exec = Executor::create(b.build(), options);

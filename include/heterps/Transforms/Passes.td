@@ -160,4 +160,23 @@ def Report : Pass<"hps-report", "::mlir::ModuleOp"> {
   ];
 }
 
+def LowerToRuntime : Pass<"hps-lower-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "Write the model as an executable plan for lib/Runtime";
+  let description = [{
+    Writes the model function as the runtime's executable plan
+    (`lib/Runtime/Plan.proto`): one value per SSA value (graph inputs and
+    outputs named by `hps.name`), weights referenced by ONNX initializer
+    name against the model file `hps.source` (constants inline), and one op
+    per layer in op order with its ONNX op type, its attributes as the
+    dialect spells them, and its `hps.device` and `hps.stage` when placed.
+    The runtime picks a kernel per op and backend when it loads the plan.
+    A `.pbtxt` output is protobuf text, anything else binary. The IR is
+    left unchanged.
+  }];
+  let options = [
+    Option<"output", "output", "std::string", /*default=*/"\"-\"",
+           "Plan file to write ('-': text format on stdout)">,
+  ];
+}
+
 #endif // HETERPS_TRANSFORMS_PASSES_TD

@@ -13,7 +13,9 @@ llvm::Error cpu::checkF32(llvm::ArrayRef<const Tensor *> inputs) {
   for (size_t i = 0; i < inputs.size(); ++i)
     if (inputs[i] && inputs[i]->dtype() != DType::F32)
       return kernelError("input " + llvm::Twine(i) + " is " +
-                         inputs[i]->typeString() + ", expected f32");
+                         inputs[i]->typeString() +
+                         ": element type not supported by this cpu kernel "
+                         "(f32 only)");
   return llvm::Error::success();
 }
 

@@ -1,0 +1,82 @@
+//===- NpyFile.cpp - NumPy .npy tensors -----------------------------------===//
+
+#include "NpyFile.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cstring>
+
+using namespace heterps::runtime;
+
+/// The value of `key` in the header's Python dict literal, up to the next
+/// top-level comma or the closing brace.
+static llvm::StringRef dictValue(llvm::StringRef header, llvm::StringRef key) {
+  size_t at = header.find(("'" + key + "'").str());
+  if (at == llvm::StringRef::npos)
+    return {};
+  llvm::StringRef rest = header.drop_front(at + key.size() + 2).ltrim(" :");
+  size_t end =
+      rest.starts_with("(") ? rest.find(')') + 1 : rest.find_first_of(",}");
+  return rest.take_front(end).trim();
+}
+
+llvm::Expected<Tensor> heterps::runtime::readNpyFile(llvm::StringRef path) {
+  auto fail = [&](const llvm::Twine &what) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": " + what);
+  };
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!buffer)
+    return fail(buffer.getError().message());
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  if (!bytes.starts_with("\x93NUMPY") || bytes.size() < 10)
+    return fail("not a .npy file");
+  uint8_t major = static_cast<uint8_t>(bytes[6]);
+  size_t headerLength, headerStart;
+  if (major == 1) {
+    headerLength =
+        static_cast<uint8_t>(bytes[8]) | static_cast<uint8_t>(bytes[9]) << 8;
+    headerStart = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12)
+      return fail("truncated header");
+    headerLength = 0;
+    for (int i = 3; i >= 0; --i)
+      headerLength = headerLength << 8 | static_cast<uint8_t>(bytes[8 + i]);
+    headerStart = 12;
+  } else {
+    return fail("unsupported .npy version " + llvm::Twine(major));
+  }
+  if (bytes.size() < headerStart + headerLength)
+    return fail("truncated header");
+  llvm::StringRef header = bytes.substr(headerStart, headerLength);
+  llvm::StringRef descr = dictValue(header, "descr").trim("'\"");
+  DType type;
+  if (descr == "<f4")
+    type = DType::F32;
+  else if (descr == "<i8")
+    type = DType::I64;
+  else
+    return fail("dtype '" + descr +
+                "' is not supported (float32 '<f4' or int64 '<i8')");
+  if (dictValue(header, "fortran_order") != "False")
+    return fail("Fortran-ordered arrays are not supported");
+  Shape shape;
+  llvm::SmallVector<llvm::StringRef> dims;
+  dictValue(header, "shape").trim("()").split(dims, ',', -1, false);
+  for (llvm::StringRef d : dims) {
+    int64_t n;
+    if (d.trim().getAsInteger(10, n) || n < 0)
+      return fail("bad shape entry '" + d.trim() + "'");
+    shape.push_back(n);
+  }
+  Tensor t(type, shape);
+  size_t size = static_cast<size_t>(numElements(shape)) * dtypeSize(type);
+  llvm::StringRef data = bytes.drop_front(headerStart + headerLength);
+  if (data.size() != size)
+    return fail("expected " + llvm::Twine(size) + " data bytes, found " +
+                llvm::Twine(data.size()));
+  std::memcpy(t.rawData(), data.data(), size);
+  return t;
+}

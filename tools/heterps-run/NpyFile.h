@@ -1,0 +1,19 @@
+//===- NpyFile.h - NumPy .npy tensors ---------------------------*- C++ -*-===//
+//
+// Reads version 1/2 .npy files holding little-endian, C-ordered float32
+// ('<f4') or int64 ('<i8') arrays: what numpy.save writes for those dtypes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_TOOLS_NPYFILE_H
+#define HETERPS_TOOLS_NPYFILE_H
+
+#include "heterps/Runtime/Tensor.h"
+
+namespace heterps::runtime {
+
+llvm::Expected<Tensor> readNpyFile(llvm::StringRef path);
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_TOOLS_NPYFILE_H

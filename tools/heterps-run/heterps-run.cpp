@@ -1,0 +1,250 @@
+//===- heterps-run.cpp - run an ONNX model or an executable plan ----------===//
+//
+//   heterps-run MODEL.onnx|PLAN [--input NAME=FILE]... [--output-dir DIR]
+//
+// An ONNX model is imported and lowered in-process (hps-lower-to-runtime);
+// any other file is read as a plan. With inputs (ONNX TensorProto .pb, the
+// ONNX test-data format, or .npy) the model runs once and its outputs are
+// written as DIR/output_<k>.pb. Without inputs it runs on random inputs
+// (--batch for dynamic dims) --warmup + --iterations times and prints the
+// latency percentiles and throughput. Every failure is one line on stderr
+// and exit code 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NpyFile.h"
+
+#include "heterps/InitAll.h"
+#include "heterps/Runtime/Executor.h"
+#include "heterps/Runtime/ONNXTensor.h"
+#include "heterps/Runtime/Plan.h"
+#include "heterps/Target/ONNX/ImportONNX.h"
+#include "heterps/Transforms/LowerToRuntime.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/WithColor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+using namespace heterps::runtime;
+namespace cl = llvm::cl;
+
+namespace {
+
+cl::OptionCategory category("heterps-run options");
+cl::opt<std::string> modelPath(cl::Positional, cl::Required,
+                               cl::desc("<model.onnx | plan>"),
+                               cl::cat(category));
+cl::list<std::string>
+    inputFiles("input", cl::desc("NAME=FILE: a graph input (.pb or .npy)"),
+               cl::value_desc("NAME=FILE"), cl::cat(category));
+cl::opt<std::string>
+    outputDir("output-dir",
+              cl::desc("Write the outputs as DIR/output_<k>.pb (graph-output "
+                       "order, named as the graph outputs)"),
+              cl::value_desc("DIR"), cl::cat(category));
+cl::opt<int64_t> batch("batch",
+                       cl::desc("Size of dynamic dimensions of random inputs "
+                                "(default 1)"),
+                       cl::init(1), cl::cat(category));
+cl::opt<int> warmup("warmup", cl::desc("Untimed runs first (default 3)"),
+                    cl::init(3), cl::cat(category));
+cl::opt<int> iterations("iterations", cl::desc("Timed runs (default 10)"),
+                        cl::init(10), cl::cat(category));
+cl::opt<bool> emulateMissing(
+    "emulate-missing-devices",
+    cl::desc("Run ops placed on device types this machine lacks on the CPU"),
+    cl::cat(category));
+cl::opt<std::string> reportPath("report",
+                                cl::desc("Write the run's figures as JSON"),
+                                cl::value_desc("FILE.json"), cl::cat(category));
+
+constexpr const char *kTool = "heterps-run";
+
+int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), kTool) << message << "\n";
+  return 1;
+}
+
+/// Imports and lowers an ONNX model; MLIR diagnostics become the error.
+llvm::Expected<plan::Plan> planFromONNX(llvm::StringRef path) {
+  mlir::DialectRegistry registry;
+  mlir::hps::registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  std::string diagnostic;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    if (diagnostic.empty() &&
+        d.getSeverity() == mlir::DiagnosticSeverity::Error)
+      diagnostic = d.str();
+    return mlir::success();
+  });
+  auto module = mlir::hps::importONNXFile(path, &context);
+  if (!module)
+    return module.takeError();
+  mlir::FailureOr<plan::Plan> plan = mlir::hps::lowerToRuntimePlan(**module);
+  if (mlir::failed(plan))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": " + diagnostic);
+  return std::move(*plan);
+}
+
+llvm::Expected<Tensor> readInput(llvm::StringRef path) {
+  if (path.ends_with(".npy"))
+    return readNpyFile(path);
+  return readTensorFile(path);
+}
+
+/// Uniform in [-1, 1) for floats, 0 for integers; dynamic dims -> batch.
+Tensor randomInput(const plan::Value &value, std::mt19937 &rng) {
+  Shape shape;
+  for (int64_t d : value.dims())
+    shape.push_back(d < 0 ? batch : d);
+  DType type = static_cast<DType>(value.dtype());
+  Tensor t(type, shape);
+  int64_t n = numElements(shape);
+  if (type == DType::F32) {
+    std::uniform_real_distribution<float> uniform(-1, 1);
+    std::generate_n(t.data<float>(), n, [&] { return uniform(rng); });
+  } else {
+    std::fill_n(t.data<int64_t>(), n, 0);
+  }
+  return t;
+}
+
+double percentile(std::vector<double> sorted, double p) {
+  std::sort(sorted.begin(), sorted.end());
+  size_t i =
+      static_cast<size_t>(p * static_cast<double>(sorted.size() - 1) + 0.5);
+  return sorted[std::min(i, sorted.size() - 1)];
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  // libLLVM registers a -threads of its own (for LTO); ours replaces it.
+  if (cl::Option *other = cl::getRegisteredOptions().lookup("threads"))
+    other->removeArgument();
+  cl::opt<int> threads("threads",
+                       cl::desc("Threads per kernel (default: all cores)"),
+                       cl::init(0), cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "HeterPS runner: runs an ONNX model or an executable plan on this "
+      "machine\n");
+
+  llvm::Expected<plan::Plan> plan = mlir::hps::isONNXFilename(modelPath)
+                                        ? planFromONNX(modelPath)
+                                        : loadPlan(modelPath);
+  if (!plan)
+    return fail(llvm::toString(plan.takeError()));
+
+  ExecutorOptions options;
+  options.numThreads = threads;
+  options.emulateMissingDevices = emulateMissing;
+  auto executor = Executor::create(*plan, options);
+  if (!executor)
+    return fail(modelPath + ": " + llvm::toString(executor.takeError()));
+  for (const std::string &device : (*executor)->emulatedDevices())
+    llvm::errs() << kTool << ": note: ops placed on '" << device
+                 << "' run on the CPU backend (--emulate-missing-devices)\n";
+
+  // Inputs from files, by name.
+  std::map<std::string, Tensor> inputs;
+  for (llvm::StringRef spec : inputFiles) {
+    auto [name, file] = spec.split('=');
+    if (name.empty() || file.empty())
+      return fail("--input expects NAME=FILE, got '" + spec + "'");
+    bool known = llvm::any_of(plan->inputs(), [&](const plan::Binding &b) {
+      return b.name() == name;
+    });
+    if (!known)
+      return fail("--input " + name + ": the model has no input '" + name +
+                  "'");
+    llvm::Expected<Tensor> t = readInput(file);
+    if (!t)
+      return fail(llvm::toString(t.takeError()));
+    inputs[name.str()] = std::move(*t);
+  }
+
+  if (!inputs.empty() || !outputDir.empty()) {
+    // One run; inputs not given get random values.
+    std::mt19937 rng(0);
+    for (const plan::Binding &b : plan->inputs())
+      if (!inputs.count(b.name())) {
+        llvm::errs() << kTool << ": note: input '" << b.name()
+                     << "' not given: random values\n";
+        inputs[b.name()] = randomInput(plan->values(b.value()), rng);
+      }
+    llvm::Expected<std::vector<Tensor>> outputs = (*executor)->run(inputs);
+    if (!outputs)
+      return fail(modelPath + ": " + llvm::toString(outputs.takeError()));
+    for (auto [k, t] : llvm::enumerate(*outputs)) {
+      const std::string &name = plan->outputs(k).name();
+      llvm::outs() << llvm::formatv("output {0} '{1}': {2} {3}\n", k, name,
+                                    dtypeName(t.dtype()),
+                                    shapeToString(t.shape()));
+      if (outputDir.empty())
+        continue;
+      if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
+        return fail(outputDir + ": " + ec.message());
+      llvm::SmallString<128> path(outputDir);
+      llvm::sys::path::append(path, "output_" + std::to_string(k) + ".pb");
+      if (llvm::Error err = writeTensorFile(t, name, path))
+        return fail(llvm::toString(std::move(err)));
+    }
+    return 0;
+  }
+
+  // No inputs: a timed run on random ones.
+  std::mt19937 rng(0);
+  std::vector<Tensor> random;
+  for (const plan::Binding &b : plan->inputs())
+    random.push_back(randomInput(plan->values(b.value()), rng));
+  std::vector<double> ms;
+  for (int i = 0; i < warmup + iterations; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    llvm::Expected<std::vector<Tensor>> outputs = (*executor)->run(random);
+    if (!outputs)
+      return fail(modelPath + ": " + llvm::toString(outputs.takeError()));
+    std::chrono::duration<double, std::milli> took =
+        std::chrono::steady_clock::now() - start;
+    if (i >= warmup)
+      ms.push_back(took.count());
+  }
+  if (ms.empty())
+    return fail("--iterations must be at least 1");
+  double p50 = percentile(ms, 0.5), p90 = percentile(ms, 0.9);
+  double throughput = static_cast<double>(batch) * 1000.0 / p50;
+  llvm::outs() << llvm::formatv(
+      "{0}: batch {1}, {2} iterations: p50 {3:F3} ms, p90 {4:F3} ms, "
+      "{5:F1} samples/s\n",
+      llvm::sys::path::filename(modelPath), batch.getValue(), ms.size(), p50,
+      p90, throughput);
+  if (!reportPath.empty()) {
+    llvm::json::Object report{{"model", modelPath},
+                              {"batch", batch.getValue()},
+                              {"iterations", static_cast<int64_t>(ms.size())},
+                              {"threads", threads.getValue()},
+                              {"p50_ms", p50},
+                              {"p90_ms", p90},
+                              {"samples_per_s", throughput}};
+    std::error_code ec;
+    llvm::raw_fd_ostream os(reportPath, ec);
+    if (ec)
+      return fail(reportPath + ": " + ec.message());
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
+  }
+  return 0;
+}
