@@ -54,18 +54,30 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
   /// What goes into hps.search, gathered over the run.
   SmallVector<NamedAttribute> search_;
 
-  /// Runs a searching strategy; returns the device type name of each layer
-  /// and records the search on the module as `hps.search`.
-  FailureOr<std::vector<std::string>> search(ModuleOp module,
-                                             ArrayRef<LayerOpInterface> layers,
-                                             const planner::ClusterSpec &spec) {
+  /// The placement problem of `layers` under the pass's throughput floor.
+  FailureOr<std::unique_ptr<planner::PlacementProblem>>
+  makeProblem(ArrayRef<LayerOpInterface> layers,
+              const planner::ClusterSpec &spec) {
     FailureOr<std::vector<planner::Layer>> costed =
         plannerLayers(layers, spec, "hps-place");
     if (failed(costed))
       return failure();
     double limit =
         throughputLimit >= 0 ? throughputLimit : spec.job.throughputLimit;
-    planner::PlacementProblem problem(spec, std::move(*costed), limit);
+    return std::make_unique<planner::PlacementProblem>(spec, std::move(*costed),
+                                                       limit);
+  }
+
+  /// Runs a searching strategy; returns the device type name of each layer
+  /// and records the search on the module as `hps.search`.
+  FailureOr<std::vector<std::string>> search(ModuleOp module,
+                                             ArrayRef<LayerOpInterface> layers,
+                                             const planner::ClusterSpec &spec) {
+    FailureOr<std::unique_ptr<planner::PlacementProblem>> made =
+        makeProblem(layers, spec);
+    if (failed(made))
+      return failure();
+    planner::PlacementProblem &problem = **made;
     int64_t evaluations = budget > 0 ? budget : episodes + pretrainEpisodes;
 
     planner::SearchResult result;
@@ -115,13 +127,11 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
   LogicalResult certifyPlacement(ArrayRef<LayerOpInterface> layers,
                                  ArrayRef<std::string> devices,
                                  const planner::ClusterSpec &spec) {
-    FailureOr<std::vector<planner::Layer>> costed =
-        plannerLayers(layers, spec, "hps-place");
-    if (failed(costed))
+    FailureOr<std::unique_ptr<planner::PlacementProblem>> made =
+        makeProblem(layers, spec);
+    if (failed(made))
       return failure();
-    double limit =
-        throughputLimit >= 0 ? throughputLimit : spec.job.throughputLimit;
-    planner::PlacementProblem problem(spec, std::move(*costed), limit);
+    planner::PlacementProblem &problem = **made;
     planner::Placement chosen;
     for (const std::string &device : devices)
       chosen.push_back(*spec.find(device));
