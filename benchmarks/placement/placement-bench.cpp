@@ -13,9 +13,13 @@
 // throughput), a tight one (0.6 x), and a tight one with every max_count
 // cut to a quarter ("limits").
 //
-// Usage: heterps-placement-bench [--quick] [--rl-seconds S]
+// Usage: heterps-placement-bench [--quick] [--rl-seconds S] [--rl-polish N]
+//                                [--only NAME]... [--max-layers N]
 //                                [--report NAME=FILE.json]...
-//        (--quick: chains of 10 and 50 layers only)
+//        --quick: chains of 10 and 50 layers only;
+//        --rl-polish: RLOptions::polishEvaluations (0: the policy alone);
+//        --only: run only the cases of that name ("chain", "resnet50", ...);
+//        --max-layers: skip cases with more layers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +31,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -168,7 +173,22 @@ std::string cell(const SearchResult &r, double optimal) {
   return text;
 }
 
-void runCase(const Case &c, double rlSeconds) {
+struct BenchOptions {
+  bool quick = false;
+  double rlSeconds = 10;
+  int64_t rlPolish = RLOptions().polishEvaluations;
+  size_t maxLayers = SIZE_MAX;
+  std::vector<std::string> only;
+  bool selected(const Case &c) const {
+    return c.layers.size() <= maxLayers &&
+           (only.empty() ||
+            std::find(only.begin(), only.end(), c.name) != only.end());
+  }
+};
+
+void runCase(const Case &c, const BenchOptions &options) {
+  if (!options.selected(c))
+    return;
   double ref = referenceThroughput(c.spec, c.layers);
   for (const char *constraint : {"loose", "tight", "limits"}) {
     ClusterSpec spec = c.spec;
@@ -187,7 +207,8 @@ void runCase(const Case &c, double rlSeconds) {
         bestOneType = r;
     }
     RLOptions rl;
-    rl.timeBudgetSeconds = rlSeconds;
+    rl.timeBudgetSeconds = options.rlSeconds;
+    rl.polishEvaluations = options.rlPolish;
     SearchResult rlResult = placeRL(problem, rl);
     GeneticOptions ga;
     ga.budget = rlResult.evaluations;
@@ -219,15 +240,20 @@ void runCase(const Case &c, double rlSeconds) {
 } // namespace
 
 int main(int argc, char **argv) {
-  bool quick = false;
-  double rlSeconds = 10;
+  BenchOptions options;
   std::vector<Case> reports;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--quick") {
-      quick = true;
+      options.quick = true;
     } else if (arg == "--rl-seconds" && i + 1 < argc) {
-      rlSeconds = std::atof(argv[++i]);
+      options.rlSeconds = std::atof(argv[++i]);
+    } else if (arg == "--rl-polish" && i + 1 < argc) {
+      options.rlPolish = std::atoll(argv[++i]);
+    } else if (arg == "--max-layers" && i + 1 < argc) {
+      options.maxLayers = static_cast<size_t>(std::atoll(argv[++i]));
+    } else if (arg == "--only" && i + 1 < argc) {
+      options.only.push_back(argv[++i]);
     } else if (arg == "--report" && i + 1 < argc) {
       std::string value = argv[++i];
       size_t eq = value.find('=');
@@ -243,26 +269,28 @@ int main(int argc, char **argv) {
     } else {
       std::fprintf(stderr,
                    "usage: heterps-placement-bench [--quick] [--rl-seconds S] "
+                   "[--rl-polish N] [--only NAME]... [--max-layers N] "
                    "[--report NAME=FILE.json]...\n");
       return 2;
     }
   }
   std::printf("Cells: cost / optimal cost · search time (rl's time budget "
-              "%.0f s; genetic and random at rl's evaluation budget).\n\n",
-              rlSeconds);
+              "%.0f s, %lld polish evaluations per batch; genetic and random "
+              "at rl's evaluation budget).\n\n",
+              options.rlSeconds, static_cast<long long>(options.rlPolish));
   std::printf("| case | layers | types | constraint | optimal $ | exact s | rl "
               "| genetic | random | greedy | best one-type | rl evaluations "
               "|\n");
   std::printf("|---|---:|---:|---|---:|---|---|---|---|---|---|---:|\n");
   for (const Case &c : reports)
-    runCase(c, rlSeconds);
-  std::vector<int> sizes =
-      quick ? std::vector<int>{10, 50} : std::vector<int>{10, 50, 200, 1000};
+    runCase(c, options);
+  std::vector<int> sizes = options.quick ? std::vector<int>{10, 50}
+                                         : std::vector<int>{10, 50, 200, 1000};
   for (int n : sizes)
     for (int types : {2, 3, 4}) {
       Case c{"chain", makeSpec(types), {}};
       c.layers = makeChain(n, c.spec, 42 + n + types);
-      runCase(c, rlSeconds);
+      runCase(c, options);
     }
   return 0;
 }

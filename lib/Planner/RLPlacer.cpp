@@ -5,10 +5,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "heterps/Planner/RLPlacer.h"
+#include "heterps/Planner/LocalSearch.h"
 #include "heterps/Planner/RLPolicy.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <thread>
 
 using namespace heterps::planner;
 using namespace heterps::planner::rl;
@@ -92,6 +95,209 @@ void rl::setPreviousActions(MatrixXd &inputs, const FeatureLayout &layout,
     inputs(layout.previousAction() + actions[t - 1], t) = 1;
 }
 
+/// A layer's times on one type for batch `batch`, split into the part that
+/// k replicas divide and the part they do not (CostModel.h, layerTimes).
+static void splitTimes(const LayerCost &c, int64_t batch, double &cs,
+                       double &cp, double &ds, double &dp) {
+  double scale = c.b0 > 0 ? static_cast<double>(batch) / c.b0 : 0;
+  cs = c.oct * scale * (1 - c.alpha);
+  cp = c.oct * scale * c.alpha;
+  ds = c.odt * scale * (1 - c.beta);
+  dp = c.odt * scale * c.beta;
+}
+
+/// B / floor: the longest a stage may take; infinite without a floor.
+static double stageTimeLimit(const PlacementProblem &problem) {
+  double limit = problem.limit();
+  return limit > 0 ? static_cast<double>(problem.spec().job.batchSize) / limit
+                   : std::numeric_limits<double>::infinity();
+}
+
+MatrixXd rl::layerFeatures(const PlacementProblem &problem) {
+  size_t types = problem.numTypes();
+  FeatureLayout layout{types};
+  MatrixXd x = layerFeatures(problem.layers(), types);
+  // Price of the devices each layer alone needs on each type (p_t * k with k
+  // continuous), or without a floor the price of its time on one device:
+  // the per-layer view of what a type costs, as the greedy baseline sees it.
+  double tau = stageTimeLimit(problem);
+  int64_t batch = problem.spec().job.batchSize;
+  MatrixXd price = MatrixXd::Zero(static_cast<Index>(types), x.cols());
+  for (Index i = 0; i < x.cols(); ++i) {
+    const Layer &l = problem.layers()[static_cast<size_t>(i)];
+    for (size_t t = 0; t < types && t < l.costs.size(); ++t) {
+      double cs, cp, ds, dp;
+      splitTimes(l.costs[t], batch, cs, cp, ds, dp);
+      double need = std::isinf(tau) ? std::max(cs + cp, ds + dp)
+                    : (cs >= tau || ds >= tau)
+                        ? std::numeric_limits<double>::infinity()
+                        : std::max(cp / (tau - cs), dp / (tau - ds));
+      price(static_cast<Index>(t), i) =
+          problem.spec().deviceTypes[t].pricePerSecond() * need;
+    }
+  }
+  double max = 0;
+  for (Index k = 0; k < price.size(); ++k)
+    if (std::isfinite(price.data()[k]))
+      max = std::max(max, price.data()[k]);
+  for (Index i = 0; i < x.cols(); ++i)
+    for (Index t = 0; t < price.rows(); ++t)
+      x(static_cast<Index>(layout.layerPrice()) + t, i) =
+          std::isfinite(price(t, i)) ? logScaled(price(t, i), max) : 1.0;
+  return x;
+}
+
+//===----------------------------------------------------------------------===//
+// Plan state
+//===----------------------------------------------------------------------===//
+
+/// Features that can be unbounded (devices of an impossible stage) are cut
+/// here, beyond every value a feasible plan produces (at most 1).
+static constexpr double featureCap = 1.5;
+
+/// The replicas provision() gives a stage needing `k` (continuous).
+static double wholeDevices(double k, double maxCount) {
+  return std::isinf(k) ? maxCount : std::max(1.0, std::ceil(k - 1e-9));
+}
+
+PlanState::PlanState(const PlacementProblem &problem)
+    : numTypes_(problem.numTypes()), numLayers_(problem.numLayers()),
+      tau_(stageTimeLimit(problem)), parts_(numLayers_ * numTypes_),
+      committed_(numTypes_, 0) {
+  int64_t batch = problem.spec().job.batchSize;
+  for (size_t i = 0; i < numLayers_; ++i)
+    for (size_t t = 0; t < numTypes_; ++t) {
+      Parts &p = parts_[i * numTypes_ + t];
+      if (t < problem.layers()[i].costs.size())
+        splitTimes(problem.layers()[i].costs[t], batch, p.cs, p.cp, p.ds,
+                   p.dp);
+    }
+  for (const DeviceType &d : problem.spec().deviceTypes) {
+    maxCount_.push_back(static_cast<double>(std::max<int64_t>(1, d.maxCount)));
+    pricePerSecond_.push_back(d.pricePerSecond());
+    maxPrice_ = std::max(maxPrice_, d.pricePerSecond());
+  }
+  if (maxPrice_ <= 0)
+    maxPrice_ = 1;
+  const Job &job = problem.spec().job;
+  batchesPerJob_ = static_cast<double>(job.epochs) *
+                   static_cast<double>(job.samplesPerEpoch) /
+                   static_cast<double>(std::max<int64_t>(1, job.batchSize));
+}
+
+double PlanState::partialCost() const {
+  if (!open_)
+    return 0;
+  double price = 0;
+  for (size_t t = 0; t < numTypes_; ++t)
+    price += pricePerSecond_[t] * committed_[t];
+  double k = wholeDevices(devicesFor(run_), maxCount_[runType_]);
+  price += pricePerSecond_[runType_] * k;
+  return batchesPerJob_ * std::max(slowest_, timeAt(run_, k)) * price;
+}
+
+void PlanState::reset() {
+  open_ = false;
+  runType_ = runLength_ = 0;
+  run_ = Parts();
+  slowest_ = 0;
+  std::fill(committed_.begin(), committed_.end(), 0.0);
+}
+
+double PlanState::devicesFor(const Parts &p) const {
+  if (std::isinf(tau_))
+    return 0;
+  if (p.cs >= tau_ || p.ds >= tau_)
+    return std::numeric_limits<double>::infinity();
+  return std::max(p.cp / (tau_ - p.cs), p.dp / (tau_ - p.ds));
+}
+
+double PlanState::timeAt(const Parts &p, double k) const {
+  return std::max(p.cs + p.cp / k, p.ds + p.dp / k);
+}
+
+void PlanState::write(size_t layer, double *out) const {
+  size_t T = numTypes_;
+  for (size_t t = 0; t < T; ++t) {
+    bool joins = open_ && t == runType_;
+    Parts stage = part(layer, t);
+    double before = 0;
+    if (joins) {
+      stage += run_;
+      before = wholeDevices(devicesFor(run_), maxCount_[t]);
+    }
+    double k = devicesFor(stage), whole = wholeDevices(k, maxCount_[t]);
+    double added = whole - before;
+    out[t] = std::min(added, 3.0) / 3;
+    out[T + t] =
+        std::min((committed_[t] + before + added) / maxCount_[t], featureCap);
+    out[2 * T + t] = std::isinf(k) ? 1 : whole - std::max(k, 0.0);
+    out[3 * T + t] =
+        std::isinf(tau_) ? 0 : std::min(timeAt(stage, whole) / tau_, featureCap);
+    out[4 * T + t] =
+        std::min(pricePerSecond_[t] * added / maxPrice_, featureCap);
+    out[5 * T + t] = std::min(whole / maxCount_[t], featureCap);
+    // Thermometer code of the stage's devices: thresholds a linear read-out
+    // can pick.
+    static const double levels[4] = {2, 3, 4, 6};
+    for (int l = 0; l < 4; ++l)
+      out[(6 + l) * T + t] = whole >= levels[l] ? 1 : 0;
+  }
+  double load = std::isinf(tau_) ? 0 : std::max(run_.cs, run_.ds) / tau_;
+  out[10 * T] = std::min(load, featureCap);
+  out[10 * T + 1] = std::log1p(static_cast<double>(runLength_)) /
+                   std::log1p(static_cast<double>(numLayers_));
+  out[10 * T + 2] = std::isinf(tau_) ? 0 : std::min(slowest_ / tau_, featureCap);
+}
+
+void PlanState::place(size_t layer, size_t type) {
+  if (open_ && type == runType_) {
+    run_ += part(layer, type);
+    ++runLength_;
+    return;
+  }
+  if (open_)
+    close();
+  open_ = true;
+  runType_ = type;
+  run_ = part(layer, type);
+  runLength_ = 1;
+}
+
+void PlanState::close() {
+  double k = wholeDevices(devicesFor(run_), maxCount_[runType_]);
+  committed_[runType_] += k;
+  slowest_ = std::max(slowest_, timeAt(run_, k));
+}
+
+void PlanState::allowedTypes(size_t layer, double *allowed) const {
+  bool any = false;
+  for (size_t t = 0; t < numTypes_; ++t) {
+    Parts stage = part(layer, t);
+    if (open_ && t == runType_)
+      stage += run_;
+    double k = devicesFor(stage);
+    allowed[t] = !std::isinf(k) &&
+                 committed_[t] + wholeDevices(k, maxCount_[t]) <= maxCount_[t];
+    any |= allowed[t] != 0;
+  }
+  if (!any)
+    std::fill(allowed, allowed + numTypes_, 1.0);
+}
+
+void PlanState::fill(MatrixXd &inputs, MatrixXd &allowed,
+                     const FeatureLayout &layout, const Placement &actions) {
+  setPreviousActions(inputs, layout, actions);
+  allowed.resize(static_cast<Index>(numTypes_), inputs.cols());
+  reset();
+  for (Index t = 0; t < inputs.cols(); ++t) {
+    size_t layer = static_cast<size_t>(t);
+    write(layer, inputs.col(t).data() + static_cast<Index>(layout.planState()));
+    allowedTypes(layer, allowed.col(t).data());
+    place(layer, actions[layer]);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Parameters
 //===----------------------------------------------------------------------===//
@@ -101,10 +307,11 @@ LSTMParams::LSTMParams(size_t inputSize, size_t hiddenSize, size_t numActions)
       hiddenSize_(static_cast<Index>(hiddenSize)),
       numActions_(static_cast<Index>(numActions)) {
   Index h4 = 4 * hiddenSize_;
-  Index sizes[5] = {h4 * inputSize_, h4 * hiddenSize_, h4,
-                    numActions_ * hiddenSize_, numActions_};
+  Index sizes[numBlocks] = {h4 * inputSize_,          h4 * hiddenSize_, h4,
+                            numActions_ * hiddenSize_, numActions_,
+                            numActions_ * inputSize_};
   Index offset = 0;
-  for (int k = 0; k < 5; ++k) {
+  for (int k = 0; k < numBlocks; ++k) {
     offsets_[k] = offset;
     offset += sizes[k];
   }
@@ -112,10 +319,10 @@ LSTMParams::LSTMParams(size_t inputSize, size_t hiddenSize, size_t numActions)
 }
 
 std::vector<LSTMParams::Block> LSTMParams::blocks() const {
-  static const char *const names[5] = {"W", "U", "b", "V", "d"};
+  static const char *const names[numBlocks] = {"W", "U", "b", "V", "d", "G"};
   std::vector<Block> result;
-  for (int k = 0; k < 5; ++k) {
-    Index end = k < 4 ? offsets_[k + 1] : flat_.size();
+  for (int k = 0; k < numBlocks; ++k) {
+    Index end = k + 1 < numBlocks ? offsets_[k + 1] : flat_.size();
     result.push_back({names[k], offsets_[k], end - offsets_[k]});
   }
   return result;
@@ -129,6 +336,7 @@ void LSTMParams::initRandom(std::mt19937_64 &rng) {
   b().setZero();
   b().segment(hiddenSize_, hiddenSize_).setOnes(); // forget gate
   d().setZero();
+  G().setZero();
 }
 
 //===----------------------------------------------------------------------===//
@@ -149,16 +357,21 @@ template <typename Expr> static auto tanhOf(const Expr &x) {
   return 2.0 * (1.0 + (-2.0 * x.array()).exp()).inverse() - 1.0;
 }
 
-void rl::projectInputs(const LSTMParams &params, ForwardCache &cache) {
+/// Sizes the state and probability matrices of `cache` for its inputs.
+static void sizeCache(const LSTMParams &params, ForwardCache &cache) {
   Index n = cache.inputs.cols(), h = params.hiddenSize();
-  cache.gates.noalias() = params.W() * cache.inputs;
-  cache.gates.colwise() += params.b();
   cache.cells.resize(h, n + 1);
   cache.hidden.resize(h, n + 1);
   cache.cells.col(0).setZero();
   cache.hidden.col(0).setZero();
   cache.cellTanh.resize(h, n);
   cache.probs.resize(params.numActions(), n);
+}
+
+void rl::projectInputs(const LSTMParams &params, ForwardCache &cache) {
+  cache.gates.noalias() = params.W() * cache.inputs;
+  cache.gates.colwise() += params.b();
+  sizeCache(params, cache);
 }
 
 void rl::lstmStep(const LSTMParams &params, ForwardCache &cache, Index t) {
@@ -176,7 +389,14 @@ void rl::lstmStep(const LSTMParams &params, ForwardCache &cache, Index t) {
 
   auto probs = cache.probs.col(t);
   probs.noalias() = params.V() * cache.hidden.col(t + 1);
+  probs.noalias() += params.G() * cache.inputs.col(t);
   probs += params.d();
+  if (cache.logitNoise.cols() > t)
+    probs += cache.logitNoise.col(t);
+  if (cache.allowed.cols() > t) // masked types: logit -inf, probability 0
+    for (Index k = 0; k < probs.size(); ++k)
+      if (cache.allowed(k, t) == 0)
+        probs[k] = -std::numeric_limits<double>::infinity();
   probs = (probs.array() - probs.maxCoeff()).exp();
   probs /= probs.sum();
 }
@@ -261,6 +481,7 @@ void rl::backward(const LSTMParams &params, ForwardCache &cache,
   auto hiddenOut = cache.hidden.rightCols(n); // h_1 .. h_N
   grad.V().noalias() = cache.dLogits * hiddenOut.transpose();
   grad.d() = cache.dLogits.rowwise().sum();
+  grad.G().noalias() = cache.dLogits * cache.inputs.transpose();
   cache.dHidden.noalias() = params.V().transpose() * cache.dLogits;
 
   // Through time, last step first. dh and dc carry dJ/dh_t and dJ/dc_t from
@@ -346,89 +567,182 @@ void Adam::ascend(VectorXd &params, const VectorXd &grad) {
 // Policy
 //===----------------------------------------------------------------------===//
 
-Policy::Policy(const std::vector<Layer> &layers, size_t numTypes,
-               int hiddenSize, double learningRate, std::mt19937_64 &rng)
-    : layout_{numTypes}, features_(layerFeatures(layers, numTypes)),
+Policy::Policy(const PlacementProblem &problem, int hiddenSize,
+               double learningRate, std::mt19937_64 &rng)
+    : layout_{problem.numTypes()}, features_(layerFeatures(problem)),
       params_(layout_.size(), static_cast<size_t>(std::max(hiddenSize, 1)),
-              numTypes),
-      grad_(layout_.size(), static_cast<size_t>(std::max(hiddenSize, 1)),
-            numTypes),
-      adam_(params_.flat().size(), learningRate) {
+              problem.numTypes()),
+      grad_(params_), pending_(params_),
+      adam_(params_.flat().size(), learningRate), workspace_(problem) {
   params_.initRandom(rng);
+  pending_.flat().setZero();
+  projectStaticInputs();
 }
 
-template <typename Choose> Placement Policy::rollout(Choose choose) {
-  Index n = features_.cols();
-  Index slot = static_cast<Index>(layout_.previousAction());
-  cache_.inputs = features_;
-  projectInputs(params_, cache_);
+void Policy::projectStaticInputs() {
+  Index dynamic = static_cast<Index>(layout_.previousAction());
+  projected_.noalias() =
+      params_.W().leftCols(dynamic) * features_.topRows(dynamic);
+  projected_.colwise() += params_.b();
+}
+
+template <typename Choose>
+Placement Policy::rollout(ForwardCache &cache, Workspace &workspace,
+                          const Exploration &exploration,
+                          Choose choose) const {
+  Index n = features_.cols(), types = params_.numActions();
+  // The plan-dependent inputs (previous action, plan state) are known only
+  // step by step: W x_t gets their part when they are.
+  Index dynamic = static_cast<Index>(layout_.previousAction());
+  Index dynamicSize = static_cast<Index>(layout_.size()) - dynamic;
+  Index stateSlot = static_cast<Index>(layout_.planState());
+  bool noisy = exploration.noise > 0;
+  bool withholds = !exploration.withheld.empty();
+  cache.inputs = features_;
+  cache.gates = projected_;
+  sizeCache(params_, cache);
+  cache.allowed.resize(types, n);
+  cache.logitNoise.resize(noisy ? types : 0, noisy ? n : 0);
+  PlanState &state = workspace.state;
+  state.reset();
   Placement actions(static_cast<size_t>(n));
   for (Index t = 0; t < n; ++t) {
-    if (t > 0) {
-      // Feed the previous choice back: x_t gains its one-hot, so W x_t gains
-      // the matching column of W.
-      Index prev = slot + static_cast<Index>(actions[t - 1]);
-      cache_.inputs(prev, t) = 1;
-      cache_.gates.col(t) += params_.W().col(prev);
+    auto x = cache.inputs.col(t);
+    if (t > 0)
+      x(dynamic + static_cast<Index>(actions[t - 1])) = 1;
+    state.write(static_cast<size_t>(t), x.data() + stateSlot);
+    auto allowed = cache.allowed.col(t);
+    state.allowedTypes(static_cast<size_t>(t), allowed.data());
+    if (withholds && allowed.sum() > 0) {
+      double left = 0;
+      for (Index k = 0; k < types; ++k)
+        left += exploration.withheld[static_cast<size_t>(k)] ? 0 : allowed[k];
+      if (left > 0) // else the withheld types are all that is left
+        for (Index k = 0; k < types; ++k)
+          if (exploration.withheld[static_cast<size_t>(k)])
+            allowed[k] = 0;
     }
-    lstmStep(params_, cache_, t);
+    if (noisy)
+      cache.logitNoise.col(t).noalias() =
+          workspace.noise.leftCols(dynamicSize) * x.segment(dynamic, dynamicSize) +
+          workspace.noise.col(dynamicSize);
+    cache.gates.col(t).noalias() +=
+        params_.W().middleCols(dynamic, dynamicSize) *
+        x.segment(dynamic, dynamicSize);
+    lstmStep(params_, cache, t);
     actions[t] = choose(t);
+    state.place(static_cast<size_t>(t), actions[t]);
   }
-  cached_ = actions;
-  cacheValid_ = true;
   return actions;
 }
 
-Placement Policy::sample(std::mt19937_64 &rng) {
+Placement Policy::sample(std::mt19937_64 &rng, ForwardCache &cache,
+                         Workspace &workspace,
+                         const Exploration &exploration) const {
+  if (exploration.noise > 0) {
+    Index dynamicSize = static_cast<Index>(layout_.size() -
+                                           layout_.previousAction());
+    std::normal_distribution<double> normal(0, exploration.noise);
+    workspace.noise.resize(params_.numActions(), dynamicSize + 1);
+    for (Index k = 0; k < workspace.noise.size(); ++k)
+      workspace.noise.data()[k] = normal(rng);
+  }
   std::uniform_real_distribution<double> uniform(0, 1);
-  return rollout([&](Index t) {
-    auto p = cache_.probs.col(t);
+  return rollout(cache, workspace, exploration, [&](Index t) {
+    auto p = cache.probs.col(t);
     double u = uniform(rng), sum = 0;
-    for (Index k = 0; k + 1 < p.size(); ++k) {
+    Index last = 0;
+    for (Index k = 0; k < p.size(); ++k) {
+      if (p[k] == 0)
+        continue;
       sum += p[k];
+      last = k;
       if (u < sum)
         return static_cast<size_t>(k);
     }
-    return static_cast<size_t>(p.size() - 1);
+    return static_cast<size_t>(last); // rounding: the last possible type
   });
 }
 
-Placement Policy::mostLikely() {
-  return rollout([&](Index t) {
+Placement Policy::mostLikely(ForwardCache &cache, Workspace &workspace) const {
+  return rollout(cache, workspace, Exploration(), [&](Index t) {
     Index best;
-    cache_.probs.col(t).maxCoeff(&best);
+    cache.probs.col(t).maxCoeff(&best);
     return static_cast<size_t>(best);
   });
 }
 
-void Policy::forwardFor(const Placement &actions) {
-  if (cacheValid_ && cached_ == actions)
-    return;
-  cache_.inputs = features_;
-  setPreviousActions(cache_.inputs, layout_, actions);
-  projectInputs(params_, cache_);
-  for (Index t = 0; t < cache_.inputs.cols(); ++t)
-    lstmStep(params_, cache_, t);
-  cached_ = actions;
-  cacheValid_ = true;
+void Policy::forwardFor(const Placement &actions, ForwardCache &cache,
+                        Workspace &workspace) const {
+  cache.logitNoise.resize(0, 0);
+  cache.inputs = features_;
+  workspace.state.fill(cache.inputs, cache.allowed, layout_, actions);
+  Index dynamic = static_cast<Index>(layout_.previousAction());
+  Index dynamicSize = static_cast<Index>(layout_.size()) - dynamic;
+  cache.gates = projected_;
+  cache.gates.noalias() += params_.W().middleCols(dynamic, dynamicSize) *
+                           cache.inputs.middleRows(dynamic, dynamicSize);
+  sizeCache(params_, cache);
+  for (Index t = 0; t < cache.inputs.cols(); ++t)
+    lstmStep(params_, cache, t);
 }
 
+void Policy::gradient(const Placement &actions, ForwardCache &cache,
+                      const VectorXd &advantages, double entropyBonus,
+                      Workspace &workspace, LSTMParams &grad) const {
+  VectorXd &weights = workspace.weights;
+  weights = advantages;
+  for (Index t = 0; t < weights.size(); ++t)
+    if (cache.probs(static_cast<Index>(actions[t]), t) == 0)
+      weights[t] = 0;
+  objectiveLogitGradient(cache, actions, weights, entropyBonus);
+  backward(params_, cache, grad);
+}
+
+void Policy::accumulate(const LSTMParams &grad) {
+  pending_.flat() += grad.flat();
+}
+
+void Policy::step() {
+  clipGlobalNorm(pending_.flat(), maxGradNorm);
+  adam_.ascend(params_.flat(), pending_.flat());
+  pending_.flat().setZero();
+  projectStaticInputs();
+}
+
+Placement Policy::sample(std::mt19937_64 &rng) {
+  return sample(rng, cache_, workspace_);
+}
+
+Placement Policy::mostLikely() { return mostLikely(cache_, workspace_); }
+
 double Policy::logProbability(const Placement &actions) {
-  forwardFor(actions);
+  forwardFor(actions, cache_, workspace_);
   return sumLogProb(cache_, actions);
+}
+
+void Policy::accumulate(const Placement &actions, const VectorXd &advantages,
+                        double entropyBonus) {
+  if (actions.empty())
+    return;
+  forwardFor(actions, cache_, workspace_);
+  gradient(actions, cache_, advantages, entropyBonus, workspace_, grad_);
+  accumulate(grad_);
+}
+
+void Policy::accumulate(const Placement &actions, double advantage,
+                        double entropyBonus) {
+  accumulate(actions,
+             VectorXd::Constant(static_cast<Index>(actions.size()), advantage),
+             entropyBonus);
 }
 
 void Policy::reinforce(const Placement &actions, double advantage,
                        double entropyBonus) {
   if (actions.empty())
     return;
-  forwardFor(actions);
-  weights_.setConstant(static_cast<Index>(actions.size()), advantage);
-  objectiveLogitGradient(cache_, actions, weights_, entropyBonus);
-  backward(params_, cache_, grad_);
-  clipGlobalNorm(grad_.flat(), maxGradNorm);
-  adam_.ascend(params_.flat(), grad_.flat());
-  cacheValid_ = false;
+  accumulate(actions, advantage, entropyBonus);
+  step();
 }
 
 //===----------------------------------------------------------------------===//
@@ -460,6 +774,7 @@ public:
     double cost = std::max(eval.cost, 1e-12 * ref);
     return std::max(-std::log(cost / ref), worstFeasible);
   }
+  double reference() const { return reference_ > 0 ? reference_ : 1.0; }
 
 private:
   double reference_ = 0;
@@ -481,10 +796,37 @@ public:
     value_ = decay_ * value_ + (1 - decay_) * reward;
     return a;
   }
+  double value() const { return value_; }
 
 private:
   double decay_, value_ = 0;
   bool started_ = false;
+};
+
+/// The best distinct plans seen, with their rewards, best first.
+class Elites {
+public:
+  explicit Elites(size_t capacity) : capacity_(capacity) {}
+  void offer(const Placement &plan, double reward) {
+    if (capacity_ == 0 ||
+        (plans_.size() == capacity_ && reward <= plans_.back().first))
+      return;
+    for (const auto &e : plans_)
+      if (e.first == reward && e.second == plan)
+        return;
+    auto at = std::find_if(plans_.begin(), plans_.end(),
+                           [&](const auto &e) { return e.first < reward; });
+    plans_.insert(at, {reward, plan});
+    if (plans_.size() > capacity_)
+      plans_.pop_back();
+  }
+  const std::vector<std::pair<double, Placement>> &plans() const {
+    return plans_;
+  }
+
+private:
+  size_t capacity_;
+  std::vector<std::pair<double, Placement>> plans_;
 };
 
 /// A random plan for pre-training: a quarter of the time every layer gets a
@@ -517,55 +859,242 @@ Placement randomPlan(size_t n, size_t types, std::mt19937_64 &rng) {
   return plan;
 }
 
+/// Runs fn(i, w) for every i in [0, count) on `threads` threads; thread w
+/// takes the i with i % threads == w. Results must not depend on which
+/// thread ran what: each i writes only its own outputs.
+template <typename F> void parallelFor(int count, int threads, F fn) {
+  int used = std::max(1, std::min(threads, count));
+  std::vector<std::thread> pool;
+  for (int w = 1; w < used; ++w)
+    pool.emplace_back([&fn, w, used, count] {
+      for (int i = w; i < count; i += used)
+        fn(i, w);
+    });
+  for (int i = 0; i < count; i += used)
+    fn(i, 0);
+  for (std::thread &t : pool)
+    t.join();
+}
+
+/// The training loop of placeRL; see RLPlacer.h.
+class Trainer {
+public:
+  Trainer(const PlacementProblem &problem, const RLOptions &options,
+          SearchTracker &search);
+  void run();
+
+private:
+  void evaluateOneTypePlans();
+  void pretrain();
+  /// Samples, evaluates and learns from one batch of `size` plans.
+  void trainBatch(int size);
+  /// The types a batch withholds (none most of the time).
+  std::vector<bool> drawWithheld();
+  /// out[t] = reward + log(C_{t-1} / c_ref): the reward with the cost of the
+  /// plan before step t taken out (C_{-1} = c_ref).
+  void rewardsToGo(const Placement &plan, double reward, VectorXd &out);
+
+  const PlacementProblem &problem_;
+  const RLOptions &options_;
+  SearchTracker &search_;
+  size_t numLayers_, numTypes_;
+  int threads_;
+  std::mt19937_64 rng_;
+  Reward reward_;
+  Policy policy_;
+  Elites elites_;
+  PlanState tracker_;
+  // Per batch item (samples, then elites) and per thread.
+  std::vector<Placement> plans_;
+  std::vector<double> rewards_;
+  std::vector<VectorXd> returns_, advantages_;
+  std::vector<ForwardCache> caches_;
+  std::vector<LSTMParams> grads_;
+  std::vector<Workspace> workspaces_;
+};
+
+Trainer::Trainer(const PlacementProblem &problem, const RLOptions &options,
+                 SearchTracker &search)
+    : problem_(problem), options_(options), search_(search),
+      numLayers_(problem.numLayers()), numTypes_(problem.numTypes()),
+      threads_(std::max(1, options.threads)), rng_(options.seed),
+      policy_(problem, options.hiddenSize, options.learningRate, rng_),
+      elites_(static_cast<size_t>(std::max(0, options.elites))),
+      tracker_(problem) {
+  size_t items = static_cast<size_t>(std::max(1, options.batchSize)) +
+                 static_cast<size_t>(std::max(0, options.elites));
+  plans_.resize(items);
+  rewards_.resize(items);
+  returns_.resize(items);
+  advantages_.resize(items);
+  caches_.resize(items);
+  grads_.resize(items, policy_.params());
+  workspaces_.resize(static_cast<size_t>(threads_), Workspace(problem));
+}
+
+void Trainer::run() {
+  evaluateOneTypePlans();
+  pretrain();
+  for (int e = 0; e < options_.episodes && !search_.timeUp();) {
+    int size = std::min(std::max(1, options_.batchSize), options_.episodes - e);
+    trainBatch(size);
+    e += size;
+  }
+  if (!search_.timeUp())
+    search_.evaluate(policy_.mostLikely());
+}
+
+void Trainer::evaluateOneTypePlans() {
+  // c_ref: the cheapest feasible all-one-type plan. These plans also seed
+  // the best plan, whatever the time budget.
+  std::vector<PlacementEval> uniform;
+  for (size_t t = 0; t < numTypes_; ++t)
+    uniform.push_back(search_.evaluate(Placement(numLayers_, t)));
+  std::sort(uniform.begin(), uniform.end(),
+            [](const PlacementEval &a, const PlacementEval &b) {
+              return a.betterThan(b);
+            });
+  reward_.noteReference(uniform.front());
+}
+
+void Trainer::pretrain() {
+  // Off-policy, on random plans, only those better than the baseline.
+  // Pushing down the log-probability of a plan the policy would rarely
+  // sample has no limit (its gradient does not vanish as the probability
+  // goes to zero), so off-policy updates with negative advantages drive the
+  // logits to extremes; positive ones stop once the plan is likely.
+  Baseline baseline(options_.baselineDecay);
+  for (int e = 0; e < options_.pretrainEpisodes && !search_.timeUp(); ++e) {
+    Placement plan = randomPlan(numLayers_, numTypes_, rng_);
+    double r = reward_(search_.evaluate(plan));
+    elites_.offer(plan, r);
+    if (double advantage = baseline.advantage(r); advantage > 0)
+      policy_.reinforce(plan, advantage, options_.entropyBonus);
+  }
+}
+
+std::vector<bool> Trainer::drawWithheld() {
+  // Only with three types or more: withholding one of two leaves one-type
+  // plans, which are evaluated already.
+  std::uniform_real_distribution<double> uniform(0, 1);
+  if (numTypes_ < 3 || uniform(rng_) >= options_.withholdProbability)
+    return {};
+  // Each type with probability 1/2, keeping at least two.
+  std::vector<bool> withheld(numTypes_);
+  size_t kept = 0;
+  for (size_t t = 0; t < numTypes_; ++t)
+    kept += !(withheld[t] = uniform(rng_) < 0.5);
+  if (kept < 2)
+    return {};
+  return withheld;
+}
+
+void Trainer::rewardsToGo(const Placement &plan, double reward,
+                          VectorXd &out) {
+  out.resize(static_cast<Index>(numLayers_));
+  tracker_.reset();
+  double before = 0; // log(C_{t-1} / c_ref)
+  for (size_t t = 0; t < numLayers_; ++t) {
+    out[static_cast<Index>(t)] = reward + before;
+    tracker_.place(t, plan[t]);
+    double cost = tracker_.partialCost();
+    if (cost > 0 && std::isfinite(cost))
+      before = std::log(cost / reward_.reference());
+  }
+}
+
+void Trainer::trainBatch(int size) {
+  // Sample: each plan with its own generator, seeded in order, so that the
+  // plans do not depend on the number of threads.
+  Exploration exploration{options_.explorationNoise, drawWithheld()};
+  std::vector<uint64_t> seeds(static_cast<size_t>(size));
+  for (uint64_t &seed : seeds)
+    seed = rng_();
+  parallelFor(size, threads_, [&](int b, int w) {
+    std::mt19937_64 rng(seeds[static_cast<size_t>(b)]);
+    plans_[b] = policy_.sample(rng, caches_[b], workspaces_[w], exploration);
+  });
+
+  // Evaluate; reward to go per step.
+  VectorXd sum = VectorXd::Zero(static_cast<Index>(numLayers_));
+  int best = 0;
+  PlacementEval bestEval;
+  for (int b = 0; b < size; ++b) {
+    const PlacementEval &eval = search_.evaluate(plans_[b]);
+    rewards_[b] = reward_(eval);
+    elites_.offer(plans_[b], rewards_[b]);
+    if (b == 0 || rewards_[b] > rewards_[best]) {
+      best = b;
+      bestEval = eval;
+    }
+  }
+  // The batch's best plan, improved by local moves, is offered to the
+  // elites: the policy imitates it if it beats the batch.
+  if (options_.polishEvaluations > 0) {
+    Placement polished = improveLocally(search_, plans_[best], bestEval,
+                                        options_.polishEvaluations);
+    if (polished != plans_[best])
+      elites_.offer(polished, reward_(bestEval));
+  }
+  for (int b = 0; b < size; ++b) {
+    rewardsToGo(plans_[b], rewards_[b], returns_[b]);
+    sum += returns_[b];
+  }
+
+  // Advantages: the leave-one-out mean of the other plans' rewards to go as
+  // the per-step baseline (unbiased: it does not depend on the plan),
+  // normalised by their spread. A single plan has no baseline: no update.
+  double variance = 0;
+  if (size > 1)
+    for (int b = 0; b < size; ++b) {
+      advantages_[b] = returns_[b] - (sum - returns_[b]) / (size - 1);
+      variance += advantages_[b].squaredNorm();
+    }
+  double scale = static_cast<double>(size) * static_cast<double>(numLayers_);
+  double spread = std::max(std::sqrt(variance / scale), 1e-3);
+  int items = size > 1 ? size : 0;
+  for (int b = 0; b < items; ++b)
+    advantages_[b] /= spread * size;
+
+  // Self-imitation: the best plans seen, where they beat the batch.
+  for (const auto &[r, plan] : elites_.plans()) {
+    size_t i = static_cast<size_t>(items);
+    rewardsToGo(plan, r, returns_[i]);
+    VectorXd gain = ((returns_[i] - sum / size) / spread).cwiseMax(0.0);
+    if (gain.sum() == 0)
+      continue;
+    plans_[i] = plan;
+    advantages_[i] = options_.selfImitation * gain.cwiseMin(3.0) / size;
+    ++items;
+  }
+
+  // Gradients in parallel, summed in order.
+  parallelFor(items, threads_, [&](int b, int w) {
+    bool sampled = b < size && size > 1;
+    if (!sampled)
+      policy_.forwardFor(plans_[b], caches_[b], workspaces_[w]);
+    policy_.gradient(plans_[b], caches_[b], advantages_[b],
+                     sampled ? options_.entropyBonus / size : 0,
+                     workspaces_[w], grads_[b]);
+  });
+  if (items == 0)
+    return;
+  for (int b = 0; b < items; ++b)
+    policy_.accumulate(grads_[b]);
+  policy_.step();
+}
+
 } // namespace
 
 SearchResult heterps::planner::placeRL(const PlacementProblem &problem,
                                        const RLOptions &options) {
   SearchTracker search(problem, options.timeBudgetSeconds);
-  size_t n = problem.numLayers(), types = problem.numTypes();
-  if (types == 0)
+  if (problem.numTypes() == 0)
     return search.finish();
-  if (n == 0) {
+  if (problem.numLayers() == 0) {
     search.evaluate({});
     return search.finish();
   }
-
-  // c_ref: the cheapest feasible all-one-type plan. These plans also seed the
-  // best plan, whatever the time budget.
-  std::vector<PlacementEval> uniform;
-  for (size_t t = 0; t < types; ++t)
-    uniform.push_back(search.evaluate(Placement(n, t)));
-  std::sort(uniform.begin(), uniform.end(),
-            [](const PlacementEval &a, const PlacementEval &b) {
-              return a.betterThan(b);
-            });
-  Reward reward;
-  reward.noteReference(uniform.front());
-
-  std::mt19937_64 rng(options.seed);
-  Policy policy(problem.layers(), types, options.hiddenSize,
-                options.learningRate, rng);
-  Baseline baseline(options.baselineDecay);
-  auto advantageOf = [&](const Placement &plan) {
-    return baseline.advantage(reward(search.evaluate(plan)));
-  };
-
-  // Pre-training: off-policy, on random plans, only those better than the
-  // baseline. Pushing down the log-probability of a plan the policy would
-  // rarely sample has no limit (its gradient does not vanish as the
-  // probability goes to zero), so off-policy updates with negative advantages
-  // drive the logits to extremes; positive ones stop once the plan is likely.
-  for (int e = 0; e < options.pretrainEpisodes && !search.timeUp(); ++e) {
-    Placement plan = randomPlan(n, types, rng);
-    if (double advantage = advantageOf(plan); advantage > 0)
-      policy.reinforce(plan, advantage, options.entropyBonus);
-  }
-  // On-policy training: REINFORCE on the policy's own samples.
-  for (int e = 0; e < options.episodes && !search.timeUp(); ++e) {
-    Placement plan = policy.sample(rng);
-    policy.reinforce(plan, advantageOf(plan), options.entropyBonus);
-  }
-  if (!search.timeUp())
-    search.evaluate(policy.mostLikely());
+  Trainer(problem, options, search).run();
   return search.finish();
 }

@@ -78,7 +78,7 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
     if (failed(made))
       return failure();
     planner::PlacementProblem &problem = **made;
-    int64_t evaluations = budget > 0 ? budget : episodes + pretrainEpisodes;
+    int64_t evaluations = budget > 0 ? budget : 20000;
 
     planner::SearchResult result;
     if (strategy == "rl") {
@@ -87,6 +87,7 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
       options.pretrainEpisodes = pretrainEpisodes;
       options.hiddenSize = hiddenSize;
       options.learningRate = learningRate;
+      options.polishEvaluations = polish;
       options.seed = seed;
       options.timeBudgetSeconds = timeBudget;
       result = planner::placeRL(problem, options);
@@ -157,6 +158,24 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
     return success();
   }
 
+  /// Out-of-range numeric options: one error naming the option.
+  LogicalResult checkSearchOptions(ModuleOp module) {
+    auto bad = [&](const char *option, const char *expected) {
+      return emitError(module.getLoc())
+             << "hps-place: " << option << " must be " << expected;
+    };
+    if (hiddenSize < 1)
+      return bad("hidden-size", "at least 1");
+    if (!(learningRate > 0))
+      return bad("learning-rate", "positive");
+    if (!(timeBudget > 0))
+      return bad("time-budget", "positive (seconds)");
+    if (episodes < 0 || pretrainEpisodes < 0 || polish < 0 || budget < 0)
+      return bad("episodes, pretrain-episodes, polish and budget",
+                 "non-negative");
+    return success();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     search_.clear();
@@ -194,6 +213,8 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
       }
     } else if (s == "rl" || s == "greedy" || s == "random" || s == "genetic" ||
                s == "exact" || s == "exhaustive") {
+      if (failed(checkSearchOptions(module)))
+        return signalPassFailure();
       FailureOr<std::vector<std::string>> searched =
           search(module, layers, *spec);
       if (failed(searched))

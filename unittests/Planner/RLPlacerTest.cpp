@@ -1,5 +1,6 @@
 //===- RLPlacerTest.cpp - LSTM policy gradients, REINFORCE, placeRL -------===//
 
+#include "heterps/Planner/Exact.h"
 #include "heterps/Planner/RLPlacer.h"
 #include "heterps/Planner/RLPolicy.h"
 
@@ -161,7 +162,10 @@ void expectBlocksMatch(const LSTMParams &analytic, const VectorXd &numeric,
 
 TEST(RLFeatures, LayoutAndValues) {
   FeatureLayout layout{3};
-  EXPECT_EQ(layout.size(), 9u + 12u + 2u + 3u * 3u);
+  // Position, kinds, bytes, then per type OCT, ODT, layer price and the
+  // previous action, then the plan state.
+  EXPECT_EQ(layout.size(), 9u + 12u + 2u + 4u * 3u + layout.planStateSize());
+  EXPECT_EQ(layout.planStateSize(), 10u * 3u + 3u);
   EXPECT_EQ(kindIndex("conv"), 0);
   EXPECT_EQ(kindIndex("shape"), 11);
   EXPECT_EQ(kindIndex("constant"), -1);
@@ -192,6 +196,118 @@ TEST(RLFeatures, LayoutAndValues) {
   EXPECT_EQ(x(layout.previousAction() + 2, 1), 1);
   EXPECT_EQ(x(layout.previousAction() + 0, 2), 1);
   EXPECT_EQ(x.middleRows(layout.previousAction(), 3).sum(), 7);
+  // Without a problem there are no layer prices nor plan state.
+  EXPECT_EQ(x.middleRows(layout.layerPrice(), 3).norm(), 0);
+  EXPECT_EQ(x.bottomRows(layout.planStateSize()).norm(), 0);
+
+  // With one, layer prices are in [0, 1] and order the types by price
+  // times devices: the first layer needs 2 gpus ($0.02/s), 8 mids ($0.032/s)
+  // or 40 cpus ($0.04/s) to meet the floor.
+  ClusterSpec spec = smallSpec();
+  PlacementProblem problem(spec, smallLayers(), smallLimit);
+  MatrixXd withPrices = layerFeatures(problem);
+  auto prices = withPrices.middleRows(layout.layerPrice(), 3);
+  EXPECT_GE(prices.minCoeff(), 0);
+  EXPECT_LE(prices.maxCoeff(), 1);
+  EXPECT_LT(prices(1, 0), prices(2, 0));
+  EXPECT_LT(prices(2, 0), prices(0, 0));
+}
+
+//===----------------------------------------------------------------------===//
+// Plan state and masking
+//===----------------------------------------------------------------------===//
+
+/// Random placements of `n` layers over `types`: runs of random lengths.
+Placement randomRuns(size_t n, size_t types, std::mt19937_64 &rng) {
+  Placement plan(n);
+  std::uniform_int_distribution<size_t> type(0, types - 1), length(1, 12);
+  for (size_t i = 0; i < n;) {
+    size_t t = type(rng), end = std::min(n, i + length(rng));
+    for (; i < end; ++i)
+      plan[i] = t;
+  }
+  return plan;
+}
+
+TEST(PlanState, PartialCostOfWholePlanIsItsCost) {
+  // The state's own provisioning agrees with provision() and evaluatePlan()
+  // on every feasible plan.
+  ClusterSpec spec = chainSpec();
+  for (double limit : {250.0, 1000.0, 2000.0}) {
+    PlacementProblem problem(spec, chainLayers(40, spec), limit);
+    PlanState state(problem);
+    std::mt19937_64 rng(3);
+    int feasible = 0;
+    for (int k = 0; k < 200; ++k) {
+      Placement plan = randomRuns(40, 3, rng);
+      state.reset();
+      for (size_t i = 0; i < plan.size(); ++i)
+        state.place(i, plan[i]);
+      PlacementEval eval = problem.evaluate(plan);
+      if (!eval.feasible)
+        continue;
+      ++feasible;
+      EXPECT_NEAR(state.partialCost(), eval.cost, 1e-9 * eval.cost);
+    }
+    EXPECT_GT(feasible, 0) << "limit " << limit;
+  }
+}
+
+TEST(PlanState, MaskNeverExcludesAFeasiblePlan) {
+  // A type is masked only when the stage it would join or open cannot meet
+  // the floor with the devices its type has left: no feasible plan takes a
+  // masked type. Tight limits make the mask bite.
+  ClusterSpec spec = chainSpec();
+  for (DeviceType &d : spec.deviceTypes)
+    d.maxCount = 3;
+  PlacementProblem problem(spec, chainLayers(30, spec), 1500);
+  PlanState state(problem);
+  std::mt19937_64 rng(4);
+  int feasible = 0, masked = 0;
+  double allowed[3];
+  for (int k = 0; k < 2000; ++k) {
+    Placement plan = randomRuns(30, 3, rng);
+    bool ok = problem.evaluate(plan).feasible;
+    feasible += ok;
+    state.reset();
+    bool tookMasked = false;
+    for (size_t i = 0; i < plan.size(); ++i) {
+      state.allowedTypes(i, allowed);
+      tookMasked |= allowed[plan[i]] == 0;
+      state.place(i, plan[i]);
+    }
+    masked += tookMasked;
+    if (ok)
+      EXPECT_FALSE(tookMasked);
+  }
+  EXPECT_GT(feasible, 0);
+  EXPECT_GT(masked, 0);
+}
+
+TEST(PlanState, FeaturesDescribeTheOpenStage) {
+  // Three layers with compute time 0.3 s each on one type (B = B0, fully
+  // parallel) and a floor of B / 1 s: one device takes up to three layers.
+  ClusterSpec spec = smallSpec();
+  std::vector<Layer> layers(4, smallLayer("conv", 0.3, 0.3, 0.3));
+  PlacementProblem problem(spec, layers, 100); // tau = 1 s
+  PlanState state(problem);
+  FeatureLayout layout{3};
+  std::vector<double> f(layout.planStateSize());
+  state.write(0, f.data());
+  // Opening a stage: one device added on every type.
+  EXPECT_NEAR(f[0], 1.0 / 3, 1e-12);
+  EXPECT_EQ(f[3 * 3], 0.3); // its time / tau
+  state.place(0, 0);
+  state.place(1, 0);
+  state.place(2, 0);
+  state.write(3, f.data());
+  // Joining the cpu stage (0.9 s) would need a second device; opening one
+  // elsewhere needs one.
+  EXPECT_NEAR(f[0], 1.0 / 3, 1e-12);
+  EXPECT_NEAR(f[6 * 3 + 0], 1, 1e-12); // cpu stage at >= 2 devices
+  EXPECT_NEAR(f[6 * 3 + 1], 0, 1e-12);
+  EXPECT_NEAR(f[10 * 3], 0, 1e-12);    // no serial part
+  EXPECT_GT(f[10 * 3 + 1], 0);         // open stage length
 }
 
 //===----------------------------------------------------------------------===//
@@ -239,18 +355,78 @@ TEST(LSTMGradient, EntropyMatchesFiniteDifferences) {
   expectBlocksMatch(grad, numericGradient(params, entropyOf), 1e-6);
 }
 
+TEST(LSTMGradient, MaskedNoisyLogProbMatchesFiniteDifferences) {
+  // Masked types (probability 0) and exploration noise on the logits: the
+  // softmax over the allowed types, whose gradient leaves masked logits
+  // alone.
+  const size_t d = 6, h = 4, t = 3;
+  LSTMParams params = randomParams(d, h, t, 21);
+  MatrixXd inputs = randomInputs(d, 5, 22);
+  Placement actions = {0, 2, 1, 1, 2};
+  VectorXd weights(5);
+  weights << 0.7, -1.3, 0.4, 2.0, -0.5;
+  ForwardCache cache;
+  cache.allowed = MatrixXd::Ones(3, 5);
+  cache.allowed(1, 0) = cache.allowed(0, 3) = cache.allowed(2, 3) = 0;
+  cache.logitNoise = randomInputs(3, 5, 23);
+  auto objective = [&](const LSTMParams &p) {
+    ForwardCache probe;
+    probe.allowed = cache.allowed;
+    probe.logitNoise = cache.logitNoise;
+    forward(p, inputs, probe);
+    EXPECT_EQ(probe.probs(0, 3), 0);
+    double sum = 0;
+    for (Eigen::Index k = 0; k < 5; ++k)
+      sum += weights[k] *
+             std::log(probe.probs(static_cast<Eigen::Index>(actions[k]), k));
+    return sum + 0.3 * entropy(probe);
+  };
+  forward(params, inputs, cache);
+  objectiveLogitGradient(cache, actions, weights, 0.3);
+  LSTMParams grad;
+  backward(params, cache, grad);
+  expectBlocksMatch(grad, numericGradient(params, objective), 1e-6);
+}
+
 TEST(LSTMForward, SamplingMatchesTeacherForcedForward) {
-  // The policy feeds each sampled type back as the next input; running the
-  // whole sequence with those inputs must give the same probabilities.
-  std::vector<Layer> layers = smallLayers();
+  // The policy feeds each sampled type and the plan state back as the next
+  // input, and masks types step by step; recomputing the whole sequence
+  // from the plan must give the same probabilities.
+  ClusterSpec spec = chainSpec();
+  for (DeviceType &d : spec.deviceTypes)
+    d.maxCount = 3; // so that masks bite
+  PlacementProblem problem(spec, chainLayers(30, spec), 1500);
   std::mt19937_64 rng(11);
-  Policy policy(layers, 3, 8, 0.01, rng);
-  Placement plan = policy.sample(rng);
-  ASSERT_EQ(plan.size(), layers.size());
-  MatrixXd inputs = layerFeatures(layers, 3);
-  setPreviousActions(inputs, policy.layout(), plan);
-  EXPECT_NEAR(policy.logProbability(plan),
-              logProbability(policy.params(), inputs, plan), 1e-12);
+  Policy policy(problem, 8, 0.01, rng);
+  Workspace workspace(problem);
+  for (int k = 0; k < 5; ++k) {
+    ForwardCache sampled;
+    Placement plan = policy.sample(rng, sampled, workspace);
+    ASSERT_EQ(plan.size(), 30u);
+    double logProb = 0;
+    for (size_t i = 0; i < plan.size(); ++i)
+      logProb += std::log(sampled.probs(static_cast<Eigen::Index>(plan[i]),
+                                        static_cast<Eigen::Index>(i)));
+    EXPECT_NEAR(policy.logProbability(plan), logProb, 1e-9);
+    ForwardCache forced;
+    policy.forwardFor(plan, forced, workspace);
+    EXPECT_EQ(forced.allowed, sampled.allowed);
+    EXPECT_LT((forced.inputs - sampled.inputs).norm(), 1e-12);
+  }
+}
+
+TEST(LSTMForward, WithheldTypesAreNotSampled) {
+  // Without binding limits, an episode that withholds a type never uses it.
+  ClusterSpec spec = smallSpec();
+  PlacementProblem problem(spec, smallLayers(), smallLimit);
+  std::mt19937_64 rng(12);
+  Policy policy(problem, 8, 0.01, rng);
+  Workspace workspace(problem);
+  ForwardCache cache;
+  Exploration exploration{1.0, {false, true, false}};
+  for (int k = 0; k < 20; ++k)
+    for (size_t type : policy.sample(rng, cache, workspace, exploration))
+      EXPECT_NE(type, 1u);
 }
 
 //===----------------------------------------------------------------------===//
@@ -258,10 +434,11 @@ TEST(LSTMForward, SamplingMatchesTeacherForcedForward) {
 //===----------------------------------------------------------------------===//
 
 TEST(Reinforce, AdvantageSignSetsDirection) {
-  std::vector<Layer> layers = smallLayers();
+  ClusterSpec spec = smallSpec();
+  PlacementProblem problem(spec, smallLayers(), smallLimit);
   for (double advantage : {1.0, -1.0}) {
     std::mt19937_64 rng(5);
-    Policy policy(layers, 3, 8, 0.01, rng);
+    Policy policy(problem, 8, 0.01, rng);
     Placement plan = policy.sample(rng);
     double before = policy.logProbability(plan);
     policy.reinforce(plan, advantage, 0);
@@ -293,11 +470,12 @@ TEST(Reinforce, GradientStepFollowsAdvantage) {
 }
 
 TEST(Reinforce, EntropyGradientVanishesAtUniformPolicy) {
-  // V = 0 and d = 0 give uniform logits at every step: maximal entropy,
-  // N log T, and a zero gradient.
+  // V = 0, d = 0 and G = 0 give uniform logits at every step: maximal
+  // entropy, N log T, and a zero gradient.
   LSTMParams params = randomParams(5, 4, 3, 12);
   params.V().setZero();
   params.d().setZero();
+  params.G().setZero();
   MatrixXd inputs = randomInputs(5, 5, 13);
   LSTMParams grad;
   double value = entropyGradient(params, inputs, grad);
@@ -334,6 +512,7 @@ TEST(RLPlacer, SameSeedSameResult) {
   options.episodes = 150;
   options.pretrainEpisodes = 100;
   options.timeBudgetSeconds = 1e9; // the episode counts decide
+  options.polishEvaluations = 0;   // so that the evaluations are counted
   SearchResult a = placeRL(problem, options);
   SearchResult b = placeRL(problem, options);
   EXPECT_EQ(a.placement, b.placement);
@@ -342,14 +521,29 @@ TEST(RLPlacer, SameSeedSameResult) {
   // T all-one-type plans, the episodes and the final most likely plan.
   EXPECT_EQ(a.evaluations, 3 + 100 + 150 + 1);
 
+  // The number of threads does not change the result.
+  options.threads = 1;
+  SearchResult single = placeRL(problem, options);
+  EXPECT_EQ(single.placement, a.placement);
+  EXPECT_EQ(single.eval.cost, a.eval.cost);
+  options.threads = 2;
+
   options.seed = 2;
   SearchResult c = placeRL(problem, options);
   EXPECT_EQ(c.placement.size(), 40u);
   EXPECT_EQ(c.evaluations, a.evaluations);
+  options.seed = 1;
+
+  // Local improvement is deterministic too, and can only help.
+  options.polishEvaluations = 50;
+  SearchResult polished = placeRL(problem, options);
+  SearchResult again = placeRL(problem, options);
+  EXPECT_EQ(polished.placement, again.placement);
+  EXPECT_EQ(polished.evaluations, again.evaluations);
+  EXPECT_GT(polished.evaluations, a.evaluations);
   // Different seeds start from different weights.
   std::mt19937_64 rng1(1), rng2(2);
-  Policy p1(problem.layers(), 3, 8, 0.01, rng1),
-      p2(problem.layers(), 3, 8, 0.01, rng2);
+  Policy p1(problem, 8, 0.01, rng1), p2(problem, 8, 0.01, rng2);
   EXPECT_NE(p1.params().flat(), p2.params().flat());
 }
 
@@ -360,7 +554,9 @@ TEST(RLPlacer, FindsBruteForceOptimumOnSmallProblem) {
   ASSERT_TRUE(best.eval.feasible);
   EXPECT_EQ(best.placement, (Placement{1, 1, 1, 2, 2, 2, 0, 0}));
 
-  SearchResult rl = placeRL(problem, RLOptions());
+  RLOptions options;
+  options.episodes = 2000;
+  SearchResult rl = placeRL(problem, options);
   ASSERT_TRUE(rl.eval.feasible);
   EXPECT_LE(rl.eval.cost, best.eval.cost * 1.01);
   EXPECT_EQ(rl.placement, best.placement);
@@ -384,6 +580,35 @@ TEST(RLPlacer, RespectsTimeBudget) {
   EXPECT_GE(r.evaluations, 1);
   EXPECT_LT(r.evaluations, 3 + options.pretrainEpisodes + options.episodes);
   EXPECT_EQ(r.placement.size(), 200u);
+}
+
+TEST(RLPlacer, TrainsUntilTheTimeBudget) {
+  // With the default episode cap the time budget ends training.
+  ClusterSpec spec = chainSpec();
+  PlacementProblem problem(spec, chainLayers(20, spec), 2000);
+  RLOptions options;
+  options.timeBudgetSeconds = 0.3;
+  SearchResult r = placeRL(problem, options);
+  EXPECT_GE(r.seconds, 0.3);
+  EXPECT_LT(r.seconds, 0.6);
+  EXPECT_GT(r.evaluations, 3 + options.pretrainEpisodes);
+}
+
+TEST(RLPlacer, FindsTheOptimumOfAChainWithLimits) {
+  // 30 layers, three types, tight limits: the exact optimum (brute force is
+  // out of reach) within 1% in a few seconds.
+  ClusterSpec spec = chainSpec();
+  for (DeviceType &d : spec.deviceTypes)
+    d.maxCount = std::max<int64_t>(1, d.maxCount / 4);
+  PlacementProblem problem(spec, chainLayers(30, spec), 1500);
+  RLOptions options;
+  options.episodes = 20000;
+  options.timeBudgetSeconds = 20;
+  SearchResult rl = placeRL(problem, options);
+  SearchResult exact = placeExact(problem);
+  ASSERT_TRUE(exact.eval.feasible);
+  ASSERT_TRUE(rl.eval.feasible);
+  EXPECT_LE(rl.eval.cost, exact.eval.cost * 1.01);
 }
 
 TEST(RLPlacer, DegenerateProblems) {

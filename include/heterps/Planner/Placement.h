@@ -89,6 +89,7 @@ public:
   int64_t spent() const { return spent_; }
   double elapsed() const;
   bool timeUp() const { return elapsed() >= timeBudget_; }
+  const PlacementProblem &problem() const { return problem_; }
   /// The best plan with its search time and evaluation count.
   SearchResult finish();
 

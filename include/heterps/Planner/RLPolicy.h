@@ -36,7 +36,8 @@ namespace heterps::planner::rl {
 //===----------------------------------------------------------------------===//
 
 /// Where each feature sits in a step's input vector (see RLPlacer.h for what
-/// they mean).
+/// they mean). The static features come first, then the ones that depend on
+/// the plan chosen so far (previous action and plan state).
 struct FeatureLayout {
   static constexpr size_t numFrequencies = 4; // f = 1, 2, 4, 8
   static constexpr size_t numKinds = 12;
@@ -52,23 +53,99 @@ struct FeatureLayout {
   size_t computeTime() const { return bytes() + 2; }
   /// ODT per device type, log-scaled.
   size_t commTime() const { return computeTime() + numTypes; }
+  /// Per device type, the price of the devices the layer alone would need to
+  /// meet the floor, log-scaled (zero without a problem).
+  size_t layerPrice() const { return commTime() + numTypes; }
   /// One-hot of the previous layer's device type (the action of step t-1).
-  size_t previousAction() const { return commTime() + numTypes; }
-  size_t size() const { return previousAction() + numTypes; }
+  size_t previousAction() const { return layerPrice() + numTypes; }
+  /// The state of the partial plan (PlanState).
+  size_t planState() const { return previousAction() + numTypes; }
+  size_t size() const { return planState() + planStateSize(); }
+  /// Per type, for the layer joining the open stage (same type) or opening
+  /// one: devices it adds, the type's devices in use after it, the spare
+  /// fraction of a device in that stage and its time / (B / floor); then the
+  /// open stage's serial load and length, and the slowest closed stage.
+  size_t planStateSize() const { return 10 * numTypes + 3; }
 };
 
 /// Index of `kind` among the 12 known layer kinds, or -1.
 int kindIndex(const std::string &kind);
 
-/// The features of every layer, one column per layer, with the
-/// previous-action slots left zero.
+/// The static features of every layer, one column per layer, with the
+/// previous-action and plan-state slots left zero. With a problem, also the
+/// layer-price features.
 Eigen::MatrixXd layerFeatures(const std::vector<Layer> &layers,
                               size_t numTypes);
+Eigen::MatrixXd layerFeatures(const PlacementProblem &problem);
 
 /// Writes the one-hot of actions[t - 1] into the previous-action slots of
 /// column t (and zeros into those of column 0).
 void setPreviousActions(Eigen::MatrixXd &inputs, const FeatureLayout &layout,
                         const Placement &actions);
+
+/// What the policy knows about the plan it is building: the stages closed so
+/// far and the open one (the run of the previous layer's type). Stage times
+/// are CT = Cs + Cp / k and DT = Ds + Dp / k (serial and parallel parts, for
+/// the problem's batch); a stage needs the smallest k with CT, DT <= tau =
+/// B / floor, as provision() gives it.
+class PlanState {
+public:
+  explicit PlanState(const PlacementProblem &problem);
+
+  /// Back to the empty plan.
+  void reset();
+  /// Writes the features for placing `layer` next into `out`
+  /// (FeatureLayout::planStateSize() values).
+  void write(size_t layer, double *out) const;
+  /// Whether `layer` may go on `type`: false when the stage it would join or
+  /// open needs more devices than the type has left to meet the floor (the
+  /// plan could not be feasible whatever follows: a stage's need only grows
+  /// with its layers, and devices once committed stay so). `allowed` gets
+  /// one value per type; when no type is allowed (the plan is infeasible
+  /// anyway), all are.
+  void allowedTypes(size_t layer, double *allowed) const;
+  /// Places `layer` (the next one) on `type`.
+  void place(size_t layer, size_t type);
+  /// The job cost of the plan so far, its open stage included, as
+  /// provision() and evaluatePlan() would price it on its own.
+  double partialCost() const;
+
+  /// Fills the previous-action and plan-state slots of every column of
+  /// `inputs`, and `allowed` (T x N), for the plan `actions`.
+  void fill(Eigen::MatrixXd &inputs, Eigen::MatrixXd &allowed,
+            const FeatureLayout &layout, const Placement &actions);
+
+private:
+  struct Parts {
+    double cs = 0, cp = 0, ds = 0, dp = 0;
+    Parts &operator+=(const Parts &o) {
+      cs += o.cs, cp += o.cp, ds += o.ds, dp += o.dp;
+      return *this;
+    }
+  };
+  /// Continuous k meeting the floor (0 when nothing is parallel), or
+  /// infinity when the serial part alone misses it.
+  double devicesFor(const Parts &parts) const;
+  /// max(CT, DT) on k devices.
+  double timeAt(const Parts &parts, double k) const;
+  /// Closes the open stage: commits its devices.
+  void close();
+  const Parts &part(size_t layer, size_t type) const {
+    return parts_[layer * numTypes_ + type];
+  }
+
+  size_t numTypes_, numLayers_;
+  double tau_;
+  std::vector<Parts> parts_;
+  std::vector<double> maxCount_, pricePerSecond_;
+  double batchesPerJob_, maxPrice_ = 0;
+  // The plan so far.
+  bool open_ = false;
+  size_t runType_ = 0, runLength_ = 0;
+  Parts run_;
+  std::vector<double> committed_; // devices of closed stages, per type
+  double slowest_ = 0;            // the longest closed stage time
+};
 
 //===----------------------------------------------------------------------===//
 // Parameters
@@ -94,7 +171,7 @@ public:
   LSTMParams(size_t inputSize, size_t hiddenSize, size_t numActions);
 
   /// Uniform in [-1/sqrt(H), 1/sqrt(H)] for W, U, V; b = 0 except the
-  /// forget-gate bias, 1 (remember by default); d = 0.
+  /// forget-gate bias, 1 (remember by default); d = 0, G = 0.
   void initRandom(std::mt19937_64 &rng);
 
   Eigen::Index inputSize() const { return inputSize_; }
@@ -116,10 +193,13 @@ public:
   /// Output bias, T.
   VectorView d() { return {at(4), numActions_}; }
   ConstVectorView d() const { return {at(4), numActions_}; }
+  /// Input-to-output (skip) weights, T x D.
+  MatrixView G() { return {at(5), numActions_, inputSize_}; }
+  ConstMatrixView G() const { return {at(5), numActions_, inputSize_}; }
 
   Eigen::VectorXd &flat() { return flat_; }
   const Eigen::VectorXd &flat() const { return flat_; }
-  /// W, U, b, V, d, in that order.
+  /// W, U, b, V, d, G, in that order.
   std::vector<Block> blocks() const;
 
 private:
@@ -127,7 +207,8 @@ private:
   const double *at(int block) const { return flat_.data() + offsets_[block]; }
 
   Eigen::Index inputSize_ = 0, hiddenSize_ = 0, numActions_ = 0;
-  Eigen::Index offsets_[5] = {0, 0, 0, 0, 0};
+  static constexpr int numBlocks = 6;
+  Eigen::Index offsets_[numBlocks] = {0, 0, 0, 0, 0, 0};
   Eigen::VectorXd flat_;
 };
 
@@ -144,6 +225,12 @@ struct ForwardCache {
   Eigen::MatrixXd hidden;   // H x (N+1), column 0 is h_0 = 0
   Eigen::MatrixXd cellTanh; // H x N, tanh(c_t) for t = 1..N
   Eigen::MatrixXd probs;    // T x N
+  /// T x N, 1 where a type may be chosen and 0 where it is masked (its
+  /// probability is 0); empty when every type may be.
+  Eigen::MatrixXd allowed;
+  /// T x N, added to the logits (exploration noise, NoisyPolicy); empty
+  /// when none.
+  Eigen::MatrixXd logitNoise;
   // Scratch of the backward pass.
   Eigen::MatrixXd dLogits, dHidden, dGates;
 };
@@ -152,7 +239,8 @@ struct ForwardCache {
 /// for every step from cache.inputs (which the caller has filled).
 void projectInputs(const LSTMParams &params, ForwardCache &cache);
 /// Step t: adds U h_{t-1} to the projected inputs in cache.gates, applies the
-/// non-linearities, and computes c_t, h_t and the probabilities.
+/// non-linearities, and computes c_t, h_t and the probabilities (the softmax
+/// over the allowed types when cache.allowed is set).
 void lstmStep(const LSTMParams &params, ForwardCache &cache, Eigen::Index t);
 /// The whole forward pass over `inputs` (D x N).
 void forward(const LSTMParams &params, const Eigen::MatrixXd &inputs,
@@ -214,25 +302,75 @@ private:
 // Policy
 //===----------------------------------------------------------------------===//
 
-/// The policy of one placement problem: its features, weights, optimiser and
-/// forward cache.
+/// How one episode explores (Policy::sample).
+struct Exploration {
+  /// Standard deviation of a perturbation, drawn once per episode, of the
+  /// output weights that read the plan-dependent inputs (previous action,
+  /// plan state) and of the output bias (NoisyNet-style): the whole plan is
+  /// sampled from one consistently perturbed policy, so that a different
+  /// stage-length or type preference is tried throughout, not at one step.
+  double noise = 0;
+  /// Types the episode may not use (empty: none), like masked ones.
+  std::vector<bool> withheld;
+};
+
+/// What one sampling thread needs of its own.
+struct Workspace {
+  explicit Workspace(const PlacementProblem &problem) : state(problem) {}
+  PlanState state;
+  Eigen::MatrixXd noise; // T x (plan-dependent inputs + 1), last column bias
+  Eigen::VectorXd weights;
+};
+
+/// The policy of one placement problem: its features, weights and optimiser.
+/// The const members may run concurrently, each thread with its own
+/// Workspace and ForwardCache.
 class Policy {
 public:
   static constexpr double maxGradNorm = 5;
 
-  Policy(const std::vector<Layer> &layers, size_t numTypes, int hiddenSize,
-         double learningRate, std::mt19937_64 &rng);
+  Policy(const PlacementProblem &problem, int hiddenSize, double learningRate,
+         std::mt19937_64 &rng);
 
   /// Samples a placement, one layer at a time, feeding each choice back as
-  /// the next step's previous-action input.
-  Placement sample(std::mt19937_64 &rng);
+  /// the next step's previous-action and plan-state input. The forward pass
+  /// stays in `cache` for gradient().
+  Placement sample(std::mt19937_64 &rng, ForwardCache &cache,
+                   Workspace &workspace,
+                   const Exploration &exploration = {}) const;
   /// The arg max type at every step (fed back the same way).
+  Placement mostLikely(ForwardCache &cache, Workspace &workspace) const;
+  /// Makes `cache` hold the forward pass of the plan `actions`: its inputs
+  /// (static features, previous actions and plan state), allowed types and
+  /// probabilities.
+  void forwardFor(const Placement &actions, ForwardCache &cache,
+                  Workspace &workspace) const;
+  /// Writes into `grad` the gradient of sum_t advantages[t] * log
+  /// pi_t(a_t) + entropyBonus * sum_t H(pi_t), for the forward pass of
+  /// `actions` in `cache`. Steps whose action is masked (only in infeasible
+  /// plans, which have no probability to move) are left out.
+  void gradient(const Placement &actions, ForwardCache &cache,
+                const Eigen::VectorXd &advantages, double entropyBonus,
+                Workspace &workspace, LSTMParams &grad) const;
+
+  /// Adds `grad` to the pending update.
+  void accumulate(const LSTMParams &grad);
+  /// Applies the pending update: clips it to global norm maxGradNorm and
+  /// ascends it with Adam.
+  void step();
+
+  /// Single-threaded conveniences, on the policy's own workspace and cache.
+  Placement sample(std::mt19937_64 &rng);
   Placement mostLikely();
   /// log pi(actions).
   double logProbability(const Placement &actions);
-  /// One REINFORCE step: ascends advantage * log pi(actions) +
-  /// entropyBonus * sum_t H(pi_t) by Adam on the clipped gradient. Reuses
-  /// the forward pass of the last sample() when it produced `actions`.
+  /// Adds the gradient of advantage * log pi(actions) + entropyBonus *
+  /// sum_t H(pi_t) (or one advantage per step) to the pending update.
+  void accumulate(const Placement &actions, double advantage,
+                  double entropyBonus);
+  void accumulate(const Placement &actions, const Eigen::VectorXd &advantages,
+                  double entropyBonus);
+  /// One REINFORCE step on one plan: accumulate(), then step().
   void reinforce(const Placement &actions, double advantage,
                  double entropyBonus);
 
@@ -240,20 +378,23 @@ public:
   const FeatureLayout &layout() const { return layout_; }
 
 private:
-  /// Forward pass for `actions`, chosen by `choose(t)` after step t (which
-  /// reads cache_.probs.col(t)).
-  template <typename Choose> Placement rollout(Choose choose);
-  /// Makes cache_ hold the forward pass of `actions`.
-  void forwardFor(const Placement &actions);
+  /// Forward pass into `cache`, the action of step t chosen by `choose(t)`
+  /// (which reads cache.probs.col(t)); `exploration` as in sample().
+  template <typename Choose>
+  Placement rollout(ForwardCache &cache, Workspace &workspace,
+                    const Exploration &exploration, Choose choose) const;
+
+  /// W x + b for the static part of the inputs, the same in every episode
+  /// until the next step().
+  void projectStaticInputs();
 
   FeatureLayout layout_;
-  Eigen::MatrixXd features_; // previous-action slots zero
-  LSTMParams params_, grad_;
+  Eigen::MatrixXd features_;  // previous-action and plan-state slots zero
+  Eigen::MatrixXd projected_; // 4H x N, see projectStaticInputs()
+  LSTMParams params_, grad_, pending_;
   Adam adam_;
+  Workspace workspace_;
   ForwardCache cache_;
-  Eigen::VectorXd weights_;
-  Placement cached_; // the actions cache_ holds, if cacheValid_
-  bool cacheValid_ = false;
 };
 
 } // namespace heterps::planner::rl

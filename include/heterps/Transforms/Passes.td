@@ -62,7 +62,7 @@ def Place : Pass<"hps-place", "::mlir::ModuleOp"> {
       ONNX node name (`{"conv1": "v100", ...}`); every layer must be listed;
     * `rl`: the HeterPS scheduler, an LSTM policy trained with REINFORCE on
       the plans' costs (`episodes`, `pretrain-episodes`, `hidden-size`,
-      `learning-rate`, `seed`, `time-budget`);
+      `learning-rate`, `polish`, `seed`, `time-budget`);
     * `greedy`: per layer, the cheapest type meeting the floor on its own;
     * `random`: random search with `budget` evaluations;
     * `genetic`: a genetic algorithm with `budget` evaluations;
@@ -94,22 +94,27 @@ def Place : Pass<"hps-place", "::mlir::ModuleOp"> {
            "throughput_limit)">,
     Option<"seed", "seed", "uint64_t", /*default=*/"1",
            "Random seed of rl, random and genetic (same seed, same plan)">,
-    Option<"episodes", "episodes", "int", /*default=*/"2000",
-           "rl: training episodes on the policy's own plans">,
+    Option<"episodes", "episodes", "int", /*default=*/"1000000",
+           "rl: at most this many episodes on the policy's own plans (the "
+           "time budget usually ends training first)">,
     Option<"pretrainEpisodes", "pretrain-episodes", "int", /*default=*/"500",
            "rl: pre-training episodes on random plans">,
-    Option<"hiddenSize", "hidden-size", "int", /*default=*/"32",
+    Option<"hiddenSize", "hidden-size", "int", /*default=*/"16",
            "rl: LSTM hidden size">,
     Option<"learningRate", "learning-rate", "double", /*default=*/"0.01",
            "rl: learning rate">,
+    Option<"polish", "polish", "int64_t", /*default=*/"200",
+           "rl: evaluations of local improvement on each batch's best plan, "
+           "which the policy then imitates (0: the policy alone)">,
     Option<"timeBudget", "time-budget", "double", /*default=*/"10",
            "rl: stop after this many seconds">,
     Option<"certify", "certify", "bool", /*default=*/"false",
            "Also find the optimum (strategy=exact) and record optimal_cost "
            "and gap = (cost - optimal_cost) / optimal_cost">,
     Option<"budget", "budget", "int64_t", /*default=*/"0",
-           "random, genetic: evaluations (default: rl's episodes + "
-           "pretrain-episodes, for comparisons at equal budgets)">,
+           "random, genetic: evaluations (default 20000; the placement "
+           "benchmark gives them rl's count, for comparisons at equal "
+           "budgets)">,
   ];
 }
 
