@@ -1,6 +1,7 @@
 //===- Tensor.cpp - dense tensors of the runtime --------------------------===//
 
 #include "heterps/Runtime/Tensor.h"
+#include "heterps/Runtime/BufferPool.h"
 
 #include <cassert>
 #include <cstdlib>
@@ -50,11 +51,7 @@ Layout::~Layout() = default;
 /// A 64-byte aligned buffer of at least one byte (so that empty tensors still
 /// have a non-null buffer).
 static std::shared_ptr<uint8_t> allocate(size_t bytes) {
-  size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-  void *p = std::aligned_alloc(64, rounded);
-  if (!p)
-    throw std::bad_alloc();
-  return std::shared_ptr<uint8_t>(static_cast<uint8_t *>(p), std::free);
+  return BufferPool::global().allocate(bytes);
 }
 
 Tensor::Tensor(DType type, Shape shape)
