@@ -28,87 +28,97 @@ std::vector<Run> runsOf(const Placement &plan) {
   return runs;
 }
 
-/// A move: layers [begin, end) to `type`.
-struct Move {
-  size_t begin, end, type;
-};
+/// One climb: tries moves on `plan` until one improves it.
+class Climber {
+public:
+  Climber(SearchTracker &search, Placement &plan, PlacementEval &eval,
+          int64_t maxEvaluations)
+      : search_(search), plan_(plan), eval_(eval),
+        maxEvaluations_(maxEvaluations),
+        numTypes_(search.problem().numTypes()) {}
 
-/// Every move of the neighbourhood of `plan` (LocalSearch.h).
-std::vector<Move> movesOf(const Placement &plan, size_t numTypes) {
-  std::vector<Move> moves;
-  std::vector<Run> runs = runsOf(plan);
-  for (size_t j = 0; j + 1 < runs.size(); ++j) {
-    const Run &left = runs[j], &right = runs[j + 1];
-    for (size_t d = 1; d <= right.length(); d *= 2)
-      moves.push_back({right.begin, right.begin + d, left.type});
-    for (size_t d = 1; d <= left.length(); d *= 2)
-      moves.push_back({right.begin - d, right.begin, right.type});
+  bool exhausted() const {
+    return spent_ >= maxEvaluations_ || search_.timeUp();
   }
-  for (const Run &run : runs) {
+
+  /// Tries every move once; true (and the plan changed) at the first that
+  /// improves.
+  bool improveOnce() {
+    std::vector<Run> runs = runsOf(plan_);
+    for (size_t j = 0; j + 1 < runs.size(); ++j)
+      if (shiftBoundary(runs[j], runs[j + 1]))
+        return true;
+    for (const Run &run : runs)
+      if (recolour(run))
+        return true;
+    return false;
+  }
+
+private:
+  /// Moves the boundary between `left` and `right` by 1, 2, 4, ... layers.
+  bool shiftBoundary(const Run &left, const Run &right) {
+    size_t at = right.begin;
+    for (size_t d = 1; d <= right.length(); d *= 2)
+      if (tryRange(at, at + d, left.type))
+        return true;
+    for (size_t d = 1; d <= left.length(); d *= 2)
+      if (tryRange(at - d, at, right.type))
+        return true;
+    return false;
+  }
+
+  /// Another type for the whole run, then for its halves and middle third.
+  bool recolour(const Run &run) {
     size_t n = run.length();
-    for (size_t t = 0; t < numTypes; ++t) {
+    for (size_t t = 0; t < numTypes_; ++t) {
       if (t == run.type)
         continue;
-      moves.push_back({run.begin, run.end, t});
-      for (size_t d = 1; d < n; d *= 2) {
-        moves.push_back({run.begin, run.begin + d, t});
-        moves.push_back({run.end - d, run.end, t});
-      }
-      if (n >= 2) {
-        moves.push_back({run.begin, run.begin + n / 2, t});
-        moves.push_back({run.end - n / 2, run.end, t});
-      }
-      if (n >= 3)
-        moves.push_back({run.begin + n / 3, run.end - n / 3, t});
-    }
-  }
-  // Windows of one or two layers anywhere (a short stage in the middle of a
-  // long one).
-  for (size_t i = 0; i < plan.size(); ++i)
-    for (size_t t = 0; t < numTypes; ++t) {
-      if (t == plan[i])
+      if (tryRange(run.begin, run.end, t))
+        return true;
+      if (n < 2)
         continue;
-      moves.push_back({i, i + 1, t});
-      if (i + 2 <= plan.size())
-        moves.push_back({i, i + 2, t});
+      if (tryRange(run.begin, run.begin + n / 2, t) ||
+          tryRange(run.end - n / 2, run.end, t))
+        return true;
+      if (n >= 3 && tryRange(run.begin + n / 3, run.end - n / 3, t))
+        return true;
     }
-  return moves;
-}
+    return false;
+  }
+
+  /// Evaluates the plan with layers [begin, end) on `type`; keeps it when
+  /// better.
+  bool tryRange(size_t begin, size_t end, size_t type) {
+    if (exhausted())
+      return false;
+    Placement candidate = plan_;
+    std::fill(candidate.begin() + static_cast<ptrdiff_t>(begin),
+              candidate.begin() + static_cast<ptrdiff_t>(end), type);
+    if (candidate == plan_)
+      return false;
+    ++spent_;
+    const PlacementEval &eval = search_.evaluate(candidate);
+    if (!eval.betterThan(eval_))
+      return false;
+    plan_ = std::move(candidate);
+    eval_ = eval;
+    return true;
+  }
+
+  SearchTracker &search_;
+  Placement &plan_;
+  PlacementEval &eval_;
+  int64_t maxEvaluations_, spent_ = 0;
+  size_t numTypes_;
+};
 
 } // namespace
 
 Placement heterps::planner::improveLocally(SearchTracker &search,
                                            Placement plan, PlacementEval &eval,
-                                           int64_t maxEvaluations,
-                                           std::mt19937_64 &rng) {
-  size_t numTypes = search.problem().numTypes();
-  int64_t spent = 0;
-  Placement candidate;
-  bool improved = true;
-  while (improved) {
-    improved = false;
-    std::vector<Move> moves = movesOf(plan, numTypes);
-    // Fisher-Yates with the generator's raw output: the same order on every
-    // platform (std::shuffle's algorithm is the library's choice).
-    for (size_t i = moves.size(); i > 1; --i)
-      std::swap(moves[i - 1], moves[rng() % i]);
-    for (const Move &m : moves) {
-      if (spent >= maxEvaluations || search.timeUp())
-        return plan;
-      candidate = plan;
-      std::fill(candidate.begin() + static_cast<ptrdiff_t>(m.begin),
-                candidate.begin() + static_cast<ptrdiff_t>(m.end), m.type);
-      if (candidate == plan)
-        continue;
-      ++spent;
-      const PlacementEval &next = search.evaluate(candidate);
-      if (next.betterThan(eval)) {
-        eval = next;
-        plan.swap(candidate);
-        improved = true;
-        break;
-      }
-    }
+                                           int64_t maxEvaluations) {
+  Climber climber(search, plan, eval, maxEvaluations);
+  while (!climber.exhausted() && climber.improveOnce()) {
   }
   return plan;
 }

@@ -1032,7 +1032,7 @@ void Trainer::trainBatch(int size) {
   // elites: the policy imitates it if it beats the batch.
   if (options_.polishEvaluations > 0) {
     Placement polished = improveLocally(search_, plans_[best], bestEval,
-                                        options_.polishEvaluations, rng_);
+                                        options_.polishEvaluations);
     if (polished != plans_[best])
       elites_.offer(polished, reward_(bestEval));
   }
