@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "NpyFile.h"
+#include "heterps/Runtime/NpyFile.h"
 
 #include "heterps/InitAll.h"
 #include "heterps/Runtime/Executor.h"

@@ -1,6 +1,6 @@
 //===- NpyFile.cpp - NumPy .npy tensors -----------------------------------===//
 
-#include "NpyFile.h"
+#include "heterps/Runtime/NpyFile.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef HETERPS_TOOLS_NPYFILE_H
-#define HETERPS_TOOLS_NPYFILE_H
+#ifndef HETERPS_RUNTIME_NPYFILE_H
+#define HETERPS_RUNTIME_NPYFILE_H
 
 #include "heterps/Runtime/Tensor.h"
 
@@ -16,4 +16,4 @@ llvm::Expected<Tensor> readNpyFile(llvm::StringRef path);
 
 } // namespace heterps::runtime
 
-#endif // HETERPS_TOOLS_NPYFILE_H
+#endif // HETERPS_RUNTIME_NPYFILE_H
