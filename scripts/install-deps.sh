@@ -19,6 +19,8 @@ PACKAGES=(
   libdnnl-dev libtbb-dev libeigen3-dev
   # dnnl-config.cmake looks for OpenCL (Debian builds oneDNN with its OCL runtime).
   ocl-icd-opencl-dev
+  # Training data: IDX reader (zlib for the gzipped files) and Fashion-MNIST.
+  zlib1g-dev dataset-fashion-mnist
 )
 
 missing=()
