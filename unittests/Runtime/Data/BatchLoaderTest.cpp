@@ -71,6 +71,15 @@ TEST(BatchLoader, SeededPerEpochAndIndependentOfPrefetch) {
   EXPECT_EQ(rest, std::vector<std::vector<int64_t>>(e1.begin() + 5, e1.end()));
 }
 
+TEST(BatchLoader, OrderMatchesThePythonPort) {
+  // benchmarks/training/mt19937_64.py reproduces the order so that PyTorch
+  // reference runs see the same batches; its epoch_order(10, 1, 0).
+  Dataset data = numbered(10);
+  BatchLoader loader(data, {/*batchSize=*/4});
+  EXPECT_EQ(loader.order(0),
+            (std::vector<int64_t>{6, 4, 0, 5, 3, 8, 2, 1, 9, 7}));
+}
+
 TEST(BatchLoader, UnshuffledAndDropLast) {
   Dataset data = numbered(10);
   BatchLoaderOptions options;
