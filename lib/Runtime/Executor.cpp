@@ -31,7 +31,7 @@ static bool matches(const Tensor &t, const plan::Value &v) {
 
 Executor::Executor(plan::Plan plan, WeightMap weights, ExecutorOptions options)
     : program(std::move(plan)), options(options),
-      cpu(CPUBackendOptions{options.numThreads}) {
+      cpu(CPUBackendOptions{options.numThreads, options.autotune}) {
   foldBatchNorms(program, weights);
   if (options.fuse) {
     fuseResidualAdds(program);

@@ -64,6 +64,11 @@ cl::opt<bool> emulateMissing(
     "emulate-missing-devices",
     cl::desc("Run ops placed on device types this machine lacks on the CPU"),
     cl::cat(category));
+cl::opt<bool> deterministic(
+    "deterministic",
+    cl::desc("Choose kernel algorithms by fixed rules, not by timing them, "
+             "so that every run gives bit-identical outputs"),
+    cl::cat(category));
 cl::opt<std::string> reportPath("report",
                                 cl::desc("Write the run's figures as JSON"),
                                 cl::value_desc("FILE.json"), cl::cat(category));
@@ -153,6 +158,7 @@ int main(int argc, char **argv) {
   ExecutorOptions options;
   options.numThreads = threads;
   options.emulateMissingDevices = emulateMissing;
+  options.autotune = !deterministic;
   auto executor = Executor::create(*plan, options);
   if (!executor)
     return fail(modelPath + ": " + llvm::toString(executor.takeError()));

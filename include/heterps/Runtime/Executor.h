@@ -30,6 +30,8 @@ struct ExecutorOptions {
   /// Fuse residual Adds and activations into the Conv feeding them (batch
   /// norms after a Conv with constant weights are always folded).
   bool fuse = true;
+  /// CPUBackendOptions::autotune.
+  bool autotune = true;
 };
 
 class Executor {

@@ -6,10 +6,14 @@
 // appendFusedActivation). Source, weights and destination use
 // format_tag::any, so oneDNN picks its fastest (blocked) formats; the
 // destination keeps that layout for the next kernel. Constant weights are
-// reordered once per shape. 2-D 3x3 stride-1 convolutions also try oneDNN's
-// Winograd algorithm when the primitive is created for a shape, time one run
-// of each on that shape, and keep the faster (Winograd's results differ from
-// the direct algorithm's in the last bits, ~1e-6 relative).
+// reordered once per shape. With autotuning (CPUBackendOptions), 2-D 3x3
+// stride-1 convolutions also try oneDNN's Winograd algorithm when the
+// primitive is created for a shape, time one run of each on that shape, and
+// keep the faster. No fixed rule picks well: on this machine Winograd ran
+// 0.4x to 3x the direct algorithm's speed, depending on channels, image size
+// and batch in ways that do not sort by any one of them. Winograd's results
+// differ from the direct algorithm's in the last bits (~1e-6 relative), so
+// runs that choose differently differ there too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -171,7 +175,7 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   bool winogradShape = n == 2 && g == 1 && w.dim(2) == 3 && w.dim(3) == 3 &&
                        llvm::all_of(*strides, [](int64_t s) { return s == 1; }) &&
                        llvm::all_of(*dilations, [](int64_t d) { return d == 1; });
-  if (!winogradShape)
+  if (!winogradShape || !ctx->autotune)
     return direct;
   std::optional<ConvEntry> winograd;
   try {

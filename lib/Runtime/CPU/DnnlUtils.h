@@ -25,6 +25,8 @@ struct CPUContext {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   PrimitiveCacheStats stats;
+  /// CPUBackendOptions::autotune.
+  bool autotune = true;
 };
 using CPUContextPtr = std::shared_ptr<CPUContext>;
 

@@ -26,6 +26,10 @@ struct CPUBackendOptions {
   /// Threads per kernel; 0 keeps OpenMP's default (OMP_NUM_THREADS or all
   /// cores).
   int numThreads = 0;
+  /// Choose between kernel algorithms by timing them on each shape (Conv:
+  /// Winograd or direct). Faster, but the choice can differ between runs
+  /// and with it the last bits of the results; false uses fixed rules only.
+  bool autotune = true;
 };
 
 /// Counters of the primitive caches of all kernels of one backend.
