@@ -16,6 +16,7 @@ CPUBackend::CPUBackend(CPUBackendOptions options)
   registerEltwiseKernels(registry, context);
   registerMatMulKernels(registry, context);
   registerNormKernels(registry, context);
+  registerPadKernel(registry, context);
   registerPoolKernels(registry, context);
   registerSoftmaxKernels(registry, context);
   registerViewKernels(registry, context);

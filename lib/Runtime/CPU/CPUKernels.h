@@ -39,6 +39,7 @@ void registerConvKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerEltwiseKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerMatMulKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerNormKernels(KernelRegistry &registry, CPUContextPtr ctx);
+void registerPadKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerPoolKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerSoftmaxKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerViewKernels(KernelRegistry &registry, CPUContextPtr ctx);
