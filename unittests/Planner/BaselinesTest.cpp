@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EightLayerProblem.h"
+
 #include "heterps/Planner/Baselines.h"
 
 #include "gtest/gtest.h"
@@ -14,6 +16,7 @@
 #include <cmath>
 
 using namespace heterps::planner;
+using namespace heterps::planner::testutil;
 
 namespace {
 
@@ -52,29 +55,6 @@ Layer layer(std::vector<double> oct, std::vector<double> alpha = {}) {
   return l;
 }
 
-/// 8 layers on three types ("gpu" $0.01/s at most 4, "mid" $0.004/s at most
-/// 4, "cpu" $0.001/s at most 8; partly serial layers). At 60 samples/s the
-/// cheapest plan, {mid, mid, cpu, mid, gpu, gpu, gpu, gpu} at $0.26, is
-/// unique, has 4 stages, and is neither the greedy plan nor a one-type plan
-/// (GeneticFindsTheUniqueOptimum checks all of this).
-ClusterSpec makeEightLayerSpec() {
-  ClusterSpec spec;
-  spec.deviceTypes = {DeviceType{"gpu", "cuda", 36, 4, 1, 1, 1, 1},
-                      DeviceType{"mid", "cuda", 14.4, 4, 1, 1, 1, 1},
-                      DeviceType{"cpu", "cpu", 3.6, 8, 1, 1, 1, 1}};
-  spec.job = {10, 1000, 1, 0};
-  return spec;
-}
-std::vector<Layer> makeEightLayers() {
-  const double gpu[] = {0.02, 0.05, 0.03, 0.08, 0.01, 0.06, 0.04, 0.02};
-  const double mid[] = {0.05, 0.08, 0.1, 0.12, 0.03, 0.2, 0.06, 0.09};
-  const double cpu[] = {0.1, 0.6, 0.2, 0.9, 0.05, 0.8, 0.3, 0.4};
-  std::vector<Layer> layers;
-  for (size_t i = 0; i < 8; ++i)
-    layers.push_back(layer({gpu[i], mid[i], cpu[i]}, {0.9, 0.8, 0.95}));
-  return layers;
-}
-constexpr double kEightLayerLimit = 60;
 
 /// Same placement and same figures.
 void expectSameResult(const SearchResult &a, const SearchResult &b) {
@@ -253,7 +233,7 @@ TEST(Genetic, FindsTheUniqueOptimum) {
   PlacementProblem problem(spec, makeEightLayers(), kEightLayerLimit);
   SearchResult optimum = placeBruteForce(problem);
   ASSERT_TRUE(optimum.eval.feasible);
-  EXPECT_EQ(optimum.placement, (Placement{1, 1, 2, 1, 0, 0, 0, 0}));
+  EXPECT_EQ(optimum.placement, kEightLayerOptimum);
   EXPECT_NEAR(optimum.eval.cost, 0.26, 1e-9);
 
   // The optimum is unique: every other placement costs more (or fails).
