@@ -17,6 +17,7 @@
 #include "heterps/InitAll.h"
 #include "heterps/Runtime/Executor.h"
 #include "heterps/Runtime/ONNXTensor.h"
+#include "heterps/Runtime/Pipeline.h"
 #include "heterps/Runtime/Plan.h"
 #include "heterps/Target/ONNX/ImportONNX.h"
 #include "heterps/Transforms/LowerToRuntime.h"
@@ -69,6 +70,17 @@ cl::opt<bool> deterministic(
     cl::desc("Choose kernel algorithms by fixed rules, not by timing them, "
              "so that every run gives bit-identical outputs"),
     cl::cat(category));
+cl::opt<int> streamLength(
+    "stream",
+    cl::desc("Timed run of N batches through the plan's stages as a "
+             "pipeline, against the same batches run one stage after the "
+             "other"),
+    cl::value_desc("N"), cl::init(0), cl::cat(category));
+cl::opt<int> splitStages(
+    "split-stages",
+    cl::desc("With --stream: cut the ops into K stages of equal op counts, "
+             "instead of the plan's stages"),
+    cl::value_desc("K"), cl::init(0), cl::cat(category));
 cl::opt<std::string> reportPath("report",
                                 cl::desc("Write the run's figures as JSON"),
                                 cl::value_desc("FILE.json"), cl::cat(category));
@@ -134,6 +146,90 @@ double percentile(std::vector<double> sorted, double p) {
 }
 
 } // namespace
+
+/// Writes --report, if asked for; the exit status.
+int writeReport(llvm::json::Object report) {
+  if (reportPath.empty())
+    return 0;
+  std::error_code ec;
+  llvm::raw_fd_ostream os(reportPath, ec);
+  if (ec)
+    return fail(reportPath + ": " + ec.message());
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
+  return 0;
+}
+
+/// Seconds to run `fn` once.
+template <typename Fn> double secondsOf(Fn &&fn) {
+  auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       start)
+      .count();
+}
+
+/// --stream: `random` repeated streamLength times through the pipeline of
+/// the plan's stages and through `sequential`, after one untimed pass each.
+int runStream(plan::Plan plan, const std::vector<Tensor> &random,
+              const ExecutorOptions &options, Executor &sequential,
+              llvm::json::Object &report) {
+  if (splitStages > 0)
+    for (int i = 0; i < plan.ops_size(); ++i)
+      plan.mutable_ops(i)->set_stage(
+          static_cast<int>(int64_t(i) * splitStages / plan.ops_size()));
+  PipelineOptions pipelineOptions;
+  pipelineOptions.executor = options;
+  auto pipeline = PipelineExecutor::create(plan, pipelineOptions);
+  if (!pipeline)
+    return fail(modelPath + ": " + llvm::toString(pipeline.takeError()));
+  std::vector<std::vector<Tensor>> stream(streamLength, random);
+  llvm::Error error = llvm::Error::success();
+  auto runPipeline = [&] {
+    if (auto r = (*pipeline)->run(stream); !r)
+      error = r.takeError();
+  };
+  auto runSequential = [&] {
+    for (const std::vector<Tensor> &batch : stream)
+      if (auto r = sequential.run(batch); !r) {
+        error = r.takeError();
+        return;
+      }
+  };
+  runPipeline(); // warm-up: primitives created, algorithms tuned
+  runSequential();
+  double pipelined = secondsOf(runPipeline);
+  double oneStage = secondsOf(runSequential);
+  if (error)
+    return fail(modelPath + ": " + llvm::toString(std::move(error)));
+  double samples = static_cast<double>(streamLength) * batch;
+  llvm::outs() << llvm::formatv(
+      "{0}: {1} batches of {2} through {3} stages: {4:F1} samples/s; one "
+      "stage after the other: {5:F1} samples/s ({6:F2}x)\n",
+      llvm::sys::path::filename(modelPath), streamLength.getValue(),
+      batch.getValue(), (*pipeline)->numStages(), samples / pipelined,
+      samples / oneStage, oneStage / pipelined);
+  llvm::outs() << "stage  ops        replicas  busy_s   busy/wall\n";
+  llvm::json::Array stages;
+  for (auto [s, st] : llvm::enumerate((*pipeline)->stats())) {
+    llvm::outs() << llvm::formatv("{0,5}  {1,-9}  {2,8}  {3,7:F3}  {4,9:F2}\n",
+                                  s,
+                                  std::to_string(st.firstOp) + "-" +
+                                      std::to_string(st.firstOp + st.numOps - 1),
+                                  st.replicas, st.busySeconds,
+                                  st.busySeconds / pipelined / st.replicas);
+    stages.push_back(llvm::json::Object{{"first_op", st.firstOp},
+                                        {"ops", st.numOps},
+                                        {"replicas", st.replicas},
+                                        {"busy_s", st.busySeconds}});
+  }
+  report["stream"] = llvm::json::Object{
+      {"batches", streamLength.getValue()},
+      {"stages", std::move(stages)},
+      {"pipeline_samples_per_s", samples / pipelined},
+      {"single_stage_samples_per_s", samples / oneStage},
+      {"speedup", oneStage / pipelined}};
+  return 0;
+}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -218,6 +314,18 @@ int main(int argc, char **argv) {
   std::vector<Tensor> random;
   for (const plan::Binding &b : plan->inputs())
     random.push_back(randomInput(plan->values(b.value()), rng));
+  if (streamLength < 0 || splitStages < 0)
+    return fail("--stream and --split-stages take a positive count");
+  if (splitStages > 0 && streamLength == 0)
+    return fail("--split-stages needs --stream");
+  if (streamLength > 0) {
+    llvm::json::Object report{{"model", modelPath},
+                              {"batch", batch.getValue()},
+                              {"threads", threads.getValue()}};
+    if (int code = runStream(*plan, random, options, **executor, report))
+      return code;
+    return writeReport(std::move(report));
+  }
   std::vector<double> ms;
   for (int i = 0; i < warmup + iterations; ++i) {
     auto start = std::chrono::steady_clock::now();
@@ -238,19 +346,12 @@ int main(int argc, char **argv) {
       "{5:F1} samples/s\n",
       llvm::sys::path::filename(modelPath), batch.getValue(), ms.size(), p50,
       p90, throughput);
-  if (!reportPath.empty()) {
-    llvm::json::Object report{{"model", modelPath},
-                              {"batch", batch.getValue()},
-                              {"iterations", static_cast<int64_t>(ms.size())},
-                              {"threads", threads.getValue()},
-                              {"p50_ms", p50},
-                              {"p90_ms", p90},
-                              {"samples_per_s", throughput}};
-    std::error_code ec;
-    llvm::raw_fd_ostream os(reportPath, ec);
-    if (ec)
-      return fail(reportPath + ": " + ec.message());
-    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
-  }
-  return 0;
+  return writeReport(llvm::json::Object{
+      {"model", modelPath},
+      {"batch", batch.getValue()},
+      {"iterations", static_cast<int64_t>(ms.size())},
+      {"threads", threads.getValue()},
+      {"p50_ms", p50},
+      {"p90_ms", p90},
+      {"samples_per_s", throughput}});
 }
