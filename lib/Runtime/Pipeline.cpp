@@ -87,10 +87,6 @@ static llvm::Error pipelineError(const llvm::Twine &message) {
 
 llvm::Expected<std::unique_ptr<PipelineExecutor>>
 PipelineExecutor::create(const plan::Plan &plan, PipelineOptions options) {
-  // Stage executors run on worker threads, where oneDNN 2.6's Winograd
-  // convolution crashed (SIGSEGV in its JIT code, with any thread count);
-  // until that is understood they use the direct algorithm only.
-  options.executor.autotune = false;
   std::unique_ptr<PipelineExecutor> pipeline(new PipelineExecutor());
   pipeline->program = plan;
   pipeline->options = options;

@@ -13,9 +13,7 @@
 // so far that a later stage or a graph output still needs. Each replica
 // loads its stage's weights itself (k copies), which keeps load-time fusion
 // per executor. The first error of any worker stops the pipeline and is
-// returned; no thread is left waiting. Stage executors do not autotune
-// (ExecutorOptions::autotune): oneDNN's Winograd convolution crashed on
-// worker threads.
+// returned; no thread is left waiting.
 //
 //===----------------------------------------------------------------------===//
 

@@ -41,6 +41,8 @@ struct ConvParams {
 struct ConvEntry {
   dnnl::convolution_forward primitive;
   memory::desc srcMd, weightsMd, dstMd;
+  /// The primitive's scratch memory, which the caller provides.
+  memory::desc scratchpadMd;
   /// Plain weights viewed with the group split out (G, M/G, C/G, k...).
   memory::desc plainWeightsMd;
   /// The weights in weightsMd, when they are constant.
@@ -149,6 +151,7 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
       b ? memory::desc({m}, memory::data_type::f32, Tag::a) : memory::desc();
   dnnl::primitive_attr attr;
   attr.set_post_ops(params.postOps);
+  useCallerScratchpad(attr);
   const CPUContextPtr &ctx = cache.context();
   auto makeEntry = [&](dnnl::algorithm algorithm) {
     dnnl::convolution_forward::desc d(
@@ -160,6 +163,7 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
                     pd.src_desc(),
                     pd.weights_desc(),
                     pd.dst_desc(),
+                    pd.scratchpad_desc(),
                     plainDesc(wDims),
                     Tensor(),
                     out};
@@ -206,6 +210,7 @@ double ConvKernel::secondsPerRun(const ConvEntry &e, const Tensor &x,
       {DNNL_ARG_DST, memoryOf(dst, *ctx)}};
   if (b)
     args[DNNL_ARG_BIAS] = memoryOf(bias, *ctx);
+  auto scratch = addScratchpad(e.scratchpadMd, *ctx, args);
   auto runOnce = [&] {
     auto start = std::chrono::steady_clock::now();
     e.primitive.execute(ctx->stream, args);
@@ -254,6 +259,7 @@ llvm::Error ConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
     Tensor bias = b ? plainOf(*b, ctx) : Tensor();
     if (b)
       args[DNNL_ARG_BIAS] = memoryOf(bias, *ctx);
+    auto scratch = addScratchpad(e.scratchpadMd, *ctx, args);
     e.primitive.execute(ctx->stream, args);
     ctx->stream.wait();
     outputs[0] = std::move(dst);

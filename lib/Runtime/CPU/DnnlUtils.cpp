@@ -2,6 +2,8 @@
 
 #include "DnnlUtils.h"
 
+#include "heterps/Runtime/BufferPool.h"
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
 
@@ -41,6 +43,18 @@ memory::desc cpu::descOf(const Tensor &t) {
 
 memory cpu::memoryOf(const Tensor &t, const CPUContext &ctx) {
   return memory(descOf(t), ctx.engine, const_cast<void *>(t.rawData()));
+}
+
+void cpu::useCallerScratchpad(dnnl::primitive_attr &attr) {
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+}
+
+std::shared_ptr<uint8_t>
+cpu::addScratchpad(const memory::desc &md, const CPUContext &ctx,
+                   std::unordered_map<int, memory> &args) {
+  std::shared_ptr<uint8_t> buffer = BufferPool::global().allocate(md.get_size());
+  args[DNNL_ARG_SCRATCHPAD] = memory(md, ctx.engine, buffer.get());
+  return buffer;
 }
 
 Tensor cpu::allocate(const memory::desc &md, Shape shape,

@@ -14,6 +14,7 @@
 #include "oneapi/dnnl/dnnl.hpp"
 
 #include <map>
+#include <unordered_map>
 
 namespace heterps::runtime::cpu {
 
@@ -54,6 +55,17 @@ memory::desc plainDesc(llvm::ArrayRef<int64_t> shape,
 memory::desc descOf(const Tensor &t);
 /// A dnnl::memory over `t`'s buffer (no copy).
 memory memoryOf(const Tensor &t, const CPUContext &ctx);
+
+/// Primitives whose attributes come from here take their scratch memory from
+/// the caller (addScratchpad) instead of oneDNN's own, which is local to
+/// the thread that created the primitive: run on another thread (pipeline
+/// stage workers), Winograd convolutions read freed memory and crashed.
+void useCallerScratchpad(dnnl::primitive_attr &attr);
+/// Adds a scratchpad of `md` to `args`; the returned buffer must outlive
+/// the execution.
+std::shared_ptr<uint8_t> addScratchpad(const memory::desc &md,
+                                       const CPUContext &ctx,
+                                       std::unordered_map<int, memory> &args);
 
 /// A new f32 tensor of `shape` in `md`: plain when `md` is the plain
 /// descriptor of `shape`, otherwise carrying a DnnlLayout.

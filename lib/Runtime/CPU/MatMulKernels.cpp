@@ -17,7 +17,7 @@ namespace {
 
 struct MatMulEntry {
   dnnl::matmul primitive;
-  memory::desc srcMd, weightsMd, plainWeightsMd, cMd, dstMd;
+  memory::desc srcMd, weightsMd, plainWeightsMd, cMd, dstMd, scratchpadMd;
   /// B in weightsMd, when B is constant.
   Tensor weights;
   /// C goes in as a binary post-op (else as bias).
@@ -42,6 +42,7 @@ protected:
       weightsMd = memory::desc(entry.plainWeightsMd.dims(),
                                memory::data_type::f32, Tag::any);
     dnnl::primitive_attr attr;
+    useCallerScratchpad(attr);
     if (alpha != 1.f)
       attr.set_output_scales(0, {alpha});
     memory::desc biasMd;
@@ -56,6 +57,7 @@ protected:
     dnnl::matmul::primitive_desc pd(d, attr, ctx->engine);
     entry.primitive = dnnl::matmul(pd);
     entry.weightsMd = pd.weights_desc();
+    entry.scratchpadMd = pd.scratchpad_desc();
     if (constantB)
       entry.weights = pack(b, entry);
     return entry;
@@ -89,6 +91,7 @@ protected:
       args[e.cAsPostOp ? DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1
                        : DNNL_ARG_BIAS] = cMem;
     }
+    auto scratch = addScratchpad(e.scratchpadMd, *ctx, args);
     e.primitive.execute(ctx->stream, args);
     ctx->stream.wait();
     outputs[0] = std::move(dst);
