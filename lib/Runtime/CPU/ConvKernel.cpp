@@ -210,7 +210,7 @@ double ConvKernel::secondsPerRun(const ConvEntry &e, const Tensor &x,
       {DNNL_ARG_DST, memoryOf(dst, *ctx)}};
   if (b)
     args[DNNL_ARG_BIAS] = memoryOf(bias, *ctx);
-  auto scratch = addScratchpad(e.scratchpadMd, *ctx, args);
+  addScratchpad(e.scratchpadMd, *ctx, args);
   auto runOnce = [&] {
     auto start = std::chrono::steady_clock::now();
     e.primitive.execute(ctx->stream, args);
@@ -259,7 +259,7 @@ llvm::Error ConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
     Tensor bias = b ? plainOf(*b, ctx) : Tensor();
     if (b)
       args[DNNL_ARG_BIAS] = memoryOf(bias, *ctx);
-    auto scratch = addScratchpad(e.scratchpadMd, *ctx, args);
+    addScratchpad(e.scratchpadMd, *ctx, args);
     e.primitive.execute(ctx->stream, args);
     ctx->stream.wait();
     outputs[0] = std::move(dst);

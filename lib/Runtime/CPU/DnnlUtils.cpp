@@ -49,12 +49,14 @@ void cpu::useCallerScratchpad(dnnl::primitive_attr &attr) {
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 }
 
-std::shared_ptr<uint8_t>
-cpu::addScratchpad(const memory::desc &md, const CPUContext &ctx,
-                   std::unordered_map<int, memory> &args) {
-  std::shared_ptr<uint8_t> buffer = BufferPool::global().allocate(md.get_size());
-  args[DNNL_ARG_SCRATCHPAD] = memory(md, ctx.engine, buffer.get());
-  return buffer;
+void cpu::addScratchpad(const memory::desc &md, CPUContext &ctx,
+                        std::unordered_map<int, memory> &args) {
+  if (md.get_size() > ctx.scratchpadBytes) {
+    ctx.scratchpad = nullptr; // free the old one first
+    ctx.scratchpad = BufferPool::global().allocate(md.get_size());
+    ctx.scratchpadBytes = md.get_size();
+  }
+  args[DNNL_ARG_SCRATCHPAD] = memory(md, ctx.engine, ctx.scratchpad.get());
 }
 
 Tensor cpu::allocate(const memory::desc &md, Shape shape,

@@ -28,6 +28,10 @@ struct CPUContext {
   PrimitiveCacheStats stats;
   /// CPUBackendOptions::autotune.
   bool autotune = true;
+  /// Scratch memory of the primitives (addScratchpad), shared by all since
+  /// a backend runs one kernel at a time; grown to the largest need.
+  std::shared_ptr<uint8_t> scratchpad;
+  size_t scratchpadBytes = 0;
 };
 using CPUContextPtr = std::shared_ptr<CPUContext>;
 
@@ -61,11 +65,10 @@ memory memoryOf(const Tensor &t, const CPUContext &ctx);
 /// the thread that created the primitive: run on another thread (pipeline
 /// stage workers), Winograd convolutions read freed memory and crashed.
 void useCallerScratchpad(dnnl::primitive_attr &attr);
-/// Adds a scratchpad of `md` to `args`; the returned buffer must outlive
-/// the execution.
-std::shared_ptr<uint8_t> addScratchpad(const memory::desc &md,
-                                       const CPUContext &ctx,
-                                       std::unordered_map<int, memory> &args);
+/// Adds the context's scratch memory, grown to `md`'s size if need be, to
+/// `args`.
+void addScratchpad(const memory::desc &md, CPUContext &ctx,
+                   std::unordered_map<int, memory> &args);
 
 /// A new f32 tensor of `shape` in `md`: plain when `md` is the plain
 /// descriptor of `shape`, otherwise carrying a DnnlLayout.

@@ -91,7 +91,7 @@ protected:
       args[e.cAsPostOp ? DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1
                        : DNNL_ARG_BIAS] = cMem;
     }
-    auto scratch = addScratchpad(e.scratchpadMd, *ctx, args);
+    addScratchpad(e.scratchpadMd, *ctx, args);
     e.primitive.execute(ctx->stream, args);
     ctx->stream.wait();
     outputs[0] = std::move(dst);
