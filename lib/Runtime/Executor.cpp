@@ -7,6 +7,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <chrono>
+
 using namespace heterps::runtime;
 
 static llvm::Error runError(const llvm::Twine &what) {
@@ -191,9 +193,16 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
       args.push_back(t);
     }
     results.assign(op.outputs_size(), Tensor());
+    auto start = std::chrono::steady_clock::now();
     if (llvm::Error e = kernel.run(args, results))
       return runError(describeOp(program, i) + ": " +
                       llvm::toString(std::move(e)));
+    if (options.timeOps) {
+      opTimes.resize(program.ops_size());
+      opTimes[i] += std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    }
     for (int k = 0; k < op.outputs_size(); ++k) {
       if (llvm::Error e = checkOutput(i, results[k], op.outputs(k)))
         return e;

@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <thread>
 
 using namespace heterps::runtime;
 namespace cl = llvm::cl;
@@ -81,6 +82,15 @@ cl::opt<int> splitStages(
     cl::desc("With --stream: cut the ops into K stages of equal op counts, "
              "instead of the plan's stages"),
     cl::value_desc("K"), cl::init(0), cl::cat(category));
+cl::opt<std::string> profileOut(
+    "profile-out",
+    cl::desc("Measure every layer on this machine and write the profile "
+             "JSON that hps-annotate-costs reads"),
+    cl::value_desc("FILE.json"), cl::cat(category));
+cl::opt<std::string> profileDevice(
+    "profile-device",
+    cl::desc("Device type name the profile is for (default: cpu)"),
+    cl::init("cpu"), cl::cat(category));
 cl::opt<std::string> reportPath("report",
                                 cl::desc("Write the run's figures as JSON"),
                                 cl::value_desc("FILE.json"), cl::cat(category));
@@ -156,6 +166,82 @@ int writeReport(llvm::json::Object report) {
   if (ec)
     return fail(reportPath + ": " + ec.message());
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
+  return 0;
+}
+
+/// Per op of the executed plan, seconds per run on `numThreads` threads
+/// (after the warm-up runs), and the op names.
+llvm::Expected<std::pair<std::vector<double>, std::vector<std::string>>>
+timeOps(const plan::Plan &plan, const std::vector<Tensor> &inputs,
+        ExecutorOptions options, int numThreads) {
+  options.numThreads = numThreads;
+  options.timeOps = true;
+  options.fuse = false; // a time per layer, not per fused group
+  auto executor = Executor::create(plan, options);
+  if (!executor)
+    return executor.takeError();
+  for (int i = 0; i < warmup; ++i)
+    if (auto r = (*executor)->run(inputs); !r)
+      return r.takeError();
+  std::vector<double> before = (*executor)->opSeconds();
+  for (int i = 0; i < iterations; ++i)
+    if (auto r = (*executor)->run(inputs); !r)
+      return r.takeError();
+  std::vector<double> seconds = (*executor)->opSeconds();
+  std::vector<std::string> names;
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    seconds[i] = (seconds[i] - (i < before.size() ? before[i] : 0)) /
+                 iterations.getValue();
+    names.push_back((*executor)->plan().ops(static_cast<int>(i)).name());
+  }
+  return std::make_pair(seconds, names);
+}
+
+/// --profile-out: each layer's time on one thread is its OCT at b0 =
+/// --batch; its parallel fraction alpha follows from Amdahl's law and its
+/// time on all threads k: T_k = T_1 (1 - alpha + alpha / k). Layers exchange
+/// nothing on one machine: ODT 0 (beta 1). BatchNorms folded into a Conv
+/// have no time of their own and are left out (the cost model's analytic
+/// figure stays for them).
+int writeProfile(const plan::Plan &plan, const std::vector<Tensor> &inputs,
+                 const ExecutorOptions &options) {
+  if (iterations < 1)
+    return fail("--iterations must be at least 1");
+  int k = options.numThreads > 0
+              ? options.numThreads
+              : static_cast<int>(std::thread::hardware_concurrency());
+  auto one = timeOps(plan, inputs, options, 1);
+  if (!one)
+    return fail(modelPath + ": " + llvm::toString(one.takeError()));
+  std::vector<double> onK = one->first;
+  if (k > 1) {
+    auto many = timeOps(plan, inputs, options, k);
+    if (!many)
+      return fail(modelPath + ": " + llvm::toString(many.takeError()));
+    onK = many->first;
+  }
+  llvm::json::Object profile;
+  for (size_t i = 0; i < one->first.size(); ++i) {
+    double t1 = one->first[i], tk = onK[i];
+    double alpha = k > 1 && t1 > 0 ? (1 - tk / t1) / (1 - 1.0 / k) : 1;
+    profile[one->second[i]] = llvm::json::Object{
+        {profileDevice.getValue(),
+         llvm::json::Object{{"oct_s", t1},
+                            {"odt_s", 0.0},
+                            {"alpha", std::clamp(alpha, 0.0, 1.0)},
+                            {"beta", 1.0},
+                            {"b0", batch.getValue()}}}};
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(profileOut, ec);
+  if (ec)
+    return fail(profileOut + ": " + ec.message());
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(profile))) << "\n";
+  llvm::outs() << llvm::formatv(
+      "{0}: profile of {1} layers ({2}, batch {3}, 1 and {4} threads) "
+      "written to {5}\n",
+      llvm::sys::path::filename(modelPath), one->first.size(),
+      profileDevice.getValue(), batch.getValue(), k, profileOut.getValue());
   return 0;
 }
 
@@ -314,6 +400,8 @@ int main(int argc, char **argv) {
   std::vector<Tensor> random;
   for (const plan::Binding &b : plan->inputs())
     random.push_back(randomInput(plan->values(b.value()), rng));
+  if (!profileOut.empty())
+    return writeProfile(*plan, random, options);
   if (streamLength < 0 || splitStages < 0)
     return fail("--stream and --split-stages take a positive count");
   if (splitStages > 0 && streamLength == 0)

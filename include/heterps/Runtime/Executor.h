@@ -32,6 +32,8 @@ struct ExecutorOptions {
   bool fuse = true;
   /// CPUBackendOptions::autotune.
   bool autotune = true;
+  /// Time every op of every run (opSeconds()).
+  bool timeOps = false;
 };
 
 class Executor {
@@ -58,6 +60,9 @@ public:
   /// Device types whose ops run emulated on the CPU.
   const std::vector<std::string> &emulatedDevices() const { return emulated; }
   PrimitiveCacheStats cacheStats() const { return cpu.cacheStats(); }
+  /// With ExecutorOptions::timeOps: seconds each op of plan() took, summed
+  /// over the runs so far.
+  const std::vector<double> &opSeconds() const { return opTimes; }
 
 private:
   Executor(plan::Plan plan, WeightMap weights, ExecutorOptions options);
@@ -74,6 +79,7 @@ private:
   /// Per op: values whose last use it is.
   std::vector<std::vector<int32_t>> releaseAfter;
   std::vector<std::string> emulated;
+  std::vector<double> opTimes;
 };
 
 } // namespace heterps::runtime
