@@ -1,6 +1,7 @@
 //===- heterps-run.cpp - run an ONNX model or an executable plan ----------===//
 //
 //   heterps-run MODEL.onnx|PLAN [--input NAME=FILE]... [--output-dir DIR]
+//   heterps-run MODEL.onnx --train --data SPEC [...]   (see Training.cpp)
 //
 // An ONNX model is imported and lowered in-process (hps-lower-to-runtime);
 // any other file is read as a plan. With inputs (ONNX TensorProto .pb, the
@@ -12,9 +13,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "heterps/Runtime/NpyFile.h"
+#include "Training.h"
 
 #include "heterps/InitAll.h"
+#include "heterps/Runtime/NpyFile.h"
 #include "heterps/Runtime/Executor.h"
 #include "heterps/Runtime/ONNXTensor.h"
 #include "heterps/Runtime/Pipeline.h"
@@ -325,7 +327,7 @@ int main(int argc, char **argv) {
   cl::opt<int> threads("threads",
                        cl::desc("Threads per kernel (default: all cores)"),
                        cl::init(0), cl::cat(category));
-  cl::HideUnrelatedOptions(category);
+  cl::HideUnrelatedOptions({&category, &heterps::tools::trainingCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "HeterPS runner: runs an ONNX model or an executable plan on this "
@@ -336,6 +338,10 @@ int main(int argc, char **argv) {
                                         : loadPlan(modelPath);
   if (!plan)
     return fail(llvm::toString(plan.takeError()));
+  if (heterps::tools::trainingRequested())
+    return heterps::tools::runTraining(
+        *plan, {modelPath, threads,
+                batch.getNumOccurrences() ? batch.getValue() : 0, reportPath});
 
   ExecutorOptions options;
   options.numThreads = threads;

@@ -1,0 +1,93 @@
+//===- Trainer.h - training a plan on the CPU --------------------*- C++ -*-===//
+//
+// A Trainer turns an inference plan into a training job: every step runs
+// the plan's ops forward in training mode (TrainKernel), the loss, the ops'
+// backwards in reverse order (summing the gradients of values used twice)
+// and an optimizer update of every trainable parameter. The trainable
+// parameters are the f32 weights that come from the model's initializers
+// and lie on a gradient path, less the frozen ones. Evaluation runs the
+// inference executor on the current weights.
+//
+// The plan must have one graph input (the samples) and one graph output
+// (what the loss reads); dimensions of -1 (the batch) take any size.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_TRAIN_TRAINER_H
+#define HETERPS_RUNTIME_TRAIN_TRAINER_H
+
+#include "heterps/Runtime/Data/Dataset.h"
+#include "heterps/Runtime/Plan.pb.h"
+#include "heterps/Runtime/Train/Loss.h"
+#include "heterps/Runtime/Train/Optimizer.h"
+#include "heterps/Runtime/Train/TrainKernel.h"
+#include "heterps/Runtime/Weights.h"
+
+namespace heterps::runtime::train {
+
+struct TrainerOptions {
+  /// Threads per kernel (0: OpenMP's default).
+  int numThreads = 0;
+  /// Seeds dropout.
+  uint64_t seed = 1;
+  LossKind loss = LossKind::SoftmaxCrossEntropy;
+  OptimizerOptions optimizer;
+  /// Initializer names whose values stay fixed.
+  std::vector<std::string> frozen;
+};
+
+struct EvalResult {
+  double loss = 0;
+  /// Correct / judged predictions (see LossResult); judged is 0 for mse.
+  int64_t correct = 0, judged = 0;
+  double accuracy() const { return judged ? double(correct) / judged : 0; }
+};
+
+class Trainer {
+public:
+  static llvm::Expected<std::unique_ptr<Trainer>>
+  create(const plan::Plan &plan, WeightMap weights, TrainerOptions options);
+  ~Trainer();
+
+  /// An error unless samples of `data` fit the model input and its targets
+  /// fit the loss (one line naming both shapes).
+  llvm::Error checkData(const data::Dataset &data) const;
+
+  /// One step on a batch at learning rate `lr`: forward, loss, backward and
+  /// update. Returns the batch's loss (before the update).
+  llvm::Expected<LossResult> step(const Tensor &inputs, const Tensor &targets,
+                                  float lr);
+
+  /// Loss and accuracy on `data` with the current weights, in batches of
+  /// `batchSize`, inference mode (running statistics, no dropout).
+  llvm::Expected<EvalResult> evaluate(const data::Dataset &data,
+                                      int64_t batchSize) const;
+
+  /// The current weights (parameters and running statistics), by value.
+  const WeightMap &weights() const { return weightMap; }
+  /// Trainable parameters: initializer names and their element count.
+  const std::vector<std::pair<std::string, int64_t>> &parameters() const {
+    return params;
+  }
+  const plan::Plan &plan() const { return program; }
+
+private:
+  Trainer(plan::Plan plan, WeightMap weights, TrainerOptions options);
+  llvm::Error prepare();
+
+  plan::Plan program;
+  WeightMap weightMap;
+  TrainerOptions options;
+  TrainBackend backend;
+  Optimizer optimizer;
+  std::vector<std::unique_ptr<TrainKernel>> kernels;
+  /// Per value: whether the loss has a gradient with respect to it.
+  std::vector<bool> requiresGrad;
+  /// Value indices of the trainable parameters, and their names and sizes.
+  std::vector<int32_t> paramValues;
+  std::vector<std::pair<std::string, int64_t>> params;
+};
+
+} // namespace heterps::runtime::train
+
+#endif // HETERPS_RUNTIME_TRAIN_TRAINER_H

@@ -1,0 +1,277 @@
+//===- ConvGrad.cpp - Conv forward and backward on oneDNN -----------------===//
+//
+// Forward, backward-data and backward-weights primitives are created
+// together per input shape, each with format_tag::any so oneDNN picks its
+// blocked formats; the plain weights (what the optimizer updates) are
+// reordered into each primitive's format on every step, and the weight
+// gradient comes back plain. The input's gradient is skipped when nothing
+// needs it (the first layer's image).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainKernels.h"
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::train;
+using cpu::addScratchpad;
+using cpu::allocate;
+using cpu::kernelError;
+using cpu::memoryOf;
+using cpu::plainDesc;
+using cpu::reorderTo;
+using cpu::toDims;
+
+namespace {
+
+struct ConvAttrs {
+  std::vector<int64_t> strides, dilations, pads;
+  int64_t group = 1;
+};
+
+struct ConvGradEntry {
+  dnnl::convolution_forward forward;
+  dnnl::convolution_forward::primitive_desc forwardPd;
+  dnnl::convolution_backward_data backwardData;
+  dnnl::convolution_backward_data::primitive_desc backwardDataPd;
+  dnnl::convolution_backward_weights backwardWeights;
+  dnnl::convolution_backward_weights::primitive_desc backwardWeightsPd;
+  /// Plain weights with the group split out (G, M/G, C/G, k...).
+  memory::desc plainWeightsMd;
+  Shape outShape;
+};
+
+class ConvGradKernel : public TrainKernel {
+public:
+  ConvGradKernel(CPUContextPtr ctx, ConvAttrs attrs)
+      : cache(std::move(ctx)), attrs(std::move(attrs)) {}
+  bool differentiable(int i) const override { return i <= 2; }
+  llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
+                      Tensor &output) override;
+  llvm::Error backward(llvm::ArrayRef<const Tensor *> inputs,
+                       const Tensor &output, const Tensor &dOutput,
+                       llvm::ArrayRef<bool> needGrad,
+                       llvm::MutableArrayRef<Tensor> dInputs) override;
+
+private:
+  llvm::Expected<ConvGradEntry> make(const Tensor &x, const Tensor &w,
+                                     bool bias);
+  Tensor pack(const Tensor &w, const memory::desc &md) const;
+
+  cpu::PrimitiveCache<ConvGradEntry> cache;
+  ConvAttrs attrs;
+  ConvGradEntry *entry = nullptr;
+  /// The forward's source in the primitive's format, for backward-weights.
+  Tensor src;
+};
+
+} // namespace
+
+static llvm::Expected<memory::dims> perAxis(const std::vector<int64_t> &values,
+                                            size_t n, int64_t dflt,
+                                            llvm::StringRef name) {
+  if (values.empty())
+    return memory::dims(n, dflt);
+  if (values.size() != n)
+    return kernelError("'" + name + "' has " + llvm::Twine(values.size()) +
+                       " entries, expected " + llvm::Twine(n));
+  return memory::dims(values.begin(), values.end());
+}
+
+llvm::Expected<ConvGradEntry> ConvGradKernel::make(const Tensor &x,
+                                                   const Tensor &w,
+                                                   bool bias) {
+  int64_t rank = x.rank();
+  if (rank < 3 || rank > 5 || w.rank() != rank)
+    return kernelError("input " + x.typeString() + " and weight " +
+                       w.typeString() + ": Conv needs equal ranks 3 to 5");
+  size_t n = rank - 2;
+  int64_t g = attrs.group, c = x.dim(1), m = w.dim(0);
+  if (g < 1 || m % g != 0 || c != w.dim(1) * g)
+    return kernelError("input " + x.typeString() + " and weight " +
+                       w.typeString() + " do not match with group " +
+                       llvm::Twine(g));
+  auto strides = perAxis(attrs.strides, n, 1, "strides");
+  if (!strides)
+    return strides.takeError();
+  auto dilations = perAxis(attrs.dilations, n, 1, "dilations");
+  if (!dilations)
+    return dilations.takeError();
+  auto pads = perAxis(attrs.pads, 2 * n, 0, "pads");
+  if (!pads)
+    return pads.takeError();
+  Shape out = {x.dim(0), m};
+  memory::dims dnnlDilations, padL, padR;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t extent = (*dilations)[i] * (w.dim(2 + i) - 1) + 1;
+    int64_t span = x.dim(2 + i) + (*pads)[i] + (*pads)[n + i] - extent;
+    if (span < 0 || (*strides)[i] < 1 || (*dilations)[i] < 1)
+      return kernelError("kernel " + shapeToString(w.shape()) +
+                         " does not fit input " + x.typeString());
+    out.push_back(span / (*strides)[i] + 1);
+    dnnlDilations.push_back((*dilations)[i] - 1);
+    padL.push_back((*pads)[i]);
+    padR.push_back((*pads)[n + i]);
+  }
+  memory::dims wDims = toDims(w.shape());
+  if (g > 1) {
+    wDims[0] = m / g;
+    wDims.insert(wDims.begin(), g);
+  }
+  auto any = [](const memory::dims &d) {
+    return memory::desc(d, memory::data_type::f32, Tag::any);
+  };
+  memory::desc biasMd =
+      bias ? memory::desc({m}, memory::data_type::f32, Tag::a)
+           : memory::desc();
+  dnnl::primitive_attr attr;
+  cpu::useCallerScratchpad(attr);
+  const dnnl::engine &engine = cache.context()->engine;
+  auto algorithm = dnnl::algorithm::convolution_direct;
+  memory::desc srcMd = any(toDims(x.shape())), wMd = any(wDims),
+               dstMd = any(toDims(out));
+  dnnl::convolution_forward::primitive_desc fwd(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                      algorithm, srcMd, wMd, biasMd, dstMd,
+                                      *strides, dnnlDilations, padL, padR),
+      attr, engine);
+  dnnl::convolution_backward_data::primitive_desc bwdData(
+      dnnl::convolution_backward_data::desc(algorithm, srcMd, wMd, dstMd,
+                                            *strides, dnnlDilations, padL,
+                                            padR),
+      attr, engine, fwd);
+  dnnl::convolution_backward_weights::primitive_desc bwdWeights(
+      dnnl::convolution_backward_weights::desc(
+          algorithm, srcMd, wMd, biasMd, dstMd, *strides, dnnlDilations, padL,
+          padR),
+      attr, engine, fwd);
+  return ConvGradEntry{dnnl::convolution_forward(fwd),
+                       fwd,
+                       dnnl::convolution_backward_data(bwdData),
+                       bwdData,
+                       dnnl::convolution_backward_weights(bwdWeights),
+                       bwdWeights,
+                       plainDesc(wDims),
+                       out};
+}
+
+/// Plain weights `w` reordered into `md`.
+Tensor ConvGradKernel::pack(const Tensor &w, const memory::desc &md) const {
+  const CPUContextPtr &ctx = cache.context();
+  Tensor plain = cpu::plainOf(w, ctx);
+  Tensor packed = allocate(md, w.shape(), ctx);
+  memory from(entry->plainWeightsMd, ctx->engine, plain.rawData());
+  memory to(md, ctx->engine, packed.rawData());
+  dnnl::reorder(from, to).execute(ctx->stream, from, to);
+  return packed;
+}
+
+llvm::Error ConvGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
+                                    Tensor &output) {
+  if (llvm::Error e = cpu::checkF32(inputs))
+    return e;
+  const CPUContextPtr &ctx = cache.context();
+  return cpu::guardDnnl([&]() -> llvm::Error {
+    const Tensor *b = inputs.size() > 2 ? inputs[2] : nullptr;
+    auto got = cache.get(cpu::shapeKey(inputs.take_front(2)), [&] {
+      return make(*inputs[0], *inputs[1], b != nullptr);
+    });
+    if (!got)
+      return got.takeError();
+    entry = *got;
+    const auto &pd = entry->forwardPd;
+    src = reorderTo(*inputs[0], pd.src_desc(), ctx);
+    Tensor weights = pack(*inputs[1], pd.weights_desc());
+    output = allocate(pd.dst_desc(), entry->outShape, ctx);
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, memoryOf(src, *ctx)},
+        {DNNL_ARG_WEIGHTS, memory(pd.weights_desc(), ctx->engine,
+                                  weights.rawData())},
+        {DNNL_ARG_DST, memoryOf(output, *ctx)}};
+    if (b)
+      args[DNNL_ARG_BIAS] = memoryOf(*b, *ctx);
+    addScratchpad(pd.scratchpad_desc(), *ctx, args);
+    entry->forward.execute(ctx->stream, args);
+    ctx->stream.wait();
+    return llvm::Error::success();
+  });
+}
+
+llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
+                                     const Tensor &, const Tensor &dOutput,
+                                     llvm::ArrayRef<bool> needGrad,
+                                     llvm::MutableArrayRef<Tensor> dInputs) {
+  const CPUContextPtr &ctx = cache.context();
+  return cpu::guardDnnl([&]() -> llvm::Error {
+    if (needGrad[0]) {
+      const auto &pd = entry->backwardDataPd;
+      Tensor dy = reorderTo(dOutput, pd.diff_dst_desc(), ctx);
+      Tensor weights = pack(*inputs[1], pd.weights_desc());
+      Tensor dx = allocate(pd.diff_src_desc(), inputs[0]->shape(), ctx);
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_DIFF_DST, memoryOf(dy, *ctx)},
+          {DNNL_ARG_WEIGHTS, memory(pd.weights_desc(), ctx->engine,
+                                    weights.rawData())},
+          {DNNL_ARG_DIFF_SRC, memoryOf(dx, *ctx)}};
+      addScratchpad(pd.scratchpad_desc(), *ctx, args);
+      entry->backwardData.execute(ctx->stream, args);
+      dInputs[0] = std::move(dx);
+    }
+    bool bias = inputs.size() > 2 && inputs[2];
+    if (!needGrad[1] && !(bias && needGrad[2]))
+      return llvm::Error::success();
+    const auto &pd = entry->backwardWeightsPd;
+    Tensor dy = reorderTo(dOutput, pd.diff_dst_desc(), ctx);
+    Tensor x = reorderTo(src, pd.src_desc(), ctx);
+    Tensor dw = allocate(pd.diff_weights_desc(), inputs[1]->shape(), ctx);
+    Tensor db(DType::F32, {inputs[1]->dim(0)});
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, memoryOf(x, *ctx)},
+        {DNNL_ARG_DIFF_DST, memoryOf(dy, *ctx)},
+        {DNNL_ARG_DIFF_WEIGHTS, memory(pd.diff_weights_desc(), ctx->engine,
+                                       dw.rawData())}};
+    if (bias)
+      args[DNNL_ARG_DIFF_BIAS] = memoryOf(db, *ctx);
+    addScratchpad(pd.scratchpad_desc(), *ctx, args);
+    entry->backwardWeights.execute(ctx->stream, args);
+    // The weight gradient in the plain (grouped) layout of the weights.
+    Tensor plain(DType::F32, inputs[1]->shape());
+    memory from(pd.diff_weights_desc(), ctx->engine, dw.rawData());
+    memory to(entry->plainWeightsMd, ctx->engine, plain.rawData());
+    dnnl::reorder(from, to).execute(ctx->stream, from, to);
+    ctx->stream.wait();
+    if (needGrad[1])
+      dInputs[1] = std::move(plain);
+    if (bias && needGrad[2])
+      dInputs[2] = std::move(db);
+    return llvm::Error::success();
+  });
+}
+
+void train::registerConvGrad(TrainRegistry &registry) {
+  registry["Conv"] = [](const OpInfo &info, const TrainKernelEnv &env)
+      -> llvm::Expected<std::unique_ptr<TrainKernel>> {
+    if (llvm::Error e = info.checkArity(2, 3))
+      return e;
+    if (info.attrs.has("activation"))
+      return kernelError("a fused activation cannot be trained");
+    ConvAttrs attrs;
+    const OpAttributes &a = info.attrs;
+    auto strides = a.getInts("strides", std::vector<int64_t>());
+    if (!strides)
+      return strides.takeError();
+    auto dilations = a.getInts("dilations", std::vector<int64_t>());
+    if (!dilations)
+      return dilations.takeError();
+    auto pads = a.getInts("pads", std::vector<int64_t>());
+    if (!pads)
+      return pads.takeError();
+    auto group = a.getInt("group", 1);
+    if (!group)
+      return group.takeError();
+    attrs.strides = *strides;
+    attrs.dilations = *dilations;
+    attrs.pads = *pads;
+    attrs.group = *group;
+    return std::make_unique<ConvGradKernel>(env.ctx, std::move(attrs));
+  };
+}

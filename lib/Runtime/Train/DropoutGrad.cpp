@@ -1,0 +1,83 @@
+//===- DropoutGrad.cpp - dropout in training mode -------------------------===//
+//
+// Zeroes each element with probability `ratio` and scales the rest by
+// 1 / (1 - ratio); the backward applies the same mask. Each Dropout op draws
+// from its own mt19937_64 stream seeded by the run's seed and the op's
+// index, so a run is reproducible whatever the thread count.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainKernels.h"
+
+#include <random>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::train;
+
+namespace {
+
+class DropoutGradKernel : public TrainKernel {
+public:
+  DropoutGradKernel(CPUContextPtr ctx, float ratio, uint64_t seed)
+      : ctx(std::move(ctx)), ratio(ratio), rng(seed) {}
+  llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
+                      Tensor &output) override {
+    if (llvm::Error e = cpu::checkF32(inputs))
+      return e;
+    return cpu::guardDnnl([&]() -> llvm::Error {
+      Tensor x = cpu::plainOf(*inputs[0], ctx);
+      int64_t n = x.numElements();
+      mask = Tensor(DType::F32, x.shape());
+      output = Tensor(DType::F32, x.shape());
+      float keep = 1.f / (1.f - ratio), *m = mask.data<float>(),
+            *y = output.data<float>();
+      const float *xv = x.data<float>();
+      // 24 random bits per element, compared with the drop threshold.
+      auto threshold = static_cast<uint32_t>(ratio * (1u << 24));
+      for (int64_t i = 0; i < n; ++i) {
+        m[i] = static_cast<uint32_t>(rng() >> 40) < threshold ? 0.f : keep;
+        y[i] = xv[i] * m[i];
+      }
+      return llvm::Error::success();
+    });
+  }
+  llvm::Error backward(llvm::ArrayRef<const Tensor *>, const Tensor &,
+                       const Tensor &dOutput, llvm::ArrayRef<bool>,
+                       llvm::MutableArrayRef<Tensor> dInputs) override {
+    return cpu::guardDnnl([&]() -> llvm::Error {
+      Tensor dy = cpu::plainOf(dOutput, ctx);
+      Tensor dx(DType::F32, dy.shape());
+      const float *g = dy.data<float>(), *m = mask.data<float>();
+      float *d = dx.data<float>();
+      for (int64_t i = 0, n = dy.numElements(); i < n; ++i)
+        d[i] = g[i] * m[i];
+      dInputs[0] = std::move(dx);
+      return llvm::Error::success();
+    });
+  }
+
+private:
+  CPUContextPtr ctx;
+  float ratio;
+  std::mt19937_64 rng;
+  /// 0 where dropped, 1 / (1 - ratio) where kept.
+  Tensor mask;
+};
+
+} // namespace
+
+void train::registerDropoutGrad(TrainRegistry &registry) {
+  registry["Dropout"] = [](const OpInfo &info, const TrainKernelEnv &env)
+      -> llvm::Expected<std::unique_ptr<TrainKernel>> {
+    if (llvm::Error e = info.checkArity(1, 1))
+      return e;
+    auto ratio = info.attrs.getFloat("ratio", 0.5f);
+    if (!ratio)
+      return ratio.takeError();
+    if (*ratio < 0.f || *ratio >= 1.f)
+      return cpu::kernelError("Dropout ratio " + llvm::Twine(std::to_string(*ratio)) +
+                              " is outside [0, 1)");
+    uint64_t seed = env.seed * 0x9E3779B97F4A7C15ull + env.opIndex + 1;
+    return std::make_unique<DropoutGradKernel>(env.ctx, *ratio, seed);
+  };
+}

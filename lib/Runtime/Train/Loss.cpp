@@ -1,0 +1,129 @@
+//===- Loss.cpp - training losses -----------------------------------------===//
+
+#include "heterps/Runtime/Train/Loss.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <optional>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::train;
+
+static llvm::Error lossError(const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+}
+
+llvm::Expected<LossKind> train::parseLoss(llvm::StringRef name) {
+  auto kind = llvm::StringSwitch<std::optional<LossKind>>(name)
+                  .Case("softmax-ce", LossKind::SoftmaxCrossEntropy)
+                  .Case("bce-logits", LossKind::BCEWithLogits)
+                  .Case("mse", LossKind::MSE)
+                  .Default(std::nullopt);
+  if (!kind)
+    return lossError("unknown loss '" + name +
+                     "' (expected softmax-ce, bce-logits or mse)");
+  return *kind;
+}
+
+const char *train::lossName(LossKind kind) {
+  switch (kind) {
+  case LossKind::SoftmaxCrossEntropy:
+    return "softmax-ce";
+  case LossKind::BCEWithLogits:
+    return "bce-logits";
+  case LossKind::MSE:
+    return "mse";
+  }
+  return "?";
+}
+
+llvm::Error train::checkLossFits(LossKind kind, const Shape &outputShape,
+                                 DType targetType, const Shape &targetSample) {
+  Shape sample(outputShape.begin() + std::min<size_t>(1, outputShape.size()),
+               outputShape.end());
+  if (kind == LossKind::SoftmaxCrossEntropy) {
+    if (outputShape.size() != 2)
+      return lossError(llvm::Twine("loss softmax-ce needs a model output of "
+                                   "[batch, classes], the model gives ") +
+                       shapeToString(outputShape));
+    if (targetType != DType::I64 || !targetSample.empty())
+      return lossError(llvm::Twine("loss softmax-ce needs one i64 class label "
+                                   "per sample, the data has ") +
+                       dtypeName(targetType) + shapeToString(targetSample));
+    return llvm::Error::success();
+  }
+  if (numElements(targetSample) != numElements(sample))
+    return lossError(llvm::Twine("loss ") + lossName(kind) +
+                     " needs targets shaped as the model output per sample " +
+                     shapeToString(sample) + ", the data has " +
+                     shapeToString(targetSample));
+  return llvm::Error::success();
+}
+
+llvm::Expected<LossResult> train::computeLoss(LossKind kind,
+                                              const Tensor &output,
+                                              const Tensor &targets) {
+  LossResult r;
+  r.grad = Tensor(DType::F32, output.shape());
+  const float *x = output.data<float>();
+  float *g = r.grad.data<float>();
+  int64_t n = output.numElements();
+  if (kind == LossKind::SoftmaxCrossEntropy) {
+    int64_t batch = output.dim(0), classes = output.dim(1);
+    if (targets.dtype() != DType::I64 || targets.numElements() != batch)
+      return lossError("softmax-ce needs " + llvm::Twine(batch) +
+                       " i64 labels, got " + targets.typeString());
+    const int64_t *labels = targets.data<int64_t>();
+    double total = 0;
+    for (int64_t i = 0; i < batch; ++i) {
+      int64_t label = labels[i];
+      if (label < 0 || label >= classes)
+        return lossError(llvm::formatv(
+            "label {0} of sample {1} is outside the model's {2} classes",
+            label, i, classes));
+      const float *row = x + i * classes;
+      float *grow = g + i * classes;
+      int64_t best = 0;
+      for (int64_t c = 1; c < classes; ++c)
+        if (row[c] > row[best])
+          best = c;
+      double sum = 0;
+      for (int64_t c = 0; c < classes; ++c)
+        sum += std::exp(static_cast<double>(row[c]) - row[best]);
+      double logSum = std::log(sum) + row[best];
+      total += logSum - row[label];
+      for (int64_t c = 0; c < classes; ++c)
+        grow[c] = static_cast<float>(std::exp(row[c] - logSum) / batch);
+      grow[label] -= 1.f / batch;
+      r.correct += best == label;
+    }
+    r.judged = batch;
+    r.loss = total / batch;
+    return r;
+  }
+  if (targets.numElements() != n)
+    return lossError(llvm::Twine(lossName(kind)) + " needs " +
+                     llvm::Twine(n) + " targets, got " + targets.typeString());
+  auto target = [&](int64_t i) -> double {
+    return targets.dtype() == DType::I64 ? targets.data<int64_t>()[i]
+                                         : targets.data<float>()[i];
+  };
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = x[i], t = target(i);
+    if (kind == LossKind::MSE) {
+      total += (v - t) * (v - t);
+      g[i] = static_cast<float>(2 * (v - t) / n);
+      continue;
+    }
+    // log(1 + e^v) - v t, computed without overflow.
+    total += std::max(v, 0.0) - v * t + std::log1p(std::exp(-std::abs(v)));
+    g[i] = static_cast<float>((1 / (1 + std::exp(-v)) - t) / n);
+    r.correct += (v > 0) == (t > 0.5);
+  }
+  r.judged = kind == LossKind::BCEWithLogits ? n : 0;
+  r.loss = total / n;
+  return r;
+}

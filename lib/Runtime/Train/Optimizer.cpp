@@ -1,0 +1,118 @@
+//===- Optimizer.cpp - parameter updates and learning-rate schedules ------===//
+
+#include "heterps/Runtime/Train/Optimizer.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
+#include <optional>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::train;
+
+llvm::Expected<OptimizerKind> train::parseOptimizer(llvm::StringRef name) {
+  auto kind = llvm::StringSwitch<std::optional<OptimizerKind>>(name)
+                  .Case("sgd", OptimizerKind::SGD)
+                  .Case("momentum", OptimizerKind::Momentum)
+                  .Case("adam", OptimizerKind::Adam)
+                  .Case("adagrad", OptimizerKind::Adagrad)
+                  .Default(std::nullopt);
+  if (!kind)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "unknown optimizer '" + name +
+            "' (expected sgd, momentum, adam or adagrad)");
+  return *kind;
+}
+
+static Tensor zerosLike(const Tensor &t) {
+  Tensor z(DType::F32, t.shape());
+  std::fill(z.data<float>(), z.data<float>() + z.numElements(), 0.f);
+  return z;
+}
+
+void Optimizer::update(int slot, Tensor &param, const Tensor &grad,
+                       float lr) {
+  State &s = states[slot];
+  ++s.steps;
+  float *p = param.data<float>();
+  const float *g0 = grad.data<float>();
+  int64_t n = param.numElements();
+  float wd = options.weightDecay;
+  switch (options.kind) {
+  case OptimizerKind::SGD:
+    for (int64_t i = 0; i < n; ++i)
+      p[i] -= lr * (g0[i] + wd * p[i]);
+    return;
+  case OptimizerKind::Momentum: {
+    bool first = s.first.isNull();
+    if (first)
+      s.first = zerosLike(param);
+    float *b = s.first.data<float>(), mu = options.momentum;
+    for (int64_t i = 0; i < n; ++i) {
+      float g = g0[i] + wd * p[i];
+      b[i] = first ? g : mu * b[i] + g;
+      p[i] -= lr * (options.nesterov ? g + mu * b[i] : b[i]);
+    }
+    return;
+  }
+  case OptimizerKind::Adam: {
+    if (s.first.isNull()) {
+      s.first = zerosLike(param);
+      s.second = zerosLike(param);
+    }
+    float *m = s.first.data<float>(), *v = s.second.data<float>();
+    float b1 = options.beta1, b2 = options.beta2;
+    float eps = options.epsilon >= 0 ? options.epsilon : 1e-8f;
+    double c1 = 1 - std::pow(b1, s.steps), c2 = 1 - std::pow(b2, s.steps);
+    auto step = static_cast<float>(lr / c1);
+    auto root2 = static_cast<float>(std::sqrt(c2));
+    for (int64_t i = 0; i < n; ++i) {
+      float g = g0[i] + wd * p[i];
+      m[i] = b1 * m[i] + (1 - b1) * g;
+      v[i] = b2 * v[i] + (1 - b2) * g * g;
+      p[i] -= step * m[i] / (std::sqrt(v[i]) / root2 + eps);
+    }
+    return;
+  }
+  case OptimizerKind::Adagrad: {
+    if (s.first.isNull())
+      s.first = zerosLike(param);
+    float *sum = s.first.data<float>();
+    float eps = options.epsilon >= 0 ? options.epsilon : 1e-10f;
+    for (int64_t i = 0; i < n; ++i) {
+      float g = g0[i] + wd * p[i];
+      sum[i] += g * g;
+      p[i] -= lr * g / (std::sqrt(sum[i]) + eps);
+    }
+    return;
+  }
+  }
+}
+
+float LRSchedule::at(int epoch) const {
+  switch (kind) {
+  case Kind::Constant:
+    return base;
+  case Kind::Step:
+    return base * std::pow(gamma, epoch / std::max(stepEpochs, 1));
+  case Kind::Cosine:
+    return static_cast<float>(
+        base * 0.5 * (1 + std::cos(M_PI * epoch / std::max(epochs, 1))));
+  }
+  return base;
+}
+
+llvm::Expected<LRSchedule::Kind> train::parseSchedule(llvm::StringRef name) {
+  auto kind = llvm::StringSwitch<std::optional<LRSchedule::Kind>>(name)
+                  .Case("constant", LRSchedule::Kind::Constant)
+                  .Case("step", LRSchedule::Kind::Step)
+                  .Case("cosine", LRSchedule::Kind::Cosine)
+                  .Default(std::nullopt);
+  if (!kind)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "unknown learning-rate schedule '" + name +
+            "' (expected constant, step or cosine)");
+  return *kind;
+}

@@ -1,0 +1,330 @@
+//===- Training.cpp - heterps-run --train ---------------------------------===//
+//
+// Reads the data, trains the model epoch by epoch with a shuffling,
+// prefetching loader, evaluates on --eval-data after every epoch, and writes
+// the report and the trained model. Progress goes to stderr: a live line on
+// a terminal, a plain line every tenth of an epoch otherwise; the per-epoch
+// table goes to stdout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Training.h"
+
+#include "heterps/Runtime/Data/BatchLoader.h"
+#include "heterps/Runtime/Train/SaveModel.h"
+#include "heterps/Runtime/Train/Trainer.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cstdio>
+
+using namespace heterps;
+using namespace heterps::runtime;
+using namespace heterps::runtime::train;
+namespace cl = llvm::cl;
+
+llvm::cl::OptionCategory &tools::trainingCategory() {
+  static cl::OptionCategory category("heterps-run training options");
+  return category;
+}
+
+namespace {
+
+cl::opt<bool> trainFlag("train",
+                        cl::desc("Train the model (see the options below)"),
+                        cl::cat(tools::trainingCategory()));
+cl::opt<std::string> dataSpec(
+    "data",
+    cl::desc("Training data: fashion-mnist[:train|:test] or "
+             "inputs=FILE,targets=FILE (.npy, .pb or IDX files)"),
+    cl::value_desc("SPEC"), cl::cat(tools::trainingCategory()));
+cl::opt<std::string> evalSpec("eval-data",
+                              cl::desc("Held-out data evaluated after every "
+                                       "epoch (same forms as --data)"),
+                              cl::value_desc("SPEC"),
+                              cl::cat(tools::trainingCategory()));
+cl::opt<std::string> lossOption("loss",
+                              cl::desc("softmax-ce (default), bce-logits or "
+                                       "mse"),
+                              cl::init("softmax-ce"),
+                              cl::cat(tools::trainingCategory()));
+cl::opt<std::string> optimizerName(
+    "optimizer", cl::desc("sgd (default), momentum, adam or adagrad"),
+    cl::init("sgd"), cl::cat(tools::trainingCategory()));
+cl::opt<float> learningRate("lr", cl::desc("Learning rate (default 0.01)"),
+                            cl::init(0.01f),
+                            cl::cat(tools::trainingCategory()));
+cl::opt<float> momentum("momentum",
+                        cl::desc("Momentum of --optimizer momentum "
+                                 "(default 0.9)"),
+                        cl::init(0.9f), cl::cat(tools::trainingCategory()));
+cl::opt<bool> nesterov("nesterov", cl::desc("Nesterov momentum"),
+                       cl::cat(tools::trainingCategory()));
+cl::opt<float> weightDecay("weight-decay",
+                           cl::desc("L2 weight decay (default 0)"),
+                           cl::init(0.f), cl::cat(tools::trainingCategory()));
+cl::opt<std::string> scheduleName(
+    "lr-schedule",
+    cl::desc("constant (default), step (x --lr-gamma every --lr-step "
+             "epochs) or cosine (to 0 over the epochs)"),
+    cl::init("constant"), cl::cat(tools::trainingCategory()));
+cl::opt<int> lrStep("lr-step", cl::desc("Epochs per step of --lr-schedule "
+                                        "step (default 1)"),
+                    cl::init(1), cl::cat(tools::trainingCategory()));
+cl::opt<float> lrGamma("lr-gamma",
+                       cl::desc("Factor per step of --lr-schedule step "
+                                "(default 0.1)"),
+                       cl::init(0.1f), cl::cat(tools::trainingCategory()));
+cl::opt<int> epochs("epochs", cl::desc("Epochs (default 1)"), cl::init(1),
+                    cl::cat(tools::trainingCategory()));
+cl::opt<int64_t> maxSteps("max-steps",
+                          cl::desc("Stop each epoch after N steps (for "
+                                   "quick measurements; default: all)"),
+                          cl::value_desc("N"), cl::init(0),
+                          cl::cat(tools::trainingCategory()));
+cl::opt<uint64_t> seed("seed",
+                       cl::desc("Seeds the shuffling and dropout (default 1)"),
+                       cl::init(1), cl::cat(tools::trainingCategory()));
+cl::list<std::string> freeze("freeze",
+                             cl::desc("Initializers to keep fixed "
+                                      "(comma-separated names)"),
+                             cl::CommaSeparated, cl::value_desc("NAMES"),
+                             cl::cat(tools::trainingCategory()));
+cl::opt<std::string> saveModel(
+    "save-model",
+    cl::desc("Write the trained model as ONNX (replaced atomically)"),
+    cl::value_desc("OUT.onnx"), cl::cat(tools::trainingCategory()));
+
+constexpr const char *kTool = "heterps-run";
+
+int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), kTool) << message << "\n";
+  return 1;
+}
+
+/// Forward multiply-adds x 2 of one sample, from the plan's static shapes
+/// (Conv, Gemm and MatMul; the rest is memory-bound and not counted).
+double forwardFlopsPerSample(const plan::Plan &plan) {
+  auto dims = [&](int32_t v) {
+    const auto &d = plan.values(v).dims();
+    return std::vector<int64_t>(d.begin(), d.end());
+  };
+  auto count = [](const std::vector<int64_t> &shape, size_t from) {
+    double n = 1;
+    for (size_t i = from; i < shape.size(); ++i)
+      n *= std::max<int64_t>(shape[i], 1);
+    return n;
+  };
+  double flops = 0;
+  for (const plan::Op &op : plan.ops()) {
+    if (op.type() == "Conv") {
+      std::vector<int64_t> w = dims(op.inputs(1));
+      // out elements per sample x (C/g x kernel) multiply-adds.
+      flops += 2 * count(dims(op.outputs(0)), 1) * count(w, 1);
+    } else if (op.type() == "Gemm" || op.type() == "MatMul") {
+      std::vector<int64_t> a = dims(op.inputs(0));
+      int64_t k = 1;
+      for (const plan::Attribute &attr : op.attributes())
+        if (attr.name() == "trans_a" && attr.i())
+          k = a.front();
+      if (k == 1)
+        k = a.back();
+      flops += 2 * count(dims(op.outputs(0)), 1) * std::max<int64_t>(k, 1);
+    }
+  }
+  return flops;
+}
+
+/// `x` with %g: learning rates such as 0.001 or 1e-05.
+std::string shortFloat(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
+std::string clock(double seconds) {
+  auto s = static_cast<int64_t>(seconds + 0.5);
+  return llvm::formatv("{0}:{1:d2}", s / 60, s % 60).str();
+}
+
+} // namespace
+
+bool tools::trainingRequested() { return trainFlag; }
+
+int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
+  if (dataSpec.empty())
+    return fail("--train needs --data SPEC");
+  if (epochs < 1 || learningRate <= 0 || lrStep < 1 || maxSteps < 0)
+    return fail("--epochs and --lr-step must be at least 1, --lr positive "
+                "and --max-steps not negative");
+  int64_t batch = run.batch > 0 ? run.batch : 32;
+  TrainerOptions options;
+  options.numThreads = run.threads;
+  options.seed = seed;
+  auto loss = parseLoss(lossOption);
+  if (!loss)
+    return fail("--loss: " + llvm::toString(loss.takeError()));
+  options.loss = *loss;
+  auto optimizer = parseOptimizer(optimizerName);
+  if (!optimizer)
+    return fail("--optimizer: " + llvm::toString(optimizer.takeError()));
+  options.optimizer.kind = *optimizer;
+  options.optimizer.momentum = momentum;
+  options.optimizer.nesterov = nesterov;
+  options.optimizer.weightDecay = weightDecay;
+  options.frozen.assign(freeze.begin(), freeze.end());
+  LRSchedule schedule;
+  auto kind = parseSchedule(scheduleName);
+  if (!kind)
+    return fail("--lr-schedule: " + llvm::toString(kind.takeError()));
+  schedule.kind = *kind;
+  schedule.base = learningRate;
+  schedule.stepEpochs = lrStep;
+  schedule.gamma = lrGamma;
+  schedule.epochs = epochs;
+
+  auto data = data::loadDataset(dataSpec);
+  if (!data)
+    return fail("--data: " + llvm::toString(data.takeError()));
+  std::optional<data::Dataset> evalData;
+  if (!evalSpec.empty()) {
+    auto loaded = data::loadDataset(evalSpec);
+    if (!loaded)
+      return fail("--eval-data: " + llvm::toString(loaded.takeError()));
+    evalData = std::move(*loaded);
+  }
+  auto weights = loadWeights(plan);
+  if (!weights)
+    return fail(llvm::toString(weights.takeError()));
+  auto trainer = Trainer::create(plan, std::move(*weights), options);
+  if (!trainer)
+    return fail(run.modelPath + ": " + llvm::toString(trainer.takeError()));
+  for (const data::Dataset *d : {&*data, evalData ? &*evalData : nullptr})
+    if (d)
+      if (llvm::Error e = (*trainer)->checkData(*d))
+        return fail(llvm::toString(std::move(e)));
+
+  int64_t numParams = 0;
+  for (const auto &p : (*trainer)->parameters())
+    numParams += p.second;
+  llvm::errs() << llvm::formatv(
+      "{0}: training {1} parameters in {2} tensors on {3} samples, batch "
+      "{4}, {5}, {6}\n",
+      kTool, numParams, (*trainer)->parameters().size(), data->size(), batch,
+      train::lossName(options.loss), optimizerName.getValue());
+
+  data::BatchLoaderOptions loaderOptions;
+  loaderOptions.batchSize = batch;
+  loaderOptions.seed = seed;
+  data::BatchLoader loader(*data, loaderOptions);
+  int64_t stepsPerEpoch = loader.numBatches();
+  if (maxSteps > 0)
+    stepsPerEpoch = std::min<int64_t>(stepsPerEpoch, maxSteps);
+  bool live = llvm::errs().is_displayed();
+  double flopsPerSample = 3 * forwardFlopsPerSample(plan);
+
+  llvm::outs() << "| epoch | lr | mean loss | train accuracy | eval loss | "
+                  "eval accuracy | seconds | samples/s | GFLOP/s |\n"
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  llvm::json::Array epochReports;
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    float lr = schedule.at(epoch);
+    loader.startEpoch(epoch);
+    auto start = std::chrono::steady_clock::now();
+    double lossSum = 0, seconds = 0;
+    int64_t steps = 0, samples = 0, correct = 0, judged = 0;
+    while (steps < stepsPerEpoch) {
+      std::optional<data::Batch> b = loader.next();
+      if (!b)
+        break;
+      auto result = (*trainer)->step(b->inputs, b->targets, lr);
+      if (!result)
+        return fail(llvm::toString(result.takeError()));
+      lossSum += result->loss;
+      correct += result->correct;
+      judged += result->judged;
+      samples += b->inputs.dim(0);
+      ++steps;
+      seconds = std::chrono::duration<double>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+      bool report = live || steps == stepsPerEpoch ||
+                    steps % std::max<int64_t>(stepsPerEpoch / 10, 1) == 0;
+      if (!report)
+        continue;
+      llvm::errs() << llvm::formatv(
+          "{0}epoch {1}/{2} step {3}/{4} loss {5:F4} {6:F0} samples/s ETA "
+          "{7}{8}",
+          live ? "\r" : "", epoch + 1, epochs.getValue(), steps,
+          stepsPerEpoch, lossSum / steps, samples / seconds,
+          clock(seconds / steps * (stepsPerEpoch - steps)),
+          live ? "   " : "\n");
+    }
+    if (live)
+      llvm::errs() << "\n";
+    llvm::json::Object epochReport{
+        {"epoch", epoch + 1},
+        {"lr", static_cast<double>(lr)},
+        {"steps", steps},
+        {"loss", lossSum / std::max<int64_t>(steps, 1)},
+        {"seconds", seconds},
+        {"samples_per_s", samples / seconds},
+        {"gflops_per_s", flopsPerSample * samples / seconds / 1e9}};
+    if (judged)
+      epochReport["train_accuracy"] = double(correct) / judged;
+    std::string evalLoss = "-", evalAccuracy = "-";
+    if (evalData) {
+      auto eval = (*trainer)->evaluate(*evalData, 1000);
+      if (!eval)
+        return fail("evaluation: " + llvm::toString(eval.takeError()));
+      epochReport["eval_loss"] = eval->loss;
+      evalLoss = llvm::formatv("{0:F4}", eval->loss).str();
+      if (eval->judged) {
+        epochReport["eval_accuracy"] = eval->accuracy();
+        evalAccuracy = llvm::formatv("{0:F4}", eval->accuracy()).str();
+      }
+    }
+    llvm::outs() << llvm::formatv(
+        "| {0} | {1} | {2:F4} | {3} | {4} | {5} | {6:F1} | {7:F0} | "
+        "{8:F1} |\n",
+        epoch + 1, shortFloat(lr), lossSum / std::max<int64_t>(steps, 1),
+        judged ? llvm::formatv("{0:F4}", double(correct) / judged).str()
+               : std::string("-"),
+        evalLoss, evalAccuracy, seconds, samples / seconds,
+        flopsPerSample * samples / seconds / 1e9);
+    llvm::outs().flush();
+    epochReports.push_back(std::move(epochReport));
+  }
+
+  if (!saveModel.empty()) {
+    if (llvm::Error e = saveTrainedModel((*trainer)->plan(),
+                                         (*trainer)->weights(), saveModel))
+      return fail("--save-model: " + llvm::toString(std::move(e)));
+    llvm::errs() << kTool << ": wrote " << saveModel << "\n";
+  }
+  if (run.reportPath.empty())
+    return 0;
+  llvm::json::Object report{
+      {"model", run.modelPath},
+      {"data", dataSpec.getValue()},
+      {"batch", batch},
+      {"threads", static_cast<int64_t>(run.threads)},
+      {"loss", train::lossName(options.loss)},
+      {"optimizer", optimizerName.getValue()},
+      {"lr", static_cast<double>(learningRate.getValue())},
+      {"seed", static_cast<int64_t>(seed.getValue())},
+      {"parameters", numParams},
+      {"train_flops_per_sample", flopsPerSample},
+      {"epochs", std::move(epochReports)}};
+  std::error_code ec;
+  llvm::raw_fd_ostream os(run.reportPath, ec);
+  if (ec)
+    return fail(run.reportPath + ": " + ec.message());
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
+  return 0;
+}

@@ -1,0 +1,33 @@
+//===- Training.h - heterps-run --train ---------------------------*- C++ -*-===//
+
+#ifndef HETERPS_TOOLS_HETERPS_RUN_TRAINING_H
+#define HETERPS_TOOLS_HETERPS_RUN_TRAINING_H
+
+#include "heterps/Runtime/Plan.pb.h"
+
+#include "llvm/Support/CommandLine.h"
+
+namespace heterps::tools {
+
+/// The category of the training options (shown by --help).
+llvm::cl::OptionCategory &trainingCategory();
+/// Whether --train was given.
+bool trainingRequested();
+
+struct TrainingRun {
+  std::string modelPath;
+  /// Threads per kernel (0: all cores).
+  int threads = 0;
+  /// --batch, or 0 when not given.
+  int64_t batch = 0;
+  std::string reportPath;
+};
+
+/// Trains `plan` as the training options say; prints progress and the
+/// per-epoch table, writes the report and the trained model. Returns the
+/// exit code (errors are one line on stderr).
+int runTraining(const runtime::plan::Plan &plan, const TrainingRun &run);
+
+} // namespace heterps::tools
+
+#endif // HETERPS_TOOLS_HETERPS_RUN_TRAINING_H
