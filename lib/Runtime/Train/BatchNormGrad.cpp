@@ -117,6 +117,7 @@ llvm::Error BatchNormGradKernel::backward(
                              {DNNL_ARG_MEAN, memoryOf(mean, *ctx)},
                              {DNNL_ARG_VARIANCE, memoryOf(variance, *ctx)},
                              {DNNL_ARG_SCALE, memoryOf(*inputs[1], *ctx)},
+                             {DNNL_ARG_SHIFT, memoryOf(*inputs[2], *ctx)},
                              {DNNL_ARG_DIFF_DST, memoryOf(dy, *ctx)},
                              {DNNL_ARG_DIFF_SRC, memoryOf(dx, *ctx)},
                              {DNNL_ARG_DIFF_SCALE, memoryOf(dScale, *ctx)},

@@ -48,6 +48,10 @@ llvm::Error Trainer::prepare() {
                       llvm::Twine(program.inputs_size()) + " and " +
                       llvm::Twine(program.outputs_size()));
   backend.enterThread();
+  // Tensor copies share buffers: own the weights, which training updates in
+  // place, so the caller's map stays as it was.
+  for (auto &entry : weightMap)
+    entry.second = entry.second.clone();
   std::map<int32_t, std::string> initializerOf;
   for (const plan::Weight &w : program.weights())
     if (w.source_case() == plan::Weight::kInitializer)

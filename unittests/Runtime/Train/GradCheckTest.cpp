@@ -1,0 +1,291 @@
+//===- GradCheckTest.cpp - backward kernels against finite differences ----===//
+//
+// For each training kernel: the loss L = sum(r * y) of its output y with a
+// fixed random r, the analytic gradients from `backward` (fed dy = r), and
+// central differences (L(x + h) - L(x - h)) / 2h of every checked input
+// element, with L summed in double precision.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../PlanBuilder.h"
+#include "../Reference.h"
+
+#include "heterps/Runtime/Train/TrainKernel.h"
+
+#include <cmath>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::testutil;
+using namespace heterps::runtime::train;
+
+namespace {
+
+plan::Op makeOp(const std::string &type, size_t numInputs,
+                const std::vector<Tensor> &inputs, const Attrs &attrs) {
+  plan::Op op;
+  op.set_name("op");
+  op.set_type(type);
+  for (const plan::Attribute &a : attrs.list)
+    *op.add_attributes() = a;
+  for (size_t i = 0; i < numInputs; ++i)
+    op.add_inputs(inputs[i].isNull() ? -1 : static_cast<int32_t>(i));
+  op.add_outputs(static_cast<int32_t>(numInputs));
+  return op;
+}
+
+double weightedSum(const Tensor &y, const Tensor &r) {
+  Tensor plain = llvm::cantFail(y.toPlain());
+  double sum = 0;
+  for (int64_t i = 0; i < plain.numElements(); ++i)
+    sum += double(plain.data<float>()[i]) * r.data<float>()[i];
+  return sum;
+}
+
+/// Checks the gradients of inputs `check` of a one-op `type` on `inputs`
+/// (null tensors for absent inputs).
+void gradCheck(const std::string &type, std::vector<Tensor> inputs,
+               const std::vector<int> &check, const Attrs &attrs = Attrs(),
+               float h = 1e-2f) {
+  SCOPED_TRACE(type);
+  TrainBackend backend;
+  plan::Op op = makeOp(type, inputs.size(), inputs, attrs);
+  OpInfo info(op, std::vector<const Tensor *>(inputs.size(), nullptr));
+  auto kernel = backend.createKernel(info, 0);
+  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  std::vector<const Tensor *> args;
+  for (Tensor &t : inputs)
+    args.push_back(t.isNull() ? nullptr : &t);
+  auto loss = [&] {
+    Tensor y;
+    llvm::Error e = (*kernel)->forward(args, y);
+    EXPECT_FALSE(bool(e)) << llvm::toString(std::move(e));
+    return y;
+  };
+  Tensor y = loss();
+  ASSERT_FALSE(y.isNull());
+  std::mt19937 rng(7);
+  Tensor r = randomTensor(y.shape(), rng);
+  llvm::SmallVector<bool, 8> need(inputs.size(), false);
+  for (int i : check)
+    need[i] = true;
+  std::vector<Tensor> grads(inputs.size());
+  llvm::Error e = (*kernel)->backward(args, y, r, need, grads);
+  ASSERT_FALSE(bool(e)) << llvm::toString(std::move(e));
+
+  for (int i : check) {
+    SCOPED_TRACE("input " + std::to_string(i));
+    ASSERT_FALSE(grads[i].isNull());
+    Tensor analytic = llvm::cantFail(grads[i].toPlain());
+    ASSERT_EQ(analytic.shape(), inputs[i].shape());
+    float *x = inputs[i].data<float>();
+    int64_t n = inputs[i].numElements();
+    // Every element of small inputs, an even spread of 40 of larger ones.
+    int64_t stride = std::max<int64_t>(n / 40, 1);
+    for (int64_t k = 0; k < n; k += stride) {
+      float saved = x[k];
+      x[k] = saved + h;
+      double plus = weightedSum(loss(), r);
+      x[k] = saved - h;
+      double minus = weightedSum(loss(), r);
+      x[k] = saved;
+      double numeric = (plus - minus) / (2.0 * h);
+      double got = analytic.data<float>()[k];
+      EXPECT_NEAR(got, numeric, 3e-3 + 2e-2 * std::abs(numeric))
+          << "element " << k;
+    }
+  }
+}
+
+Tensor random(Shape shape, unsigned seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  return randomTensor(std::move(shape), rng, lo, hi);
+}
+
+/// Random values at least `gap` away from 0 (kinks of ReLU and friends).
+Tensor awayFromZero(Shape shape, unsigned seed, float gap = 0.05f) {
+  Tensor t = random(std::move(shape), seed);
+  for (int64_t i = 0; i < t.numElements(); ++i) {
+    float &v = t.data<float>()[i];
+    if (std::abs(v) < gap)
+      v = v < 0 ? -gap - 0.05f : gap + 0.05f;
+  }
+  return t;
+}
+
+/// A random permutation of evenly spaced values: window maxima stay put
+/// under small perturbations.
+Tensor distinct(Shape shape, unsigned seed) {
+  Tensor t(DType::F32, shape);
+  int64_t n = t.numElements();
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (int64_t i = 0; i < n; ++i)
+    t.data<float>()[i] = -1.f + 0.05f * order[i];
+  return t;
+}
+
+TEST(GradCheck, Conv) {
+  gradCheck("Conv",
+            {random({2, 3, 7, 7}, 1), random({4, 3, 3, 3}, 2),
+             random({4}, 3)},
+            {0, 1, 2}, Attrs().ints("pads", {1, 1, 1, 1}).ints("strides",
+                                                                {2, 2}));
+}
+
+TEST(GradCheck, ConvGroupedDilatedNoBias) {
+  gradCheck("Conv", {random({1, 4, 8, 8}, 4), random({6, 2, 3, 3}, 5)},
+            {0, 1},
+            Attrs().i("group", 2).ints("dilations", {2, 2}).ints(
+                "pads", {2, 2, 2, 2}));
+}
+
+TEST(GradCheck, Activations) {
+  for (const char *type : {"Relu", "LeakyRelu", "Elu", "Sigmoid", "Tanh"})
+    gradCheck(type, {awayFromZero({2, 3, 4, 4}, 6)}, {0});
+}
+
+TEST(GradCheck, MaxPool) {
+  gradCheck("MaxPool", {distinct({2, 3, 6, 6}, 8)}, {0},
+            Attrs().ints("kernel_shape", {2, 2}).ints("strides", {2, 2}),
+            1e-3f);
+  gradCheck("MaxPool", {distinct({1, 2, 7, 7}, 9)}, {0},
+            Attrs()
+                .ints("kernel_shape", {3, 3})
+                .ints("strides", {2, 2})
+                .i("ceil_mode", 1),
+            1e-3f);
+}
+
+TEST(GradCheck, AveragePools) {
+  gradCheck("AveragePool", {random({2, 3, 7, 7}, 10)}, {0},
+            Attrs()
+                .ints("kernel_shape", {3, 3})
+                .ints("strides", {2, 2})
+                .ints("pads", {1, 1, 1, 1}));
+  gradCheck("GlobalAveragePool", {random({2, 5, 4, 4}, 11)}, {0});
+}
+
+TEST(GradCheck, Gemm) {
+  gradCheck("Gemm", {random({3, 5}, 12), random({4, 5}, 13), random({4}, 14)},
+            {0, 1, 2}, Attrs().i("trans_b", 1));
+  gradCheck("Gemm",
+            {random({5, 3}, 15), random({5, 4}, 16), random({3, 4}, 17)},
+            {0, 1, 2},
+            Attrs().i("trans_a", 1).f("alpha", 0.5f).f("beta", 2.f));
+}
+
+TEST(GradCheck, MatMul) {
+  gradCheck("MatMul", {random({2, 3, 4}, 18), random({4, 5}, 19)}, {0, 1});
+}
+
+TEST(GradCheck, BroadcastingBinaryOps) {
+  for (const char *type : {"Add", "Sub", "Mul"}) {
+    gradCheck(type, {random({2, 3, 4, 4}, 20), random({3, 1, 1}, 21)},
+              {0, 1});
+    gradCheck(type, {random({2, 3, 4}, 22), random({2, 3, 4}, 23)}, {0, 1});
+  }
+}
+
+TEST(GradCheck, Views) {
+  gradCheck("Flatten", {random({2, 3, 2, 2}, 24)}, {0}, Attrs().i("axis", 1));
+  gradCheck("Reshape", {random({2, 3, 4}, 25)}, {0},
+            Attrs().ints("shape", {6, 4}));
+  gradCheck("Identity", {random({3, 4}, 26)}, {0});
+}
+
+TEST(GradCheck, Concat) {
+  gradCheck("Concat",
+            {random({1, 2, 3, 3}, 27), random({1, 3, 3, 3}, 28),
+             random({1, 1, 3, 3}, 29)},
+            {0, 1, 2}, Attrs().i("axis", 1));
+}
+
+TEST(GradCheck, BatchNormTraining) {
+  Tensor mean = random({3}, 30), var = random({3}, 31, 0.5f, 2.f);
+  gradCheck("BatchNormalization",
+            {random({4, 3, 5, 5}, 32), random({3}, 33, 0.5f, 1.5f),
+             random({3}, 34), mean, var},
+            {0, 1, 2});
+}
+
+TEST(BatchNormTraining, UpdatesRunningStatistics) {
+  TrainBackend backend;
+  Tensor x = random({8, 2, 3, 3}, 35);
+  Tensor scale = Tensor::fromFloats({2}, {1, 1}),
+         bias = Tensor::fromFloats({2}, {0, 0}),
+         mean = Tensor::fromFloats({2}, {1, -1}),
+         var = Tensor::fromFloats({2}, {2, 3});
+  std::vector<Tensor> inputs = {x, scale, bias, mean, var};
+  plan::Op op = makeOp("BatchNormalization", 5, inputs,
+                       Attrs().f("momentum", 0.9f));
+  OpInfo info(op, std::vector<const Tensor *>(5, nullptr));
+  auto kernel = llvm::cantFail(backend.createKernel(info, 0));
+  Tensor y;
+  ASSERT_FALSE(bool(kernel->forward({&x, &scale, &bias, &mean, &var}, y)));
+  for (int c = 0; c < 2; ++c) {
+    double sum = 0, squares = 0;
+    int64_t n = 0;
+    for (int64_t b = 0; b < 8; ++b)
+      for (int64_t i = 0; i < 9; ++i, ++n) {
+        double v = x.data<float>()[(b * 2 + c) * 9 + i];
+        sum += v;
+        squares += v * v;
+      }
+    double m = sum / n, unbiased = (squares - n * m * m) / (n - 1);
+    EXPECT_NEAR(mean.data<float>()[c], 0.9 * (c ? -1 : 1) + 0.1 * m, 1e-5);
+    EXPECT_NEAR(var.data<float>()[c], 0.9 * (c ? 3 : 2) + 0.1 * unbiased,
+                1e-5);
+  }
+}
+
+TEST(DropoutTraining, MasksAndScalesConsistently) {
+  TrainBackendOptions options;
+  options.seed = 3;
+  TrainBackend backend(options);
+  Tensor x = random({64, 64}, 36, 0.5f, 1.f);
+  plan::Op op = makeOp("Dropout", 1, {x}, Attrs().f("ratio", 0.25f));
+  OpInfo info(op, {nullptr});
+  auto kernel = llvm::cantFail(backend.createKernel(info, 0));
+  Tensor y, dx[1];
+  ASSERT_FALSE(bool(kernel->forward({&x}, y)));
+  Tensor dy = random({64, 64}, 37);
+  llvm::SmallVector<bool, 1> need = {true};
+  ASSERT_FALSE(bool(kernel->backward({&x}, y, dy, need, dx)));
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < x.numElements(); ++i) {
+    float scale = y.data<float>()[i] / x.data<float>()[i];
+    if (scale == 0.f)
+      ++dropped;
+    else
+      EXPECT_NEAR(scale, 1 / 0.75f, 1e-5);
+    EXPECT_FLOAT_EQ(dx[0].data<float>()[i], dy.data<float>()[i] * scale);
+  }
+  EXPECT_NEAR(double(dropped) / x.numElements(), 0.25, 0.02);
+
+  // The same seed and op index draw the same mask; another seed does not.
+  TrainBackend same(options);
+  auto again = llvm::cantFail(same.createKernel(info, 0));
+  Tensor y2;
+  ASSERT_FALSE(bool(again->forward({&x}, y2)));
+  EXPECT_EQ(0, std::memcmp(y.rawData(), y2.rawData(), y.bytes()));
+  options.seed = 4;
+  TrainBackend other(options);
+  auto different = llvm::cantFail(other.createKernel(info, 0));
+  ASSERT_FALSE(bool(different->forward({&x}, y2)));
+  EXPECT_NE(0, std::memcmp(y.rawData(), y2.rawData(), y.bytes()));
+}
+
+TEST(TrainBackend, UntrainableOpIsNamed) {
+  TrainBackend backend;
+  Tensor x = random({2, 2}, 38);
+  plan::Op op = makeOp("Softmax", 1, {x}, Attrs());
+  OpInfo info(op, {nullptr});
+  auto kernel = backend.createKernel(info, 0);
+  ASSERT_FALSE(bool(kernel));
+  EXPECT_EQ(llvm::toString(kernel.takeError()),
+            "op type 'Softmax' cannot be trained yet (no backward kernel)");
+}
+
+} // namespace
