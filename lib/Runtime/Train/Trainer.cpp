@@ -130,11 +130,23 @@ llvm::Error Trainer::checkData(const data::Dataset &data) const {
                       "' is f32" + shapeToString(expected) +
                       " (first dimension the batch)");
   const Shape &t = data.targets.shape();
-  if (llvm::Error e = checkLossFits(
-          options.loss, valueShape(program.values(program.outputs(0).value())),
-          data.targets.dtype(), Shape(t.begin() + 1, t.end())))
+  Shape outShape = valueShape(program.values(program.outputs(0).value()));
+  if (llvm::Error e = checkLossFits(options.loss, outShape,
+                                    data.targets.dtype(),
+                                    Shape(t.begin() + 1, t.end())))
     return trainError(llvm::Twine("data '") + data.name +
                       "': " + llvm::toString(std::move(e)));
+  // Labels are checked up front too, not at the step that meets them.
+  int64_t classes = outShape.back();
+  if (options.loss == LossKind::SoftmaxCrossEntropy && classes > 0)
+    for (int64_t i = 0; i < data.size(); ++i) {
+      int64_t label = data.targets.data<int64_t>()[i];
+      if (label < 0 || label >= classes)
+        return trainError(llvm::Twine("data '") + data.name + "': label " +
+                          llvm::Twine(label) + " of sample " + llvm::Twine(i) +
+                          " is outside the model's " + llvm::Twine(classes) +
+                          " classes");
+    }
   return llvm::Error::success();
 }
 

@@ -1,0 +1,163 @@
+"""Training benchmark: heterps-run --train against PyTorch, side by side.
+
+  bench.py ROOT WORK [--models ...] [--batches 8 32] [--threads 2]
+           [--steps 3] [--epochs 5] [--skip-accuracy]
+
+Prints two tables (markdown):
+  1. Fashion-MNIST: the Fashion CNN trained for --epochs epochs by both from
+     the same initial weights in the same batch order (SGD, momentum 0.9,
+     lr 0.01, batch 32): per-epoch mean loss and test accuracy.
+  2. Throughput: training samples/s of each model at each batch, heterps
+     (epoch 2 of --steps steps, after an untimed first epoch that creates
+     the primitives) and PyTorch (models.py throughput, same steps after
+     warm-up), on Fashion-MNIST for the Fashion CNN, random images else; heterps' GFLOP/s (3x the forward FLOPs of
+     Conv/Gemm) against the machine's dnnl_sgemm peak.
+ROOT is the repository (build in ROOT/build), WORK caches models and data.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Steps per measurement: --steps, or more for models whose steps take
+# milliseconds.
+MIN_STEPS = {"fashion_cnn": 200}
+
+
+# PyTorch allocates activations with malloc; above glibc's (dynamic) mmap
+# threshold each one is a fresh mmap that page-faults on first touch, which
+# made its steps 1.5-3x slower depending on what the process allocated
+# before. A fixed high threshold gives PyTorch its best, stable speed.
+TORCH_ENV = dict(os.environ, MALLOC_MMAP_THRESHOLD_="67108864",
+                 MALLOC_TRIM_THRESHOLD_="134217728")
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True,
+                          **kw)
+
+
+def sgemm_peak(root, work, threads):
+    exe = os.path.join(work, "sgemm-peak")
+    run(["cc", "-O2", os.path.join(root, "benchmarks/machine/sgemm-peak.c"),
+         "-o", exe, "-ldnnl"])
+    out = run([exe], env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+    return float(re.search(r"\| ([0-9.]+) GFLOP/s", out.stdout).group(1))
+
+
+def model_path(work, name):
+    path = os.path.join(work, name + ".onnx")
+    if not os.path.exists(path):
+        run([sys.executable, os.path.join(HERE, "models.py"), "export", name,
+             path])
+    return path
+
+
+def random_data(work, batch, steps):
+    """Random ImageNet-sized images and labels, batch x steps of them."""
+    shape, classes, n = (3, 224, 224), 1000, batch * steps
+    x = os.path.join(work, f"x-{n}.npy")
+    y = os.path.join(work, f"y-{n}.npy")
+    rng = np.random.default_rng(0)
+    if not os.path.exists(x):
+        np.save(x, rng.random((n,) + shape, dtype=np.float32))
+    if not os.path.exists(y):
+        np.save(y, rng.integers(0, classes, n).astype(np.int64))
+    return f"inputs={x},targets={y}"
+
+
+def heterps_train(root, args, extra, report):
+    cmd = [os.path.join(root, "build/bin/heterps-run")] + extra + [
+        "--train", "--threads", str(args.threads), "--report", report]
+    run(cmd)
+    with open(report) as f:
+        return json.load(f)
+
+
+def accuracy_table(root, args):
+    model = model_path(args.work, "fashion_cnn")
+    report = os.path.join(args.work, "fashion-heterps.json")
+    ours = heterps_train(root, args, [
+        model, "--data", "fashion-mnist:train", "--eval-data",
+        "fashion-mnist:test", "--optimizer", "momentum", "--lr", "0.01",
+        "--batch", "32", "--epochs", str(args.epochs)], report)
+    ref_report = os.path.join(args.work, "fashion-pytorch.json")
+    run([sys.executable, os.path.join(HERE, "fashion_cnn.py"), "train", model,
+         "--epochs", str(args.epochs), "--batch", "32", "--lr", "0.01",
+         "--momentum", "0.9", "--threads", str(args.threads),
+         "--report", ref_report], env=TORCH_ENV)
+    with open(ref_report) as f:
+        ref = json.load(f)
+    print("| epoch | heterps loss | PyTorch loss | loss diff | heterps test "
+          "acc | PyTorch test acc | heterps s | PyTorch s | speed-up |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for a, b in zip(ours["epochs"], ref["epochs"]):
+        print(f"| {a['epoch']} | {a['loss']:.4f} | {b['loss']:.4f} | "
+              f"{100 * (a['loss'] - b['loss']) / b['loss']:+.2f}% | "
+              f"{a['eval_accuracy']:.4f} | {b['accuracy']:.4f} | "
+              f"{a['seconds']:.1f} | {b['seconds']:.1f} | "
+              f"{b['seconds'] / a['seconds']:.2f}x |")
+    print()
+
+
+def throughput_table(root, args):
+    peak = sgemm_peak(root, args.work, args.threads)
+    print(f"dnnl_sgemm 2048^3 peak on {args.threads} threads: "
+          f"{peak:.1f} GFLOP/s\n")
+    print("| model | batch | heterps samples/s | PyTorch samples/s | speed-up "
+          "| heterps GFLOP/s | of sgemm peak |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name in args.models:
+        model = model_path(args.work, name)
+        steps = max(args.steps, MIN_STEPS.get(name, 0))
+        for batch in args.batches:
+            data = ("fashion-mnist:train" if name == "fashion_cnn" else
+                    random_data(args.work, batch, steps))
+            report = os.path.join(args.work, f"{name}-{batch}.json")
+            ours = heterps_train(root, args, [
+                model, "--data", data, "--batch", str(batch), "--epochs",
+                "2", "--max-steps", str(steps), "--optimizer", "momentum"],
+                report)["epochs"][1]
+            ref = json.loads(run([
+                sys.executable, os.path.join(HERE, "models.py"), "throughput",
+                name, "--batch", str(batch), "--threads", str(args.threads),
+                "--steps", str(steps)], env=TORCH_ENV).stdout)
+            print(f"| {name} | {batch} | {ours['samples_per_s']:.1f} | "
+                  f"{ref['samples_per_s']:.1f} | "
+                  f"{ours['samples_per_s'] / ref['samples_per_s']:.2f}x | "
+                  f"{ours['gflops_per_s']:.1f} | "
+                  f"{100 * ours['gflops_per_s'] / peak:.0f}% |", flush=True)
+    print()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("root")
+    p.add_argument("work")
+    p.add_argument("--models", nargs="+",
+                   default=["fashion_cnn", "resnet18", "alexnet",
+                            "squeezenet1_0"])
+    p.add_argument("--batches", nargs="+", type=int, default=[8, 32])
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--skip-accuracy", action="store_true")
+    args = p.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    try:
+        if not args.skip_accuracy:
+            accuracy_table(args.root, args)
+        throughput_table(args.root, args)
+    except subprocess.CalledProcessError as e:
+        sys.exit(f"bench.py: {' '.join(e.cmd)} failed:\n{e.stderr}")
+
+
+if __name__ == "__main__":
+    main()
