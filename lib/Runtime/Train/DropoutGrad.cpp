@@ -1,25 +1,32 @@
 //===- DropoutGrad.cpp - dropout in training mode -------------------------===//
 //
 // Zeroes each element with probability `ratio` and scales the rest by
-// 1 / (1 - ratio); the backward applies the same mask. Each Dropout op draws
-// from its own mt19937_64 stream seeded by the run's seed and the op's
-// index, so a run is reproducible whatever the thread count.
+// 1 / (1 - ratio); the backward applies the same mask. Element i of the
+// n-th call draws splitmix64(key, n, i), key from the run's seed and the op's
+// index: a counter-based generator, so threads fill the mask in parallel
+// and a run is reproducible whatever the thread count.
 //
 //===----------------------------------------------------------------------===//
 
 #include "TrainKernels.h"
 
-#include <random>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
 
 namespace {
 
+/// splitmix64's output function: a bijective 64-bit mix.
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 class DropoutGradKernel : public TrainKernel {
 public:
   DropoutGradKernel(CPUContextPtr ctx, float ratio, uint64_t seed)
-      : ctx(std::move(ctx)), ratio(ratio), rng(seed) {}
+      : ctx(std::move(ctx)), ratio(ratio), key(mix64(seed)) {}
   llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
                       Tensor &output) override {
     if (llvm::Error e = cpu::checkF32(inputs))
@@ -34,8 +41,11 @@ public:
       const float *xv = x.data<float>();
       // 24 random bits per element, compared with the drop threshold.
       auto threshold = static_cast<uint32_t>(ratio * (1u << 24));
+      uint64_t stream = mix64(key + ++calls * 0x9E3779B97F4A7C15ull);
+#pragma omp parallel for schedule(static) if (n > (1 << 15))
       for (int64_t i = 0; i < n; ++i) {
-        m[i] = static_cast<uint32_t>(rng() >> 40) < threshold ? 0.f : keep;
+        auto bits = static_cast<uint32_t>(mix64(stream + i) >> 40);
+        m[i] = bits < threshold ? 0.f : keep;
         y[i] = xv[i] * m[i];
       }
       return llvm::Error::success();
@@ -49,7 +59,9 @@ public:
       Tensor dx(DType::F32, dy.shape());
       const float *g = dy.data<float>(), *m = mask.data<float>();
       float *d = dx.data<float>();
-      for (int64_t i = 0, n = dy.numElements(); i < n; ++i)
+      int64_t n = dy.numElements();
+#pragma omp parallel for simd schedule(static) if (n > (1 << 15))
+      for (int64_t i = 0; i < n; ++i)
         d[i] = g[i] * m[i];
       dInputs[0] = std::move(dx);
       return llvm::Error::success();
@@ -59,7 +71,9 @@ public:
 private:
   CPUContextPtr ctx;
   float ratio;
-  std::mt19937_64 rng;
+  uint64_t key;
+  /// Forward calls so far: each draws a fresh mask.
+  uint64_t calls = 0;
   /// 0 where dropped, 1 / (1 - ratio) where kept.
   Tensor mask;
 };

@@ -25,6 +25,10 @@ llvm::Expected<OptimizerKind> train::parseOptimizer(llvm::StringRef name) {
   return *kind;
 }
 
+// Below this many elements a parallel region costs more than it saves.
+// Each element is updated on its own, so threads never change the result.
+static constexpr int64_t kParallelMin = 1 << 15;
+
 static Tensor zerosLike(const Tensor &t) {
   Tensor z(DType::F32, t.shape());
   std::fill(z.data<float>(), z.data<float>() + z.numElements(), 0.f);
@@ -41,6 +45,7 @@ void Optimizer::update(int slot, Tensor &param, const Tensor &grad,
   float wd = options.weightDecay;
   switch (options.kind) {
   case OptimizerKind::SGD:
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
     for (int64_t i = 0; i < n; ++i)
       p[i] -= lr * (g0[i] + wd * p[i]);
     return;
@@ -49,6 +54,7 @@ void Optimizer::update(int slot, Tensor &param, const Tensor &grad,
     if (first)
       s.first = zerosLike(param);
     float *b = s.first.data<float>(), mu = options.momentum;
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
     for (int64_t i = 0; i < n; ++i) {
       float g = g0[i] + wd * p[i];
       b[i] = first ? g : mu * b[i] + g;
@@ -67,6 +73,7 @@ void Optimizer::update(int slot, Tensor &param, const Tensor &grad,
     double c1 = 1 - std::pow(b1, s.steps), c2 = 1 - std::pow(b2, s.steps);
     auto step = static_cast<float>(lr / c1);
     auto root2 = static_cast<float>(std::sqrt(c2));
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
     for (int64_t i = 0; i < n; ++i) {
       float g = g0[i] + wd * p[i];
       m[i] = b1 * m[i] + (1 - b1) * g;
@@ -80,6 +87,7 @@ void Optimizer::update(int slot, Tensor &param, const Tensor &grad,
       s.first = zerosLike(param);
     float *sum = s.first.data<float>();
     float eps = options.epsilon >= 0 ? options.epsilon : 1e-10f;
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
     for (int64_t i = 0; i < n; ++i) {
       float g = g0[i] + wd * p[i];
       sum[i] += g * g;

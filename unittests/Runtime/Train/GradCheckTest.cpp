@@ -244,13 +244,14 @@ TEST(DropoutTraining, MasksAndScalesConsistently) {
   TrainBackendOptions options;
   options.seed = 3;
   TrainBackend backend(options);
-  Tensor x = random({64, 64}, 36, 0.5f, 1.f);
+  // Large enough for the mask to be drawn by several threads.
+  Tensor x = random({256, 256}, 36, 0.5f, 1.f);
   plan::Op op = makeOp("Dropout", 1, {x}, Attrs().f("ratio", 0.25f));
   OpInfo info(op, {nullptr});
   auto kernel = llvm::cantFail(backend.createKernel(info, 0));
   Tensor y, dx[1];
   ASSERT_FALSE(bool(kernel->forward({&x}, y)));
-  Tensor dy = random({64, 64}, 37);
+  Tensor dy = random({256, 256}, 37);
   llvm::SmallVector<bool, 1> need = {true};
   ASSERT_FALSE(bool(kernel->backward({&x}, y, dy, need, dx)));
   int64_t dropped = 0;
@@ -262,12 +263,18 @@ TEST(DropoutTraining, MasksAndScalesConsistently) {
       EXPECT_NEAR(scale, 1 / 0.75f, 1e-5);
     EXPECT_FLOAT_EQ(dx[0].data<float>()[i], dy.data<float>()[i] * scale);
   }
-  EXPECT_NEAR(double(dropped) / x.numElements(), 0.25, 0.02);
+  EXPECT_NEAR(double(dropped) / x.numElements(), 0.25, 0.01);
 
-  // The same seed and op index draw the same mask; another seed does not.
+  // A second step draws a fresh mask.
+  Tensor y2;
+  ASSERT_FALSE(bool(kernel->forward({&x}, y2)));
+  EXPECT_NE(0, std::memcmp(y.rawData(), y2.rawData(), y.bytes()));
+
+  // The same seed and op index draw the same mask, on one thread too;
+  // another seed does not.
+  options.numThreads = 1;
   TrainBackend same(options);
   auto again = llvm::cantFail(same.createKernel(info, 0));
-  Tensor y2;
   ASSERT_FALSE(bool(again->forward({&x}, y2)));
   EXPECT_EQ(0, std::memcmp(y.rawData(), y2.rawData(), y.bytes()));
   options.seed = 4;
