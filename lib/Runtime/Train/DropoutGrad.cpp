@@ -9,19 +9,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "TrainKernels.h"
+#include "heterps/Runtime/Hash.h"
 
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
 
 namespace {
-
-/// splitmix64's output function: a bijective 64-bit mix.
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 class DropoutGradKernel : public TrainKernel {
 public:
@@ -41,7 +35,7 @@ public:
       const float *xv = x.data<float>();
       // 24 random bits per element, compared with the drop threshold.
       auto threshold = static_cast<uint32_t>(ratio * (1u << 24));
-      uint64_t stream = mix64(key + ++calls * 0x9E3779B97F4A7C15ull);
+      uint64_t stream = mix64(key + ++calls * kGolden64);
 #pragma omp parallel for schedule(static) if (n > (1 << 15))
       for (int64_t i = 0; i < n; ++i) {
         auto bits = static_cast<uint32_t>(mix64(stream + i) >> 40);
@@ -91,7 +85,7 @@ void train::registerDropoutGrad(TrainRegistry &registry) {
     if (*ratio < 0.f || *ratio >= 1.f)
       return cpu::kernelError("Dropout ratio " + llvm::Twine(std::to_string(*ratio)) +
                               " is outside [0, 1)");
-    uint64_t seed = env.seed * 0x9E3779B97F4A7C15ull + env.opIndex + 1;
+    uint64_t seed = env.seed * kGolden64 + env.opIndex + 1;
     return std::make_unique<DropoutGradKernel>(env.ctx, *ratio, seed);
   };
 }

@@ -1,0 +1,136 @@
+//===- Client.h - a worker's view of the parameter server -------*- C++ -*-===//
+//
+// Push, pull, wait: a worker issues requests that return at once with a
+// Ticket, keeps computing, and waits on the ticket when it needs the
+// result. The client splits each request by shard (dense ranges, sparse
+// rows by id % shards) and sends the parts through a Transport from its
+// own communication thread, in the order they were issued.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_PS_CLIENT_H
+#define HETERPS_RUNTIME_PS_CLIENT_H
+
+#include "heterps/Runtime/PS/ParameterServer.h"
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <thread>
+
+namespace heterps::runtime::ps {
+
+/// Carries a request to the server and its response back. Failures of the
+/// transport itself are errors; the server's go in `response.error()`.
+class Transport {
+public:
+  virtual ~Transport();
+  virtual llvm::Error call(const Request &request, Response &response) = 0;
+};
+
+/// The server in this process: messages are handed over, not serialised.
+class InProcessTransport : public Transport {
+public:
+  explicit InProcessTransport(ParameterServer &server) : server(server) {}
+  llvm::Error call(const Request &request, Response &response) override;
+
+private:
+  ParameterServer &server;
+};
+
+/// A request in flight; PSClient::wait gives its outcome.
+class Ticket {
+public:
+  Ticket() = default;
+
+private:
+  friend class PSClient;
+  struct State {
+    std::mutex mutex;
+    std::condition_variable done;
+    bool finished = false;
+    std::string error;
+  };
+  std::shared_ptr<State> state;
+};
+
+class PSClient {
+public:
+  /// Reads the server's tables through `transport` (which must outlive
+  /// the client). `worker` is this replica's index for BSP.
+  static llvm::Expected<std::unique_ptr<PSClient>> create(Transport &transport,
+                                                          int worker);
+  /// Finishes the requests in flight.
+  ~PSClient();
+  PSClient(const PSClient &) = delete;
+  PSClient &operator=(const PSClient &) = delete;
+
+  int worker() const { return workerIndex; }
+  int numShards() const { return shards; }
+  bool bsp() const { return isBsp; }
+  /// The named table's description.
+  llvm::Expected<TableInfo> table(const std::string &name);
+
+  /// Copies the dense table into `out` (plain f32 of its element count,
+  /// any shape), under BSP once `minVersion` updates have been applied.
+  /// `out` must stay alive until the ticket is waited for.
+  Ticket pullDense(const std::string &table, Tensor &out,
+                   int64_t minVersion = 0);
+  /// Sends the gradient of the whole dense table, computed from version
+  /// `step`; `grad` is copied before this returns.
+  Ticket pushDense(const std::string &table, const Tensor &grad, int64_t step,
+                   float lr);
+  /// Rows `ids` of a sparse table into `out`, [ids.size(), dim].
+  Ticket pullSparse(const std::string &table, std::vector<int64_t> ids,
+                    Tensor &out, int64_t minVersion = 0);
+  /// Gradients of rows `ids` ([ids.size(), dim]; repeated ids are summed).
+  Ticket pushSparse(const std::string &table, const std::vector<int64_t> &ids,
+                    const Tensor &grads, int64_t step, float lr);
+
+  /// Waits for the ticket's request; its error, if any.
+  llvm::Error wait(const Ticket &ticket);
+
+private:
+  PSClient(Transport &transport, int worker) :
+      transport(transport), workerIndex(worker) {}
+  /// Asks the server for its tables.
+  llvm::Expected<ListTablesResponse> refreshTables();
+  /// Runs `work` on the communication thread; its error ends the ticket.
+  Ticket submit(std::function<llvm::Error()> work);
+  static Ticket failed(llvm::Error error);
+  using Requests = std::shared_ptr<std::vector<Request>>;
+  Ticket submitAll(Requests requests);
+  /// Sends `request`; the response lands in the communication thread's
+  /// reused `responses[shard]`.
+  llvm::Expected<const Response *> send(const Request &request);
+  void run();
+
+  /// `count` requests from the pool, returned to it when the last
+  /// reference goes: their byte buffers keep their capacity, so large
+  /// pushes do not allocate (and page-fault) every time.
+  Requests takeRequests(size_t count);
+
+  Transport &transport;
+  int workerIndex;
+  int shards = 1;
+  bool isBsp = true;
+  std::mutex tablesMutex;
+  std::map<std::string, TableInfo> tables;
+
+  std::mutex poolMutex;
+  std::vector<std::unique_ptr<std::vector<Request>>> pool;
+  /// Used by the communication thread only.
+  std::vector<Response> responses;
+  Request pullScratch;
+  std::vector<std::vector<int64_t>> positions;
+
+  std::mutex queueMutex;
+  std::condition_variable queueChanged;
+  std::deque<std::pair<std::function<llvm::Error()>, Ticket>> queue;
+  bool stopping = false;
+  std::thread thread;
+};
+
+} // namespace heterps::runtime::ps
+
+#endif // HETERPS_RUNTIME_PS_CLIENT_H

@@ -1,0 +1,108 @@
+//===- ParameterServer.h - dense and sparse parameters, sharded -*- C++ -*-===//
+//
+// The HeterPS parameter server: tables of parameters split across shards,
+// the optimizer applied at the server. A dense table is one f32 vector cut
+// into contiguous ranges, one per shard; a sparse table (embeddings) holds
+// rows by id, row `id` on shard id % shards, and stores only the rows that
+// have been updated: a row never pushed is its initial value, drawn from a
+// hash of (seed, id), so memory grows with the rows training touches, not
+// with the table's size.
+//
+// Consistency, per server:
+//  * BSP: a shard applies an update once all `numWorkers` workers have
+//    pushed their gradient for the current version (their mean, so k
+//    replicas on k slices of a batch equal one worker on the whole batch),
+//    and a pull waits until the version it asks for has been applied.
+//  * ASP: every push is applied when it arrives; pulls never wait.
+//
+// The server is driven by Request/Response messages (PS.proto): `handle`
+// is what a transport calls, from any number of threads.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_PS_PARAMETERSERVER_H
+#define HETERPS_RUNTIME_PS_PARAMETERSERVER_H
+
+#include "heterps/Runtime/PS/PS.pb.h"
+#include "heterps/Runtime/Train/Optimizer.h"
+
+#include "llvm/Support/Error.h"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <shared_mutex>
+
+namespace heterps::runtime::ps {
+
+enum class Consistency { BSP, ASP };
+
+/// "bsp" or "asp"; an error names both.
+llvm::Expected<Consistency> parseConsistency(llvm::StringRef name);
+
+/// The optimizer of sparse tables, applied to the rows a push touches.
+struct SparseOptimizerOptions {
+  enum class Kind { SGD, Adagrad } kind = Kind::Adagrad;
+  /// Adagrad: s += g^2, p -= lr g / (sqrt(s) + epsilon), s starting at
+  /// `initialAccumulator` (PyTorch's defaults).
+  float epsilon = 1e-10f;
+  float initialAccumulator = 0;
+};
+
+struct ServerOptions {
+  int numShards = 2;
+  /// Workers (replicas) whose pushes make one BSP update.
+  int numWorkers = 1;
+  Consistency consistency = Consistency::BSP;
+  train::OptimizerOptions dense;
+  SparseOptimizerOptions sparse;
+  /// A BSP pull that waits longer than this is an error naming the
+  /// workers that have not pushed (a crashed or stuck replica).
+  std::chrono::milliseconds waitTimeout = std::chrono::seconds(60);
+};
+
+class DenseShard;
+class SparseShard;
+
+class ParameterServer {
+public:
+  /// Checks the options (shard and worker counts at least 1).
+  static llvm::Expected<std::unique_ptr<ParameterServer>>
+  create(ServerOptions options);
+  ~ParameterServer();
+
+  /// A dense table holding `initial` (f32, any shape; kept flat).
+  llvm::Error addDenseTable(const std::string &name, const Tensor &initial);
+  /// A sparse table of `rows` rows of `dim` f32, initialised uniformly in
+  /// [-initScale, initScale) from `seed` and the row id.
+  llvm::Error addSparseTable(const std::string &name, int64_t rows,
+                             int64_t dim, float initScale, uint64_t seed);
+
+  /// Serves one request; errors go into `response.error()`.
+  void handle(const Request &request, Response &response);
+
+  const ServerOptions &options() const { return opts; }
+  /// Sparse rows stored (updated at least once) over all shards.
+  int64_t storedRows(const std::string &table) const;
+
+private:
+  explicit ParameterServer(ServerOptions options);
+  llvm::Error serve(const Request &request, Response &response);
+
+  struct Table {
+    TableInfo info;
+    // One per shard; the kind's vector only.
+    std::vector<std::unique_ptr<DenseShard>> dense;
+    std::vector<std::unique_ptr<SparseShard>> sparse;
+  };
+  llvm::Expected<Table *> lookup(const std::string &name, int shard);
+
+  ServerOptions opts;
+  /// Tables are added while the server runs: lookups share the lock.
+  mutable std::shared_mutex tablesMutex;
+  std::map<std::string, std::unique_ptr<Table>> tables;
+};
+
+} // namespace heterps::runtime::ps
+
+#endif // HETERPS_RUNTIME_PS_PARAMETERSERVER_H

@@ -1,0 +1,335 @@
+//===- Client.cpp - requests split by shard, sent in order ----------------===//
+
+#include "heterps/Runtime/PS/Client.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <cstring>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::ps;
+
+static llvm::Error psError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+Transport::~Transport() = default;
+
+llvm::Error InProcessTransport::call(const Request &request,
+                                     Response &response) {
+  server.handle(request, response);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<PSClient>> PSClient::create(Transport &transport,
+                                                           int worker) {
+  std::unique_ptr<PSClient> client(new PSClient(transport, worker));
+  llvm::Expected<ListTablesResponse> list = client->refreshTables();
+  if (!list)
+    return list.takeError();
+  client->shards = list->num_shards();
+  client->isBsp = list->bsp();
+  client->responses.resize(client->shards);
+  client->positions.resize(client->shards);
+  client->thread = std::thread([c = client.get()] { c->run(); });
+  return client;
+}
+
+PSClient::~PSClient() {
+  {
+    std::lock_guard lock(queueMutex);
+    stopping = true;
+  }
+  queueChanged.notify_all();
+  if (thread.joinable())
+    thread.join();
+}
+
+static llvm::Error exchange(Transport &transport, const Request &request,
+                            Response &response) {
+  if (llvm::Error e = transport.call(request, response))
+    return e;
+  if (!response.error().empty())
+    return psError(response.error());
+  return llvm::Error::success();
+}
+
+llvm::Expected<const Response *> PSClient::send(const Request &request) {
+  Response &response = responses[request.shard()];
+  if (llvm::Error e = exchange(transport, request, response))
+    return std::move(e);
+  return &response;
+}
+
+PSClient::Requests PSClient::takeRequests(size_t count) {
+  std::unique_ptr<std::vector<Request>> requests;
+  {
+    std::lock_guard lock(poolMutex);
+    if (!pool.empty()) {
+      requests = std::move(pool.back());
+      pool.pop_back();
+    }
+  }
+  if (!requests)
+    requests = std::make_unique<std::vector<Request>>();
+  requests->resize(count);
+  return Requests(requests.release(), [this](std::vector<Request> *r) {
+    std::lock_guard lock(poolMutex);
+    pool.emplace_back(r);
+  });
+}
+
+llvm::Expected<ListTablesResponse> PSClient::refreshTables() {
+  Request request;
+  request.mutable_list();
+  Response response;
+  if (llvm::Error e = exchange(transport, request, response))
+    return std::move(e);
+  std::lock_guard lock(tablesMutex);
+  for (const TableInfo &info : response.list().tables())
+    tables[info.name()] = info;
+  return response.list();
+}
+
+llvm::Expected<TableInfo> PSClient::table(const std::string &name) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    {
+      std::lock_guard lock(tablesMutex);
+      auto it = tables.find(name);
+      if (it != tables.end())
+        return it->second;
+    }
+    // Tables may have been added since the client last asked.
+    if (attempt == 0)
+      if (llvm::Expected<ListTablesResponse> list = refreshTables(); !list)
+        return list.takeError();
+  }
+  return psError("the parameter server has no table '" + name + "'");
+}
+
+void PSClient::run() {
+  while (true) {
+    std::pair<std::function<llvm::Error()>, Ticket> item;
+    {
+      std::unique_lock lock(queueMutex);
+      queueChanged.wait(lock, [&] { return stopping || !queue.empty(); });
+      if (queue.empty())
+        return;
+      item = std::move(queue.front());
+      queue.pop_front();
+    }
+    llvm::Error e = item.first();
+    Ticket::State &state = *item.second.state;
+    std::lock_guard lock(state.mutex);
+    if (e)
+      state.error = llvm::toString(std::move(e));
+    state.finished = true;
+    state.done.notify_all();
+  }
+}
+
+Ticket PSClient::submit(std::function<llvm::Error()> work) {
+  Ticket ticket;
+  ticket.state = std::make_shared<Ticket::State>();
+  {
+    std::lock_guard lock(queueMutex);
+    queue.emplace_back(std::move(work), ticket);
+  }
+  queueChanged.notify_one();
+  return ticket;
+}
+
+Ticket PSClient::failed(llvm::Error error) {
+  Ticket ticket;
+  ticket.state = std::make_shared<Ticket::State>();
+  ticket.state->finished = true;
+  ticket.state->error = llvm::toString(std::move(error));
+  return ticket;
+}
+
+llvm::Error PSClient::wait(const Ticket &ticket) {
+  if (!ticket.state)
+    return psError("waiting on a ticket no request gave");
+  Ticket::State &state = *ticket.state;
+  std::unique_lock lock(state.mutex);
+  state.done.wait(lock, [&] { return state.finished; });
+  if (!state.error.empty())
+    return psError(state.error);
+  return llvm::Error::success();
+}
+
+/// The table's info if it has `kind`, else an error.
+static llvm::Expected<TableInfo> expectKind(llvm::Expected<TableInfo> info,
+                                            TableKind kind) {
+  if (info && info->kind() != kind)
+    return psError("table '" + info->name() + "' is " +
+                   (kind == DENSE ? "sparse, not dense" : "dense, not sparse"));
+  return info;
+}
+
+static llvm::Error checkBuffer(const TableInfo &info, const Tensor &t,
+                               int64_t elements, llvm::StringRef what) {
+  if (t.dtype() != DType::F32 || !t.isPlain() ||
+      t.numElements() != elements)
+    return psError("table '" + info.name() + "': " + what + " is " +
+                   t.typeString() + ", expected plain f32 of " +
+                   llvm::Twine(elements) + " elements");
+  return llvm::Error::success();
+}
+
+Ticket PSClient::pullDense(const std::string &name, Tensor &out,
+                           int64_t minVersion) {
+  llvm::Expected<TableInfo> info = expectKind(table(name), DENSE);
+  if (!info)
+    return failed(info.takeError());
+  if (llvm::Error e = checkBuffer(*info, out, info->elements(), "the output"))
+    return failed(std::move(e));
+  return submit([this, info = *info, out = &out, minVersion]() -> llvm::Error {
+    auto *dst = static_cast<char *>(out->rawData());
+    Request &request = pullScratch;
+    PullRequest *pull = request.mutable_pull();
+    pull->set_table(info.name());
+    pull->set_min_version(minVersion);
+    pull->clear_ids();
+    for (int s = 0; s < info.shard_offsets_size() - 1; ++s) {
+      request.set_shard(s);
+      llvm::Expected<const Response *> response = send(request);
+      if (!response)
+        return response.takeError();
+      const std::string &values = (*response)->pull().values();
+      size_t expected =
+          (info.shard_offsets(s + 1) - info.shard_offsets(s)) * sizeof(float);
+      if (values.size() != expected)
+        return psError("table '" + info.name() + "': shard " +
+                       llvm::Twine(s) + " sent " +
+                       llvm::Twine(values.size()) + " bytes, expected " +
+                       llvm::Twine(expected));
+      std::memcpy(dst + info.shard_offsets(s) * sizeof(float), values.data(),
+                  expected);
+    }
+    return llvm::Error::success();
+  });
+}
+
+/// Sends each request of `requests` in turn.
+Ticket PSClient::submitAll(Requests requests) {
+  return submit([this, requests]() -> llvm::Error {
+    for (const Request &request : *requests)
+      if (llvm::Expected<const Response *> response = send(request);
+          !response)
+        return response.takeError();
+    return llvm::Error::success();
+  });
+}
+
+Ticket PSClient::pushDense(const std::string &name, const Tensor &grad,
+                           int64_t step, float lr) {
+  llvm::Expected<TableInfo> info = expectKind(table(name), DENSE);
+  if (!info)
+    return failed(info.takeError());
+  if (llvm::Error e =
+          checkBuffer(*info, grad, info->elements(), "the gradient"))
+    return failed(std::move(e));
+  // The gradient goes into the messages now, so the caller may reuse it.
+  int numShards = info->shard_offsets_size() - 1;
+  Requests requests = takeRequests(numShards);
+  const auto *src = static_cast<const char *>(grad.rawData());
+  for (int s = 0; s < numShards; ++s) {
+    Request &request = (*requests)[s];
+    request.set_shard(s);
+    PushRequest *push = request.mutable_push();
+    push->set_table(name);
+    push->set_worker(workerIndex);
+    push->set_step(step);
+    push->set_lr(lr);
+    push->clear_ids();
+    int64_t begin = info->shard_offsets(s), end = info->shard_offsets(s + 1);
+    push->set_grads(src + begin * sizeof(float), (end - begin) * sizeof(float));
+  }
+  return submitAll(std::move(requests));
+}
+
+static int shardOf(int64_t id, int numShards) {
+  return static_cast<int>(((id % numShards) + numShards) % numShards);
+}
+
+Ticket PSClient::pullSparse(const std::string &name, std::vector<int64_t> ids,
+                            Tensor &out, int64_t minVersion) {
+  llvm::Expected<TableInfo> info = expectKind(table(name), SPARSE);
+  if (!info)
+    return failed(info.takeError());
+  int64_t dim = info->dim();
+  if (llvm::Error e = checkBuffer(
+          *info, out, static_cast<int64_t>(ids.size()) * dim, "the output"))
+    return failed(std::move(e));
+  return submit([this, info = *info, ids = std::move(ids), out = &out,
+                 minVersion]() -> llvm::Error {
+    int64_t dim = info.dim();
+    int numShards = static_cast<int>(positions.size());
+    // Where each shard's rows go in `out`.
+    for (auto &p : positions)
+      p.clear();
+    for (size_t i = 0; i < ids.size(); ++i)
+      positions[shardOf(ids[i], numShards)].push_back(static_cast<int64_t>(i));
+    float *dst = out->data<float>();
+    Request &request = pullScratch;
+    PullRequest *pull = request.mutable_pull();
+    pull->set_table(info.name());
+    pull->set_min_version(minVersion);
+    for (int s = 0; s < numShards; ++s) {
+      if (positions[s].empty())
+        continue;
+      request.set_shard(s);
+      pull->clear_ids();
+      for (int64_t i : positions[s])
+        pull->add_ids(ids[i]);
+      llvm::Expected<const Response *> response = send(request);
+      if (!response)
+        return response.takeError();
+      const std::string &values = (*response)->pull().values();
+      if (values.size() != positions[s].size() * dim * sizeof(float))
+        return psError("table '" + info.name() + "': shard " +
+                       llvm::Twine(s) + " sent the wrong number of rows");
+      const auto *rows = reinterpret_cast<const float *>(values.data());
+      for (size_t k = 0; k < positions[s].size(); ++k)
+        std::memcpy(dst + positions[s][k] * dim, rows + k * dim,
+                    dim * sizeof(float));
+    }
+    return llvm::Error::success();
+  });
+}
+
+Ticket PSClient::pushSparse(const std::string &name,
+                            const std::vector<int64_t> &ids,
+                            const Tensor &grads, int64_t step, float lr) {
+  llvm::Expected<TableInfo> info = expectKind(table(name), SPARSE);
+  if (!info)
+    return failed(info.takeError());
+  int64_t dim = info->dim();
+  if (llvm::Error e =
+          checkBuffer(*info, grads, static_cast<int64_t>(ids.size()) * dim,
+                      "the gradient"))
+    return failed(std::move(e));
+  Requests requests = takeRequests(shards);
+  for (int s = 0; s < shards; ++s) {
+    Request &request = (*requests)[s];
+    request.set_shard(s);
+    PushRequest *push = request.mutable_push();
+    push->set_table(name);
+    push->set_worker(workerIndex);
+    push->set_step(step);
+    push->set_lr(lr);
+    push->clear_ids();
+    push->mutable_grads()->clear();
+  }
+  const auto *g = reinterpret_cast<const char *>(grads.rawData());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    PushRequest *push = (*requests)[shardOf(ids[i], shards)].mutable_push();
+    push->add_ids(ids[i]);
+    push->mutable_grads()->append(g + i * dim * sizeof(float),
+                                  dim * sizeof(float));
+  }
+  // Under BSP every shard hears from every worker at every step, with no
+  // rows if the batch touched none there, so each shard's version advances.
+  return submitAll(std::move(requests));
+}

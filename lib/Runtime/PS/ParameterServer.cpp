@@ -1,0 +1,160 @@
+//===- ParameterServer.cpp - tables, shards and request routing -----------===//
+
+#include "heterps/Runtime/PS/ParameterServer.h"
+
+#include "Shards.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <cstring>
+#include <mutex>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::ps;
+
+static llvm::Error psError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Expected<Consistency> ps::parseConsistency(llvm::StringRef name) {
+  if (name == "bsp")
+    return Consistency::BSP;
+  if (name == "asp")
+    return Consistency::ASP;
+  return psError("unknown consistency '" + name + "' (expected bsp or asp)");
+}
+
+ParameterServer::ParameterServer(ServerOptions options) : opts(options) {}
+ParameterServer::~ParameterServer() = default;
+
+llvm::Expected<std::unique_ptr<ParameterServer>>
+ParameterServer::create(ServerOptions options) {
+  if (options.numShards < 1)
+    return psError("a parameter server needs at least one shard, not " +
+                   llvm::Twine(options.numShards));
+  if (options.numWorkers < 1)
+    return psError("a parameter server needs at least one worker, not " +
+                   llvm::Twine(options.numWorkers));
+  return std::unique_ptr<ParameterServer>(new ParameterServer(options));
+}
+
+llvm::Error ParameterServer::addDenseTable(const std::string &name,
+                                           const Tensor &initial) {
+  if (initial.dtype() != DType::F32 || !initial.isPlain())
+    return psError("dense table '" + name + "' must be plain f32, not " +
+                   initial.typeString());
+  auto table = std::make_unique<Table>();
+  TableInfo &info = table->info;
+  info.set_name(name);
+  info.set_kind(DENSE);
+  int64_t n = initial.numElements();
+  info.set_elements(n);
+  // Contiguous ranges of near-equal size, one per shard.
+  for (int s = 0; s <= opts.numShards; ++s)
+    info.add_shard_offsets(n * s / opts.numShards);
+  const auto *src = initial.data<float>();
+  for (int s = 0; s < opts.numShards; ++s) {
+    int64_t begin = info.shard_offsets(s), end = info.shard_offsets(s + 1);
+    Tensor slice(DType::F32, {end - begin});
+    std::memcpy(slice.rawData(), src + begin, (end - begin) * sizeof(float));
+    table->dense.push_back(
+        std::make_unique<DenseShard>(name, std::move(slice), opts));
+  }
+  std::unique_lock lock(tablesMutex);
+  if (!tables.try_emplace(name, std::move(table)).second)
+    return psError("the parameter server already has a table '" + name + "'");
+  return llvm::Error::success();
+}
+
+llvm::Error ParameterServer::addSparseTable(const std::string &name,
+                                            int64_t rows, int64_t dim,
+                                            float initScale, uint64_t seed) {
+  if (rows < 1 || dim < 1)
+    return psError("sparse table '" + name + "' needs rows and dim >= 1, not " +
+                   llvm::Twine(rows) + " x " + llvm::Twine(dim));
+  auto table = std::make_unique<Table>();
+  TableInfo &info = table->info;
+  info.set_name(name);
+  info.set_kind(SPARSE);
+  info.set_rows(rows);
+  info.set_dim(dim);
+  for (int s = 0; s < opts.numShards; ++s)
+    table->sparse.push_back(
+        std::make_unique<SparseShard>(info, s, initScale, seed, opts));
+  std::unique_lock lock(tablesMutex);
+  if (!tables.try_emplace(name, std::move(table)).second)
+    return psError("the parameter server already has a table '" + name + "'");
+  return llvm::Error::success();
+}
+
+int64_t ParameterServer::storedRows(const std::string &name) const {
+  std::shared_lock lock(tablesMutex);
+  auto it = tables.find(name);
+  int64_t rows = 0;
+  if (it != tables.end())
+    for (const auto &shard : it->second->sparse)
+      rows += shard->storedRows();
+  return rows;
+}
+
+llvm::Expected<ParameterServer::Table *>
+ParameterServer::lookup(const std::string &name, int shard) {
+  if (shard < 0 || shard >= opts.numShards)
+    return psError("shard " + llvm::Twine(shard) + " does not exist (the " +
+                   "server has " + llvm::Twine(opts.numShards) + ")");
+  std::shared_lock lock(tablesMutex);
+  auto it = tables.find(name);
+  if (it == tables.end())
+    return psError("the parameter server has no table '" + name + "'");
+  return it->second.get();
+}
+
+llvm::Error ParameterServer::serve(const Request &request,
+                                   Response &response) {
+  switch (request.body_case()) {
+  case Request::kList: {
+    ListTablesResponse *list = response.mutable_list();
+    list->Clear();
+    list->set_num_shards(opts.numShards);
+    list->set_num_workers(opts.numWorkers);
+    list->set_bsp(opts.consistency == Consistency::BSP);
+    std::shared_lock lock(tablesMutex);
+    for (const auto &[name, table] : tables)
+      *list->add_tables() = table->info;
+    return llvm::Error::success();
+  }
+  case Request::kPull: {
+    llvm::Expected<Table *> table =
+        lookup(request.pull().table(), request.shard());
+    if (!table)
+      return table.takeError();
+    PullResponse *out = response.mutable_pull();
+    if ((*table)->info.kind() == DENSE)
+      return (*table)->dense[request.shard()]->pull(request.pull(), *out);
+    return (*table)->sparse[request.shard()]->pull(request.pull(), *out);
+  }
+  case Request::kPush: {
+    llvm::Expected<Table *> table =
+        lookup(request.push().table(), request.shard());
+    if (!table)
+      return table.takeError();
+    PushResponse *out = response.mutable_push();
+    if ((*table)->info.kind() == DENSE)
+      return (*table)->dense[request.shard()]->push(request.push(), *out);
+    return (*table)->sparse[request.shard()]->push(request.push(), *out);
+  }
+  case Request::BODY_NOT_SET:
+    break;
+  }
+  return psError("an empty request");
+}
+
+void ParameterServer::handle(const Request &request, Response &response) {
+  // Not Clear(): a response of the same kind keeps its buffers, so pulls
+  // into a reused response do not allocate (and page-fault) every time.
+  response.clear_error();
+  if (llvm::Error e = serve(request, response)) {
+    response.clear_body();
+    response.set_error(llvm::toString(std::move(e)));
+  }
+}

@@ -1,0 +1,106 @@
+//===- Shards.h - one shard of a dense or a sparse table --------*- C++ -*-===//
+//
+// Internal to the parameter server. Each table shard has its own lock, so
+// pushes to different tables or shards never wait for each other; pulls
+// share the lock.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_LIB_RUNTIME_PS_SHARDS_H
+#define HETERPS_LIB_RUNTIME_PS_SHARDS_H
+
+#include "heterps/Runtime/PS/ParameterServer.h"
+
+#include <condition_variable>
+#include <unordered_map>
+
+namespace heterps::runtime::ps {
+
+/// The BSP bookkeeping of one table shard: its version (updates applied)
+/// and which workers have pushed for the next one. Used under the shard's
+/// lock.
+class StepGate {
+public:
+  StepGate(std::string table, int workers)
+      : table(std::move(table)), pushed(workers, false) {}
+
+  int64_t version() const { return applied; }
+  /// Records `worker`'s push computed from version `step`: an error for an
+  /// unknown worker, a step other than the current version, or a second
+  /// push; else how many workers have pushed for this version.
+  llvm::Expected<int> arrive(int worker, int64_t step);
+  /// The update is applied: next version, pullers woken.
+  void advance();
+  /// Waits (releasing `lock`) until version >= `minVersion`; an error
+  /// naming the missing workers after `timeout`.
+  template <typename Lock>
+  llvm::Error waitFor(Lock &lock, int64_t minVersion,
+                      std::chrono::milliseconds timeout) {
+    if (changed.wait_for(lock, timeout,
+                         [&] { return applied >= minVersion; }))
+      return llvm::Error::success();
+    return timedOut(minVersion, timeout);
+  }
+
+private:
+  llvm::Error timedOut(int64_t minVersion,
+                       std::chrono::milliseconds timeout) const;
+
+  std::string table;
+  int64_t applied = 0;
+  std::vector<bool> pushed;
+  int arrived = 0;
+  std::condition_variable_any changed;
+};
+
+class DenseShard {
+public:
+  DenseShard(const std::string &table, Tensor values,
+             const ServerOptions &options);
+  llvm::Error pull(const PullRequest &request, PullResponse &response);
+  llvm::Error push(const PushRequest &request, PushResponse &response);
+
+private:
+  const ServerOptions &options;
+  std::string table;
+  std::shared_mutex mutex;
+  StepGate gate;
+  Tensor values;
+  /// BSP: the sum of this version's gradients; ASP: the pushed gradient.
+  Tensor pending;
+  train::Optimizer optimizer;
+};
+
+class SparseShard {
+public:
+  SparseShard(const TableInfo &info, int shard, float initScale,
+              uint64_t seed, const ServerOptions &options);
+  llvm::Error pull(const PullRequest &request, PullResponse &response);
+  llvm::Error push(const PushRequest &request, PushResponse &response);
+  int64_t storedRows();
+
+private:
+  llvm::Error checkId(int64_t id) const;
+  /// The row's initial value (never stored until it is updated).
+  void initialRow(int64_t id, float *row) const;
+  /// Applies the optimizer to row `id` with gradient `grad`.
+  void update(int64_t id, const float *grad, float lr);
+
+  const ServerOptions &options;
+  TableInfo info;
+  int shard;
+  float initScale;
+  uint64_t seed;
+  std::shared_mutex mutex;
+  StepGate gate;
+  /// Stored rows: id -> index into `values` / `accumulators` (dim each).
+  std::unordered_map<int64_t, int64_t> slots;
+  std::vector<float> values, accumulators;
+  /// BSP: this version's summed gradients by id.
+  std::unordered_map<int64_t, int64_t> pendingSlots;
+  std::vector<float> pending;
+};
+
+} // namespace heterps::runtime::ps
+
+#endif // HETERPS_LIB_RUNTIME_PS_SHARDS_H

@@ -1,0 +1,48 @@
+//===- StepGate.cpp - BSP versions of a table shard -----------------------===//
+
+#include "Shards.h"
+
+#include "llvm/ADT/Twine.h"
+
+using namespace heterps::runtime::ps;
+
+static llvm::Error psError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Expected<int> StepGate::arrive(int worker, int64_t step) {
+  if (worker < 0 || worker >= static_cast<int>(pushed.size()))
+    return psError("table '" + table + "': worker " + llvm::Twine(worker) +
+                   " is not one of the server's " +
+                   llvm::Twine(pushed.size()) + " workers");
+  if (step != applied)
+    return psError("table '" + table + "': worker " + llvm::Twine(worker) +
+                   " pushed a gradient of version " + llvm::Twine(step) +
+                   ", but the table is at version " + llvm::Twine(applied) +
+                   " (BSP: pull the current version first)");
+  if (pushed[worker])
+    return psError("table '" + table + "': worker " + llvm::Twine(worker) +
+                   " pushed twice for version " + llvm::Twine(step));
+  pushed[worker] = true;
+  return ++arrived;
+}
+
+void StepGate::advance() {
+  ++applied;
+  arrived = 0;
+  std::fill(pushed.begin(), pushed.end(), false);
+  changed.notify_all();
+}
+
+llvm::Error StepGate::timedOut(int64_t minVersion,
+                               std::chrono::milliseconds timeout) const {
+  std::string missing;
+  for (size_t w = 0; w < pushed.size(); ++w)
+    if (!pushed[w])
+      missing += (missing.empty() ? "" : ", ") + std::to_string(w);
+  return psError("table '" + table + "': waited " +
+                 llvm::Twine(timeout.count()) + " ms for version " +
+                 llvm::Twine(minVersion) + " (at " + llvm::Twine(applied) +
+                 "); workers not yet pushed for version " +
+                 llvm::Twine(applied) + ": " + missing);
+}

@@ -1,0 +1,283 @@
+//===- ParameterServerTest.cpp - dense and sparse tables, BSP and ASP -----===//
+
+#include "heterps/Runtime/PS/Client.h"
+
+#include "gtest/gtest.h"
+
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <thread>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::ps;
+
+namespace {
+
+Tensor filled(Shape shape, std::function<float(int64_t)> value) {
+  Tensor t(DType::F32, std::move(shape));
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t.data<float>()[i] = value(i);
+  return t;
+}
+
+std::unique_ptr<ParameterServer> makeServer(ServerOptions options) {
+  return llvm::cantFail(ParameterServer::create(options));
+}
+
+std::unique_ptr<PSClient> makeClient(Transport &transport, int worker) {
+  return llvm::cantFail(PSClient::create(transport, worker));
+}
+
+std::string errorOf(llvm::Error e) { return llvm::toString(std::move(e)); }
+
+TEST(ParameterServer, DenseRoundTripAcrossShards) {
+  ServerOptions options;
+  options.numShards = 3;
+  auto server = makeServer(options);
+  // 10 elements over 3 shards: ranges of 3, 3 and 4.
+  Tensor init = filled({2, 5}, [](int64_t i) { return float(i); });
+  ASSERT_FALSE(bool(server->addDenseTable("w", init)));
+  InProcessTransport transport(*server);
+  auto client = makeClient(transport, 0);
+  TableInfo info = llvm::cantFail(client->table("w"));
+  EXPECT_EQ(info.shard_offsets_size(), 4);
+  EXPECT_EQ(info.shard_offsets(3), 10);
+
+  Tensor out(DType::F32, {10});
+  ASSERT_FALSE(bool(client->wait(client->pullDense("w", out))));
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(out.data<float>()[i], float(i));
+
+  // SGD at the server: w -= lr * g.
+  Tensor grad = filled({10}, [](int64_t i) { return float(i % 2); });
+  ASSERT_FALSE(bool(client->wait(client->pushDense("w", grad, 0, 0.5f))));
+  ASSERT_FALSE(bool(client->wait(client->pullDense("w", out, 1))));
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(out.data<float>()[i], float(i) - 0.5f * float(i % 2));
+}
+
+// k workers each pushing the gradient of their slice give, under BSP, the
+// update of one worker pushing the mean: what synchronous data-parallel
+// training needs.
+TEST(ParameterServer, BSPAveragesTheWorkersGradients) {
+  const int k = 3, steps = 5, n = 64;
+  ServerOptions options;
+  options.numShards = 2;
+  options.numWorkers = k;
+  options.dense.kind = train::OptimizerKind::Momentum;
+  auto server = makeServer(options);
+  Tensor init = filled({n}, [](int64_t i) { return 0.1f * float(i); });
+  ASSERT_FALSE(bool(server->addDenseTable("w", init)));
+  InProcessTransport transport(*server);
+  // Worker w's gradient at step s: a function of (w, s, i) and of the
+  // weights it pulled, so a stale or missing update changes the result.
+  auto gradient = [](int w, int s, const Tensor &weights) {
+    return filled({n}, [&](int64_t i) {
+      return weights.data<float>()[i] * 0.5f + float((w + 1) * (s + 1) % 7) -
+             float(i % 5);
+    });
+  };
+  std::vector<std::thread> workers;
+  std::vector<std::string> errors(k);
+  for (int w = 0; w < k; ++w)
+    workers.emplace_back([&, w] {
+      auto client = makeClient(transport, w);
+      Tensor weights(DType::F32, {n});
+      for (int s = 0; s < steps; ++s) {
+        if (llvm::Error e = client->wait(client->pullDense("w", weights, s)))
+          return void(errors[w] = errorOf(std::move(e)));
+        if (llvm::Error e = client->wait(
+                client->pushDense("w", gradient(w, s, weights), s, 0.01f)))
+          return void(errors[w] = errorOf(std::move(e)));
+      }
+    });
+  for (auto &t : workers)
+    t.join();
+  for (const std::string &e : errors)
+    EXPECT_EQ(e, "");
+
+  // The same steps on one worker with the mean gradient.
+  train::Optimizer reference(options.dense);
+  Tensor expected = init.clone();
+  for (int s = 0; s < steps; ++s) {
+    Tensor mean = filled({n}, [](int64_t) { return 0.f; });
+    for (int w = 0; w < k; ++w) {
+      Tensor g = gradient(w, s, expected);
+      for (int64_t i = 0; i < n; ++i)
+        mean.data<float>()[i] += g.data<float>()[i];
+    }
+    for (int64_t i = 0; i < n; ++i)
+      mean.data<float>()[i] *= 1.f / k;
+    reference.update(0, expected, mean, 0.01f);
+  }
+  auto client = makeClient(transport, 0);
+  Tensor out(DType::F32, {n});
+  ASSERT_FALSE(bool(client->wait(client->pullDense("w", out, steps))));
+  for (int64_t i = 0; i < n; ++i)
+    EXPECT_NEAR(out.data<float>()[i], expected.data<float>()[i], 1e-5)
+        << "element " << i;
+}
+
+TEST(ParameterServer, BSPProtocolErrorsAreNamed) {
+  ServerOptions options;
+  options.numShards = 1;
+  options.numWorkers = 2;
+  options.waitTimeout = std::chrono::milliseconds(50);
+  auto server = makeServer(options);
+  ASSERT_FALSE(bool(server->addDenseTable("w", filled({4}, [](int64_t) {
+                                            return 1.f;
+                                          }))));
+  InProcessTransport transport(*server);
+  auto client = makeClient(transport, 0);
+  Tensor g = filled({4}, [](int64_t) { return 1.f; });
+  ASSERT_FALSE(bool(client->wait(client->pushDense("w", g, 0, 0.1f))));
+  EXPECT_EQ(errorOf(client->wait(client->pushDense("w", g, 0, 0.1f))),
+            "table 'w': worker 0 pushed twice for version 0");
+  EXPECT_EQ(errorOf(client->wait(client->pushDense("w", g, 3, 0.1f))),
+            "table 'w': worker 0 pushed a gradient of version 3, but the "
+            "table is at version 0 (BSP: pull the current version first)");
+  Tensor out(DType::F32, {4});
+  EXPECT_EQ(errorOf(client->wait(client->pullDense("w", out, 1))),
+            "table 'w': waited 50 ms for version 1 (at 0); workers not yet "
+            "pushed for version 0: 1");
+  auto stranger = makeClient(transport, 5);
+  EXPECT_EQ(errorOf(stranger->wait(stranger->pushDense("w", g, 0, 0.1f))),
+            "table 'w': worker 5 is not one of the server's 2 workers");
+  Tensor wrong(DType::F32, {3});
+  EXPECT_EQ(errorOf(client->wait(client->pullDense("w", wrong))),
+            "table 'w': the output is f32[3], expected plain f32 of 4 "
+            "elements");
+  EXPECT_EQ(errorOf(client->wait(client->pullDense("nosuch", out))),
+            "the parameter server has no table 'nosuch'");
+  EXPECT_EQ(errorOf(server->addDenseTable("w", out)),
+            "the parameter server already has a table 'w'");
+  EXPECT_EQ(errorOf(ParameterServer::create({0}).takeError()),
+            "a parameter server needs at least one shard, not 0");
+}
+
+TEST(ParameterServer, SparseRowsStartFromTheSeedAndAreStoredOnUpdate) {
+  ServerOptions options;
+  options.numShards = 4;
+  options.consistency = Consistency::ASP;
+  options.sparse.kind = SparseOptimizerOptions::Kind::Adagrad;
+  auto server = makeServer(options);
+  const int64_t rows = 10'000'000, dim = 16;
+  ASSERT_FALSE(bool(server->addSparseTable("emb", rows, dim, 0.01f, 7)));
+  InProcessTransport transport(*server);
+  auto client = makeClient(transport, 0);
+
+  std::vector<int64_t> ids = {rows - 1, 3, 3, 12345};
+  Tensor first(DType::F32, {4, dim}), again(DType::F32, {4, dim});
+  ASSERT_FALSE(bool(client->wait(client->pullSparse("emb", ids, first))));
+  ASSERT_FALSE(bool(client->wait(client->pullSparse("emb", ids, again))));
+  EXPECT_EQ(0, std::memcmp(first.rawData(), again.rawData(), first.bytes()));
+  for (int64_t j = 0; j < dim; ++j) {
+    EXPECT_EQ(first.data<float>()[dim + j], first.data<float>()[2 * dim + j]);
+    EXPECT_LE(std::abs(first.data<float>()[j]), 0.01f);
+  }
+  EXPECT_NE(first.data<float>()[0], first.data<float>()[dim]);
+  EXPECT_EQ(server->storedRows("emb"), 0); // pulls store nothing
+
+  // Row 3 twice in one push: its gradients are summed, then one Adagrad
+  // step: p -= lr g / (sqrt(g^2) + eps) = p - lr sign(g).
+  Tensor grads = filled({3, dim}, [](int64_t) { return 0.25f; });
+  std::vector<int64_t> pushed = {3, 3, 12345};
+  ASSERT_FALSE(bool(client->wait(client->pushSparse("emb", pushed, grads, 0,
+                                                    0.1f))));
+  EXPECT_EQ(server->storedRows("emb"), 2);
+  ASSERT_FALSE(bool(client->wait(client->pullSparse("emb", ids, again))));
+  for (int64_t j = 0; j < dim; ++j) {
+    EXPECT_EQ(again.data<float>()[j], first.data<float>()[j]);
+    EXPECT_NEAR(again.data<float>()[dim + j],
+                first.data<float>()[dim + j] - 0.1f, 1e-6);
+    EXPECT_NEAR(again.data<float>()[3 * dim + j],
+                first.data<float>()[3 * dim + j] - 0.1f, 1e-6);
+  }
+
+  Tensor one(DType::F32, {1, dim});
+  EXPECT_EQ(errorOf(client->wait(client->pullSparse("emb", {rows}, one))),
+            "table 'emb': row id 10000000 is outside [0, 10000000)");
+  EXPECT_EQ(errorOf(client->wait(client->pullDense("emb", one))),
+            "table 'emb' is sparse, not dense");
+}
+
+// Many workers push overlapping rows at once (ASP, SGD, lr 1, gradients of
+// whole numbers so every sum is exact): every update must be there.
+TEST(ParameterServer, ConcurrentSparsePushersLoseNoUpdate) {
+  const int workers = 8, pushes = 200, batch = 64, rows = 500, dim = 4;
+  ServerOptions options;
+  options.numShards = 3;
+  options.consistency = Consistency::ASP;
+  options.sparse.kind = SparseOptimizerOptions::Kind::SGD;
+  auto server = makeServer(options);
+  ASSERT_FALSE(bool(server->addSparseTable("emb", rows, dim, 0.f, 1)));
+  InProcessTransport transport(*server);
+
+  std::vector<std::vector<int64_t>> counts(workers,
+                                           std::vector<int64_t>(rows));
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w)
+    threads.emplace_back([&, w] {
+      auto client = makeClient(transport, w);
+      std::mt19937 rng(w);
+      std::vector<Ticket> tickets;
+      for (int p = 0; p < pushes; ++p) {
+        std::vector<int64_t> ids(batch);
+        for (int64_t &id : ids) {
+          id = rng() % rows;
+          ++counts[w][id];
+        }
+        Tensor g = filled({batch, dim}, [](int64_t) { return -1.f; });
+        tickets.push_back(client->pushSparse("emb", ids, g, 0, 1.f));
+      }
+      for (const Ticket &t : tickets)
+        EXPECT_FALSE(bool(client->wait(t)));
+    });
+  for (auto &t : threads)
+    t.join();
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  EXPECT_LT(seconds, 20.0) << "102400 row updates took " << seconds << " s";
+
+  auto client = makeClient(transport, 0);
+  std::vector<int64_t> all(rows);
+  std::iota(all.begin(), all.end(), 0);
+  Tensor out(DType::F32, {rows, dim});
+  ASSERT_FALSE(bool(client->wait(client->pullSparse("emb", all, out))));
+  for (int64_t id = 0; id < rows; ++id) {
+    int64_t expected = 0;
+    for (int w = 0; w < workers; ++w)
+      expected += counts[w][id];
+    for (int64_t j = 0; j < dim; ++j)
+      ASSERT_EQ(out.data<float>()[id * dim + j], float(expected))
+          << "row " << id;
+  }
+}
+
+TEST(ParameterServer, SparseBSPWaitsForEveryWorker) {
+  ServerOptions options;
+  options.numShards = 2;
+  options.numWorkers = 2;
+  options.sparse.kind = SparseOptimizerOptions::Kind::SGD;
+  auto server = makeServer(options);
+  ASSERT_FALSE(bool(server->addSparseTable("emb", 100, 2, 0.f, 1)));
+  InProcessTransport transport(*server);
+  auto a = makeClient(transport, 0), b = makeClient(transport, 1);
+  // Worker 0 touches row 4, worker 1 rows 4 and 7: the update is the mean
+  // over the two workers, row by row.
+  Tensor ga = filled({1, 2}, [](int64_t) { return 2.f; });
+  Tensor gb = filled({2, 2}, [](int64_t i) { return i < 2 ? 4.f : 6.f; });
+  Ticket pa = a->pushSparse("emb", {4}, ga, 0, 1.f);
+  Tensor out(DType::F32, {2, 2});
+  Ticket pull = a->pullSparse("emb", {4, 7}, out, 1);
+  ASSERT_FALSE(bool(b->wait(b->pushSparse("emb", {4, 7}, gb, 0, 1.f))));
+  ASSERT_FALSE(bool(a->wait(pa)));
+  ASSERT_FALSE(bool(a->wait(pull)));
+  EXPECT_EQ(out.data<float>()[0], -3.f); // -(2 + 4) / 2
+  EXPECT_EQ(out.data<float>()[2], -3.f); // -(0 + 6) / 2
+}
+
+} // namespace
