@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CPUKernels.h"
+#include "ConvGeometry.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -30,9 +31,7 @@ using namespace heterps::runtime::cpu;
 
 namespace {
 
-struct ConvParams {
-  std::vector<int64_t> strides, dilations, pads;
-  int64_t group = 1;
+struct ConvParams : ConvAttrs {
   /// A fourth input is summed into the output.
   bool sum = false;
   dnnl::post_ops postOps;
@@ -72,18 +71,6 @@ private:
 
 } // namespace
 
-/// `values`, or `n` copies of `dflt` when empty; an error when the size is
-/// neither.
-static llvm::Expected<memory::dims> perAxis(const std::vector<int64_t> &values,
-                                            size_t n, int64_t dflt,
-                                            llvm::StringRef name) {
-  if (values.empty())
-    return memory::dims(n, dflt);
-  if (values.size() != n)
-    return kernelError("'" + name + "' has " + llvm::Twine(values.size()) +
-                       " entries, expected " + llvm::Twine(n));
-  return memory::dims(values.begin(), values.end());
-}
 
 /// `w` reordered from its plain (grouped) view into the primitive's format.
 static Tensor packWeights(const Tensor &w, const ConvEntry &e,
@@ -99,51 +86,14 @@ static Tensor packWeights(const Tensor &w, const ConvEntry &e,
 
 llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
                                            const Tensor *b) {
-  int64_t rank = x.rank();
-  if (rank < 3 || rank > 5)
-    return kernelError("input is " + x.typeString() +
-                       "; Conv needs rank 3 to 5");
-  if (w.rank() != rank)
-    return kernelError("weight is " + w.typeString() + ", input is " +
-                       x.typeString() + ": ranks differ");
-  size_t n = rank - 2;
-  int64_t g = params.group, c = x.dim(1), m = w.dim(0);
-  if (g < 1 || m % g != 0 || c != w.dim(1) * g)
-    return kernelError("input " + x.typeString() + " and weight " +
-                       w.typeString() + " do not match with group " +
-                       llvm::Twine(g));
+  llvm::Expected<ConvGeometry> geometry = convGeometry(params, x, w);
+  if (!geometry)
+    return geometry.takeError();
+  const ConvGeometry &geo = *geometry;
+  int64_t m = w.dim(0);
   if (b && (b->rank() != 1 || b->dim(0) != m))
     return kernelError("bias is " + b->typeString() + ", expected " +
                        llvm::Twine(m) + " elements");
-  auto strides = perAxis(params.strides, n, 1, "strides");
-  if (!strides)
-    return strides.takeError();
-  auto dilations = perAxis(params.dilations, n, 1, "dilations");
-  if (!dilations)
-    return dilations.takeError();
-  auto pads = perAxis(params.pads, 2 * n, 0, "pads");
-  if (!pads)
-    return pads.takeError();
-
-  Shape out = {x.dim(0), m};
-  memory::dims dnnlDilations, padL, padR;
-  for (size_t i = 0; i < n; ++i) {
-    int64_t extent = ((*dilations)[i]) * (w.dim(2 + i) - 1) + 1;
-    int64_t span = x.dim(2 + i) + (*pads)[i] + (*pads)[n + i] - extent;
-    if (span < 0 || (*strides)[i] < 1 || (*dilations)[i] < 1)
-      return kernelError("kernel " + shapeToString(w.shape()) +
-                         " does not fit input " + x.typeString());
-    out.push_back(span / (*strides)[i] + 1);
-    dnnlDilations.push_back((*dilations)[i] - 1);
-    padL.push_back((*pads)[i]);
-    padR.push_back((*pads)[n + i]);
-  }
-
-  memory::dims wDims = toDims(w.shape());
-  if (g > 1) {
-    wDims[0] = m / g;
-    wDims.insert(wDims.begin(), g);
-  }
   auto any = [](const memory::dims &d) {
     return memory::desc(d, memory::data_type::f32, Tag::any);
   };
@@ -156,17 +106,17 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   auto makeEntry = [&](dnnl::algorithm algorithm) {
     dnnl::convolution_forward::desc d(
         dnnl::prop_kind::forward_inference, algorithm, any(toDims(x.shape())),
-        any(wDims), biasMd, any(toDims(out)), *strides, dnnlDilations, padL,
-        padR);
+        any(geo.weightDims), biasMd, any(toDims(geo.outShape)), geo.strides,
+        geo.dilations, geo.padL, geo.padR);
     dnnl::convolution_forward::primitive_desc pd(d, attr, ctx->engine);
     ConvEntry entry{dnnl::convolution_forward(pd),
                     pd.src_desc(),
                     pd.weights_desc(),
                     pd.dst_desc(),
                     pd.scratchpad_desc(),
-                    plainDesc(wDims),
+                    plainDesc(geo.weightDims),
                     Tensor(),
-                    out};
+                    geo.outShape};
     if (constantWeights)
       entry.weights = packWeights(w, entry, ctx);
     return entry;
@@ -176,9 +126,10 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   // Winograd F(4x4, 3x3) does 2-3x fewer multiplications on 3x3, stride-1
   // convolutions, but its transforms cost more than they save on small
   // images: measure both on this shape and keep the faster.
-  bool winogradShape = n == 2 && g == 1 && w.dim(2) == 3 && w.dim(3) == 3 &&
-                       llvm::all_of(*strides, [](int64_t s) { return s == 1; }) &&
-                       llvm::all_of(*dilations, [](int64_t d) { return d == 1; });
+  bool winogradShape =
+      x.rank() == 4 && params.group == 1 && w.dim(2) == 3 && w.dim(3) == 3 &&
+      llvm::all_of(geo.strides, [](int64_t s) { return s == 1; }) &&
+      llvm::all_of(geo.dilations, [](int64_t d) { return d == 0; });
   if (!winogradShape || !ctx->autotune)
     return direct;
   std::optional<ConvEntry> winograd;
@@ -273,29 +224,16 @@ void cpu::registerConvKernel(KernelRegistry &registry, CPUContextPtr ctx) {
       [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
         if (llvm::Error e = info.checkArity(2, 4))
           return e;
+        llvm::Expected<ConvAttrs> attrs = parseConvAttrs(info.attrs);
+        if (!attrs)
+          return attrs.takeError();
         ConvParams params;
-        const OpAttributes &a = info.attrs;
-        auto strides = a.getInts("strides", std::vector<int64_t>());
-        if (!strides)
-          return strides.takeError();
-        auto dilations = a.getInts("dilations", std::vector<int64_t>());
-        if (!dilations)
-          return dilations.takeError();
-        auto pads = a.getInts("pads", std::vector<int64_t>());
-        if (!pads)
-          return pads.takeError();
-        auto group = a.getInt("group", 1);
-        if (!group)
-          return group.takeError();
+        static_cast<ConvAttrs &>(params) = *attrs;
         params.sum = info.hasInput(3);
         if (params.sum)
           params.postOps.append_sum(1.f);
-        if (llvm::Error e = appendFusedActivation(a, params.postOps))
+        if (llvm::Error e = appendFusedActivation(info.attrs, params.postOps))
           return e;
-        params.strides = *strides;
-        params.dilations = *dilations;
-        params.pads = *pads;
-        params.group = *group;
         return std::make_unique<ConvKernel>(ctx, std::move(params),
                                             info.constants[1] != nullptr);
       });

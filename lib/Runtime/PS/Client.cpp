@@ -222,6 +222,20 @@ Ticket PSClient::submitAll(Requests requests) {
   });
 }
 
+PushRequest *PSClient::startPush(Request &request, int shard,
+                                 const std::string &table, int64_t step,
+                                 float lr) const {
+  request.set_shard(shard);
+  PushRequest *push = request.mutable_push();
+  push->set_table(table);
+  push->set_worker(workerIndex);
+  push->set_step(step);
+  push->set_lr(lr);
+  push->clear_ids();
+  push->mutable_grads()->clear(); // keeps its capacity
+  return push;
+}
+
 Ticket PSClient::pushDense(const std::string &name, const Tensor &grad,
                            int64_t step, float lr) {
   llvm::Expected<TableInfo> info = expectKind(table(name), DENSE);
@@ -235,14 +249,7 @@ Ticket PSClient::pushDense(const std::string &name, const Tensor &grad,
   Requests requests = takeRequests(numShards);
   const auto *src = static_cast<const char *>(grad.rawData());
   for (int s = 0; s < numShards; ++s) {
-    Request &request = (*requests)[s];
-    request.set_shard(s);
-    PushRequest *push = request.mutable_push();
-    push->set_table(name);
-    push->set_worker(workerIndex);
-    push->set_step(step);
-    push->set_lr(lr);
-    push->clear_ids();
+    PushRequest *push = startPush((*requests)[s], s, name, step, lr);
     int64_t begin = info->shard_offsets(s), end = info->shard_offsets(s + 1);
     push->set_grads(src + begin * sizeof(float), (end - begin) * sizeof(float));
   }
@@ -311,17 +318,8 @@ Ticket PSClient::pushSparse(const std::string &name,
                       "the gradient"))
     return failed(std::move(e));
   Requests requests = takeRequests(shards);
-  for (int s = 0; s < shards; ++s) {
-    Request &request = (*requests)[s];
-    request.set_shard(s);
-    PushRequest *push = request.mutable_push();
-    push->set_table(name);
-    push->set_worker(workerIndex);
-    push->set_step(step);
-    push->set_lr(lr);
-    push->clear_ids();
-    push->mutable_grads()->clear();
-  }
+  for (int s = 0; s < shards; ++s)
+    startPush((*requests)[s], s, name, step, lr);
   const auto *g = reinterpret_cast<const char *>(grads.rawData());
   for (size_t i = 0; i < ids.size(); ++i) {
     PushRequest *push = (*requests)[shardOf(ids[i], shards)].mutable_push();

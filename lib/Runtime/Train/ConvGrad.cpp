@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TrainKernels.h"
+#include "../CPU/ConvGeometry.h"
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
@@ -22,11 +23,6 @@ using cpu::reorderTo;
 using cpu::toDims;
 
 namespace {
-
-struct ConvAttrs {
-  std::vector<int64_t> strides, dilations, pads;
-  int64_t group = 1;
-};
 
 struct ConvGradEntry {
   dnnl::convolution_forward forward;
@@ -42,7 +38,7 @@ struct ConvGradEntry {
 
 class ConvGradKernel : public TrainKernel {
 public:
-  ConvGradKernel(CPUContextPtr ctx, ConvAttrs attrs)
+  ConvGradKernel(CPUContextPtr ctx, cpu::ConvAttrs attrs)
       : cache(std::move(ctx)), attrs(std::move(attrs)) {}
   bool differentiable(int i) const override { return i <= 2; }
   llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
@@ -58,7 +54,7 @@ private:
   Tensor pack(const Tensor &w, const memory::desc &md) const;
 
   cpu::PrimitiveCache<ConvGradEntry> cache;
-  ConvAttrs attrs;
+  cpu::ConvAttrs attrs;
   ConvGradEntry *entry = nullptr;
   /// The forward's source in the primitive's format, for backward-weights.
   Tensor src;
@@ -66,57 +62,14 @@ private:
 
 } // namespace
 
-static llvm::Expected<memory::dims> perAxis(const std::vector<int64_t> &values,
-                                            size_t n, int64_t dflt,
-                                            llvm::StringRef name) {
-  if (values.empty())
-    return memory::dims(n, dflt);
-  if (values.size() != n)
-    return kernelError("'" + name + "' has " + llvm::Twine(values.size()) +
-                       " entries, expected " + llvm::Twine(n));
-  return memory::dims(values.begin(), values.end());
-}
-
 llvm::Expected<ConvGradEntry> ConvGradKernel::make(const Tensor &x,
                                                    const Tensor &w,
                                                    bool bias) {
-  int64_t rank = x.rank();
-  if (rank < 3 || rank > 5 || w.rank() != rank)
-    return kernelError("input " + x.typeString() + " and weight " +
-                       w.typeString() + ": Conv needs equal ranks 3 to 5");
-  size_t n = rank - 2;
-  int64_t g = attrs.group, c = x.dim(1), m = w.dim(0);
-  if (g < 1 || m % g != 0 || c != w.dim(1) * g)
-    return kernelError("input " + x.typeString() + " and weight " +
-                       w.typeString() + " do not match with group " +
-                       llvm::Twine(g));
-  auto strides = perAxis(attrs.strides, n, 1, "strides");
-  if (!strides)
-    return strides.takeError();
-  auto dilations = perAxis(attrs.dilations, n, 1, "dilations");
-  if (!dilations)
-    return dilations.takeError();
-  auto pads = perAxis(attrs.pads, 2 * n, 0, "pads");
-  if (!pads)
-    return pads.takeError();
-  Shape out = {x.dim(0), m};
-  memory::dims dnnlDilations, padL, padR;
-  for (size_t i = 0; i < n; ++i) {
-    int64_t extent = (*dilations)[i] * (w.dim(2 + i) - 1) + 1;
-    int64_t span = x.dim(2 + i) + (*pads)[i] + (*pads)[n + i] - extent;
-    if (span < 0 || (*strides)[i] < 1 || (*dilations)[i] < 1)
-      return kernelError("kernel " + shapeToString(w.shape()) +
-                         " does not fit input " + x.typeString());
-    out.push_back(span / (*strides)[i] + 1);
-    dnnlDilations.push_back((*dilations)[i] - 1);
-    padL.push_back((*pads)[i]);
-    padR.push_back((*pads)[n + i]);
-  }
-  memory::dims wDims = toDims(w.shape());
-  if (g > 1) {
-    wDims[0] = m / g;
-    wDims.insert(wDims.begin(), g);
-  }
+  llvm::Expected<cpu::ConvGeometry> geometry = cpu::convGeometry(attrs, x, w);
+  if (!geometry)
+    return geometry.takeError();
+  const cpu::ConvGeometry &geo = *geometry;
+  int64_t m = w.dim(0);
   auto any = [](const memory::dims &d) {
     return memory::desc(d, memory::data_type::f32, Tag::any);
   };
@@ -127,22 +80,22 @@ llvm::Expected<ConvGradEntry> ConvGradKernel::make(const Tensor &x,
   cpu::useCallerScratchpad(attr);
   const dnnl::engine &engine = cache.context()->engine;
   auto algorithm = dnnl::algorithm::convolution_direct;
-  memory::desc srcMd = any(toDims(x.shape())), wMd = any(wDims),
-               dstMd = any(toDims(out));
+  memory::desc srcMd = any(toDims(x.shape())), wMd = any(geo.weightDims),
+               dstMd = any(toDims(geo.outShape));
   dnnl::convolution_forward::primitive_desc fwd(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                      algorithm, srcMd, wMd, biasMd, dstMd,
-                                      *strides, dnnlDilations, padL, padR),
+      dnnl::convolution_forward::desc(
+          dnnl::prop_kind::forward_training, algorithm, srcMd, wMd, biasMd,
+          dstMd, geo.strides, geo.dilations, geo.padL, geo.padR),
       attr, engine);
   dnnl::convolution_backward_data::primitive_desc bwdData(
       dnnl::convolution_backward_data::desc(algorithm, srcMd, wMd, dstMd,
-                                            *strides, dnnlDilations, padL,
-                                            padR),
+                                            geo.strides, geo.dilations,
+                                            geo.padL, geo.padR),
       attr, engine, fwd);
   dnnl::convolution_backward_weights::primitive_desc bwdWeights(
       dnnl::convolution_backward_weights::desc(
-          algorithm, srcMd, wMd, biasMd, dstMd, *strides, dnnlDilations, padL,
-          padR),
+          algorithm, srcMd, wMd, biasMd, dstMd, geo.strides, geo.dilations,
+          geo.padL, geo.padR),
       attr, engine, fwd);
   return ConvGradEntry{dnnl::convolution_forward(fwd),
                        fwd,
@@ -150,8 +103,8 @@ llvm::Expected<ConvGradEntry> ConvGradKernel::make(const Tensor &x,
                        bwdData,
                        dnnl::convolution_backward_weights(bwdWeights),
                        bwdWeights,
-                       plainDesc(wDims),
-                       out};
+                       plainDesc(geo.weightDims),
+                       geo.outShape};
 }
 
 /// Plain weights `w` reordered into `md`.
@@ -254,24 +207,9 @@ void train::registerConvGrad(TrainRegistry &registry) {
       return e;
     if (info.attrs.has("activation"))
       return kernelError("a fused activation cannot be trained");
-    ConvAttrs attrs;
-    const OpAttributes &a = info.attrs;
-    auto strides = a.getInts("strides", std::vector<int64_t>());
-    if (!strides)
-      return strides.takeError();
-    auto dilations = a.getInts("dilations", std::vector<int64_t>());
-    if (!dilations)
-      return dilations.takeError();
-    auto pads = a.getInts("pads", std::vector<int64_t>());
-    if (!pads)
-      return pads.takeError();
-    auto group = a.getInt("group", 1);
-    if (!group)
-      return group.takeError();
-    attrs.strides = *strides;
-    attrs.dilations = *dilations;
-    attrs.pads = *pads;
-    attrs.group = *group;
-    return std::make_unique<ConvGradKernel>(env.ctx, std::move(attrs));
+    llvm::Expected<cpu::ConvAttrs> attrs = cpu::parseConvAttrs(info.attrs);
+    if (!attrs)
+      return attrs.takeError();
+    return std::make_unique<ConvGradKernel>(env.ctx, std::move(*attrs));
   };
 }

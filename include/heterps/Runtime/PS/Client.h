@@ -109,6 +109,9 @@ private:
   /// reference goes: their byte buffers keep their capacity, so large
   /// pushes do not allocate (and page-fault) every time.
   Requests takeRequests(size_t count);
+  /// A pooled request emptied and addressed as this worker's push.
+  PushRequest *startPush(Request &request, int shard, const std::string &table,
+                         int64_t step, float lr) const;
 
   Transport &transport;
   int workerIndex;

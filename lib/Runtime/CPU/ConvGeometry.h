@@ -1,0 +1,38 @@
+//===- ConvGeometry.h - ONNX Conv attributes as oneDNN sees them -*- C++ -*-===//
+//
+// Shared by the inference and the training convolution kernels: the ONNX
+// attributes of Conv, and for an input and weight the output shape, the
+// oneDNN window (strides, dilations counted from 0, pads) and the weight
+// dims (grouped weights get a leading group dimension).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_LIB_RUNTIME_CPU_CONVGEOMETRY_H
+#define HETERPS_LIB_RUNTIME_CPU_CONVGEOMETRY_H
+
+#include "heterps/Runtime/Kernel.h"
+
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace heterps::runtime::cpu {
+
+struct ConvAttrs {
+  std::vector<int64_t> strides, dilations, pads;
+  int64_t group = 1;
+};
+
+/// Conv's strides, dilations, pads and group.
+llvm::Expected<ConvAttrs> parseConvAttrs(const OpAttributes &attrs);
+
+struct ConvGeometry {
+  Shape outShape;
+  dnnl::memory::dims strides, dilations, padL, padR, weightDims;
+};
+
+/// The geometry of `attrs` for input `x` and weight `w` (ranks 3 to 5).
+llvm::Expected<ConvGeometry> convGeometry(const ConvAttrs &attrs,
+                                          const Tensor &x, const Tensor &w);
+
+} // namespace heterps::runtime::cpu
+
+#endif // HETERPS_LIB_RUNTIME_CPU_CONVGEOMETRY_H
