@@ -11,6 +11,7 @@
 #include "Training.h"
 
 #include "heterps/Runtime/Data/BatchLoader.h"
+#include "heterps/Runtime/Train/Checkpoint.h"
 #include "heterps/Runtime/Train/SaveModel.h"
 #include "heterps/Runtime/Train/Trainer.h"
 
@@ -95,6 +96,27 @@ cl::list<std::string> freeze("freeze",
                                       "(comma-separated names)"),
                              cl::CommaSeparated, cl::value_desc("NAMES"),
                              cl::cat(tools::trainingCategory()));
+cl::opt<std::string> checkpointDir(
+    "checkpoint",
+    cl::desc("Keep a checkpoint in DIR (DIR/checkpoint.pb, replaced "
+             "atomically): every --checkpoint-every steps and when the run "
+             "ends"),
+    cl::value_desc("DIR"), cl::cat(tools::trainingCategory()));
+cl::opt<int64_t> checkpointEvery(
+    "checkpoint-every",
+    cl::desc("Steps between checkpoints (default 0: at the end of every "
+             "epoch)"),
+    cl::value_desc("N"), cl::init(0), cl::cat(tools::trainingCategory()));
+cl::opt<bool> resume("resume",
+                     cl::desc("Continue the run whose checkpoint is in "
+                              "--checkpoint DIR (same model, data, "
+                              "--batch, --seed, --loss and --optimizer)"),
+                     cl::cat(tools::trainingCategory()));
+cl::opt<int64_t> stopAfter(
+    "stop-after-steps",
+    cl::desc("Stop once N steps have been taken in all, counting those "
+             "before --resume (writes the checkpoint)"),
+    cl::value_desc("N"), cl::init(0), cl::cat(tools::trainingCategory()));
 cl::opt<std::string> saveModel(
     "save-model",
     cl::desc("Write the trained model as ONNX (replaced atomically)"),
@@ -159,9 +181,16 @@ bool tools::trainingRequested() { return trainFlag; }
 int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
   if (dataSpec.empty())
     return fail("--train needs --data SPEC");
-  if (epochs < 1 || learningRate <= 0 || lrStep < 1 || maxSteps < 0)
+  if (epochs < 1 || learningRate <= 0 || lrStep < 1 || maxSteps < 0 ||
+      checkpointEvery < 0 || stopAfter < 0)
     return fail("--epochs and --lr-step must be at least 1, --lr positive "
-                "and --max-steps not negative");
+                "and --max-steps, --checkpoint-every and --stop-after-steps not "
+                "negative");
+  if (resume && checkpointDir.empty())
+    return fail("--resume needs --checkpoint DIR");
+  if (!saveModel.empty())
+    if (llvm::Error e = checkCanSave(saveModel))
+      return fail("--save-model: " + llvm::toString(std::move(e)));
   int64_t batch = run.batch > 0 ? run.batch : 32;
   TrainerOptions options;
   options.numThreads = run.threads;
@@ -218,6 +247,36 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       kTool, numParams, (*trainer)->parameters().size(), data->size(), batch,
       train::lossName(options.loss), optimizerName.getValue());
 
+  CheckpointKey key{optimizerName, train::lossName(options.loss), batch,
+                    seed, data->size()};
+  TrainingProgress progress;
+  if (resume) {
+    auto loaded = loadCheckpoint(checkpointDir, **trainer, key);
+    if (!loaded)
+      return fail("--resume: " + llvm::toString(loaded.takeError()));
+    progress = *loaded;
+    llvm::errs() << llvm::formatv("{0}: resuming at epoch {1}, batch {2} "
+                                  "(step {3})\n",
+                                  kTool, progress.epoch + 1,
+                                  progress.nextBatch + 1, progress.globalStep);
+  }
+  auto parsedEpochs = llvm::json::parse(progress.finishedEpochs);
+  if (!parsedEpochs || !parsedEpochs->getAsArray())
+    return fail("--resume: the checkpoint's epoch reports are not a JSON "
+                "array");
+  llvm::json::Array epochReports = std::move(*parsedEpochs->getAsArray());
+  auto writeCheckpoint = [&]() -> llvm::Error {
+    if (checkpointDir.empty())
+      return llvm::Error::success();
+    progress.finishedEpochs =
+        llvm::formatv("{0}", llvm::json::Value(llvm::json::Array(epochReports))).str();
+    if (llvm::Error e = saveCheckpoint(checkpointDir, **trainer, key, progress))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--checkpoint: " +
+                                         llvm::toString(std::move(e)));
+    return llvm::Error::success();
+  };
+
   data::BatchLoaderOptions loaderOptions;
   loaderOptions.batchSize = batch;
   loaderOptions.seed = seed;
@@ -231,28 +290,39 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
   llvm::outs() << "| epoch | lr | mean loss | train accuracy | eval loss | "
                   "eval accuracy | seconds | samples/s | GFLOP/s |\n"
                   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  llvm::json::Array epochReports;
-  for (int epoch = 0; epoch < epochs; ++epoch) {
+  bool stopped = false;
+  for (int epoch = progress.epoch; epoch < epochs && !stopped; ++epoch) {
     float lr = schedule.at(epoch);
-    loader.startEpoch(epoch);
+    loader.startEpoch(epoch, progress.nextBatch);
+    // Time this run spends, added to what a resumed epoch had spent.
     auto start = std::chrono::steady_clock::now();
-    double lossSum = 0, seconds = 0;
-    int64_t steps = 0, samples = 0, correct = 0, judged = 0;
+    double secondsBefore = progress.seconds;
+    double &seconds = progress.seconds;
+    int64_t &steps = progress.steps, &samples = progress.samples;
     while (steps < stepsPerEpoch) {
+      if (stopAfter > 0 && progress.globalStep >= stopAfter) {
+        stopped = true;
+        break;
+      }
       std::optional<data::Batch> b = loader.next();
       if (!b)
         break;
       auto result = (*trainer)->step(b->inputs, b->targets, lr);
       if (!result)
         return fail(llvm::toString(result.takeError()));
-      lossSum += result->loss;
-      correct += result->correct;
-      judged += result->judged;
+      progress.lossSum += result->loss;
+      progress.correct += result->correct;
+      progress.judged += result->judged;
       samples += b->inputs.dim(0);
       ++steps;
-      seconds = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
+      ++progress.nextBatch;
+      ++progress.globalStep;
+      seconds = secondsBefore + std::chrono::duration<double>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count();
+      if (checkpointEvery > 0 && progress.globalStep % checkpointEvery == 0)
+        if (llvm::Error e = writeCheckpoint())
+          return fail(llvm::toString(std::move(e)));
       bool report = live || steps == stepsPerEpoch ||
                     steps % std::max<int64_t>(stepsPerEpoch / 10, 1) == 0;
       if (!report)
@@ -261,12 +331,16 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
           "{0}epoch {1}/{2} step {3}/{4} loss {5:F4} {6:F0} samples/s ETA "
           "{7}{8}",
           live ? "\r" : "", epoch + 1, epochs.getValue(), steps,
-          stepsPerEpoch, lossSum / steps, samples / seconds,
+          stepsPerEpoch, progress.lossSum / steps, samples / seconds,
           clock(seconds / steps * (stepsPerEpoch - steps)),
           live ? "   " : "\n");
     }
     if (live)
       llvm::errs() << "\n";
+    if (stopped)
+      break;
+    int64_t correct = progress.correct, judged = progress.judged;
+    double lossSum = progress.lossSum;
     llvm::json::Object epochReport{
         {"epoch", epoch + 1},
         {"lr", static_cast<double>(lr)},
@@ -299,7 +373,21 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
         flopsPerSample * samples / seconds / 1e9);
     llvm::outs().flush();
     epochReports.push_back(std::move(epochReport));
+    // The next epoch starts from its first batch.
+    progress = TrainingProgress{epoch + 1, 0, progress.globalStep};
+    if (checkpointEvery == 0)
+      if (llvm::Error e = writeCheckpoint())
+        return fail(llvm::toString(std::move(e)));
   }
+  if (stopped || checkpointEvery > 0)
+    if (llvm::Error e = writeCheckpoint())
+      return fail(llvm::toString(std::move(e)));
+  if (stopped)
+    llvm::errs() << llvm::formatv("{0}: stopped after step {1}{2}\n", kTool,
+                                  progress.globalStep,
+                                  checkpointDir.empty()
+                                      ? ""
+                                      : " (--resume continues it)");
 
   if (!saveModel.empty()) {
     if (llvm::Error e = saveTrainedModel((*trainer)->plan(),

@@ -21,6 +21,8 @@ class DropoutGradKernel : public TrainKernel {
 public:
   DropoutGradKernel(CPUContextPtr ctx, float ratio, uint64_t seed)
       : ctx(std::move(ctx)), ratio(ratio), key(mix64(seed)) {}
+  uint64_t randomDraws() const override { return calls; }
+  void setRandomDraws(uint64_t n) override { calls = n; }
   llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
                       Tensor &output) override {
     if (llvm::Error e = cpu::checkF32(inputs))

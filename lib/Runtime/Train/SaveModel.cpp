@@ -16,6 +16,25 @@ static llvm::Error saveError(const llvm::Twine &what) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
 }
 
+/// A new temporary file next to `path` (same directory, so the rename
+/// that replaces `path` is atomic).
+static llvm::Error createTempNextTo(llvm::StringRef path,
+                                   llvm::SmallString<256> &temp) {
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
+          path + ".tmp-%%%%%%", temp))
+    return saveError(path + ": cannot create a file next to it: " +
+                     ec.message());
+  return llvm::Error::success();
+}
+
+llvm::Error train::checkCanSave(llvm::StringRef path) {
+  llvm::SmallString<256> temp;
+  if (llvm::Error e = createTempNextTo(path, temp))
+    return e;
+  llvm::sys::fs::remove(temp);
+  return llvm::Error::success();
+}
+
 llvm::Error train::saveTrainedModel(const plan::Plan &plan,
                                     const WeightMap &weights,
                                     llvm::StringRef path) {
@@ -53,10 +72,8 @@ llvm::Error train::saveTrainedModel(const plan::Plan &plan,
   }
 
   llvm::SmallString<256> temp;
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
-          path + ".tmp-%%%%%%", temp))
-    return saveError(path + ": cannot create a file next to it: " +
-                     ec.message());
+  if (llvm::Error e = createTempNextTo(path, temp))
+    return e;
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(temp, ec);

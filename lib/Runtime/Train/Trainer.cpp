@@ -263,3 +263,35 @@ llvm::Expected<EvalResult> Trainer::evaluate(const data::Dataset &data,
   result.loss = n ? lossSum / n : 0;
   return result;
 }
+
+Trainer::State Trainer::state() const {
+  State s;
+  for (const auto &[v, t] : weightMap)
+    s.weights.emplace(v, t.clone());
+  for (const auto &[slot, st] : optimizer.slots())
+    s.optimizer[slot] = {st.first.isNull() ? Tensor() : st.first.clone(),
+                         st.second.isNull() ? Tensor() : st.second.clone(),
+                         st.steps};
+  for (const auto &kernel : kernels)
+    s.randomDraws.push_back(kernel->randomDraws());
+  return s;
+}
+
+llvm::Error Trainer::restore(State s) {
+  if (s.randomDraws.size() != kernels.size())
+    return trainError("the state has " + llvm::Twine(s.randomDraws.size()) +
+                      " ops, the plan " + llvm::Twine(kernels.size()));
+  for (auto &[v, t] : s.weights) {
+    auto it = weightMap.find(v);
+    if (it == weightMap.end() || it->second.shape() != t.shape() ||
+        it->second.dtype() != t.dtype())
+      return trainError("value '" + program.values(v).name() +
+                        "' does not fit the plan's weights");
+  }
+  for (auto &[v, t] : s.weights)
+    weightMap[v] = std::move(t);
+  optimizer.setSlots(std::move(s.optimizer));
+  for (size_t i = 0; i < kernels.size(); ++i)
+    kernels[i]->setRandomDraws(s.randomDraws[i]);
+  return llvm::Error::success();
+}

@@ -7,94 +7,18 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../PlanBuilder.h"
-#include "../Reference.h"
+#include "TrainTestModels.h"
 
 #include "heterps/Runtime/ONNXTensor.h"
 #include "heterps/Runtime/Train/SaveModel.h"
-#include "heterps/Runtime/Train/Trainer.h"
 
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
-
-#include <fstream>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::testutil;
 using namespace heterps::runtime::train;
 
 namespace {
-
-/// A temporary folder removed with its files.
-struct TempDir {
-  llvm::SmallString<128> path;
-  TempDir() {
-    EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("heterps-train", path));
-  }
-  ~TempDir() { llvm::sys::fs::remove_directories(path); }
-  std::string file(const std::string &name) const {
-    llvm::SmallString<128> p(path);
-    llvm::sys::path::append(p, name);
-    return std::string(p);
-  }
-};
-
-/// x [N, 4] -> Gemm(8) -> Relu -> Dropout? -> Gemm(3): logits.
-struct MLP {
-  plan::Plan plan;
-  WeightMap weights;
-};
-
-MLP makeMLP(const std::string &modelPath, bool dropout) {
-  std::mt19937 rng(11);
-  std::map<std::string, Tensor> inits = {
-      {"w1", randomTensor({8, 4}, rng, -0.5f, 0.5f)},
-      {"b1", randomTensor({8}, rng, -0.1f, 0.1f)},
-      {"w2", randomTensor({3, 8}, rng, -0.5f, 0.5f)},
-      {"b2", randomTensor({3}, rng, -0.1f, 0.1f)}};
-  onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.add_opset_import()->set_version(13);
-  for (const auto &[name, t] : inits)
-    *model.mutable_graph()->add_initializer() =
-        llvm::cantFail(tensorToProto(t, name));
-  std::ofstream(modelPath, std::ios::binary) << model.SerializeAsString();
-
-  PlanBuilder b;
-  int x = b.input("x", {-1, 4});
-  int h = b.op("Gemm",
-               {x, b.weightRef("w1", {8, 4}), b.weightRef("b1", {8})},
-               {-1, 8}, Attrs().i("trans_b", 1));
-  h = b.op("Relu", {h}, {-1, 8});
-  if (dropout)
-    h = b.op("Dropout", {h}, {-1, 8}, Attrs().f("ratio", 0.2f));
-  int y = b.op("Gemm", {h, b.weightRef("w2", {3, 8}), b.weightRef("b2", {3})},
-               {-1, 3}, Attrs().i("trans_b", 1));
-  b.output("logits", y);
-  MLP mlp{b.build(), {}};
-  mlp.plan.set_model_path(modelPath);
-  mlp.weights = llvm::cantFail(loadWeights(mlp.plan));
-  return mlp;
-}
-
-data::Dataset makeData(int64_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  data::Dataset d;
-  d.name = "synthetic";
-  d.inputs = randomTensor({n, 4}, rng);
-  d.targets = Tensor(DType::I64, {n});
-  for (int64_t i = 0; i < n; ++i) {
-    const float *v = d.inputs.data<float>() + 4 * i;
-    d.targets.data<int64_t>()[i] = v[0] + v[1] > 0 ? (v[2] > 0 ? 2 : 1) : 0;
-  }
-  return d;
-}
-
-std::unique_ptr<Trainer> makeTrainer(const MLP &mlp, TrainerOptions options) {
-  auto trainer = Trainer::create(mlp.plan, mlp.weights, options);
-  EXPECT_TRUE(bool(trainer)) << llvm::toString(trainer.takeError());
-  return std::move(*trainer);
-}
 
 TEST(Trainer, FitsASmallDataSet) {
   TempDir dir;

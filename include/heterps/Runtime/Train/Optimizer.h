@@ -43,11 +43,18 @@ public:
   /// in place from `grad` (plain, same shape) at learning rate `lr`.
   void update(int slot, Tensor &param, const Tensor &grad, float lr);
 
-private:
+  /// A slot's state: the moments (null until the first update, unused ones
+  /// stay null) and the updates so far.
   struct State {
     Tensor first, second;
     int64_t steps = 0;
   };
+  const std::map<int, State> &slots() const { return states; }
+  /// Replaces every slot's state (a checkpoint being restored).
+  void setSlots(std::map<int, State> slots) { states = std::move(slots); }
+  const OptimizerOptions &settings() const { return options; }
+
+private:
   OptimizerOptions options;
   std::map<int, State> states;
 };

@@ -20,6 +20,10 @@ namespace heterps::runtime::train {
 llvm::Error saveTrainedModel(const plan::Plan &plan, const WeightMap &weights,
                              llvm::StringRef path);
 
+/// An error unless a file can be created next to `path` (checked before
+/// training, so a bad --save-model fails at once, not after the epochs).
+llvm::Error checkCanSave(llvm::StringRef path);
+
 } // namespace heterps::runtime::train
 
 #endif // HETERPS_RUNTIME_TRAIN_SAVEMODEL_H

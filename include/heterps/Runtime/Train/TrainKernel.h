@@ -29,6 +29,12 @@ public:
   /// norm's running statistics); such inputs must be weights.
   virtual bool updatesInput(int i) const { return false; }
 
+  /// How many random draws the kernel has made (Dropout: its forward
+  /// calls), and setting it back: what a checkpoint keeps so that a
+  /// resumed run draws what the uninterrupted one would have.
+  virtual uint64_t randomDraws() const { return 0; }
+  virtual void setRandomDraws(uint64_t) {}
+
   /// Computes the single output from `inputs` (null for absent optional
   /// inputs) in training mode.
   virtual llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,

@@ -70,6 +70,21 @@ public:
     return params;
   }
   const plan::Plan &plan() const { return program; }
+  /// Value indices of the trainable parameters.
+  llvm::ArrayRef<int32_t> parameterValues() const { return paramValues; }
+  const TrainerOptions &settings() const { return options; }
+
+  /// Everything a step changes: the weights, the optimizer's state (by
+  /// parameter value index) and each kernel's random draws.
+  struct State {
+    WeightMap weights;
+    std::map<int, Optimizer::State> optimizer;
+    std::vector<uint64_t> randomDraws;
+  };
+  /// A deep copy of the current state.
+  State state() const;
+  /// Puts `state` back; an error if it does not fit this trainer's plan.
+  llvm::Error restore(State state);
 
 private:
   Trainer(plan::Plan plan, WeightMap weights, TrainerOptions options);

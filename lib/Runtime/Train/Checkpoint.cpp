@@ -1,0 +1,239 @@
+//===- Checkpoint.cpp - saving and resuming a training run ----------------===//
+
+#include "heterps/Runtime/Train/Checkpoint.h"
+
+#include "heterps/Runtime/Train/Checkpoint.pb.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+
+#include <cstring>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::train;
+
+/// Bumped when the message changes meaning.
+static constexpr int kFormat = 1;
+
+static llvm::Error checkpointError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+std::string train::checkpointPath(llvm::StringRef dir) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, "checkpoint.pb");
+  return std::string(path);
+}
+
+static uint64_t hashOf(const std::string &bytes) {
+  return llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+}
+
+static void toMessage(const std::string &name, const Tensor &t,
+                      CheckpointTensor &out) {
+  out.set_name(name);
+  out.set_dtype(static_cast<int32_t>(t.dtype()));
+  for (int64_t d : t.shape())
+    out.add_dims(d);
+  out.set_data(t.rawData(), t.bytes());
+}
+
+static llvm::Expected<Tensor> fromMessage(const CheckpointTensor &m) {
+  auto dtype = static_cast<DType>(m.dtype());
+  if (dtype != DType::F32 && dtype != DType::I64)
+    return checkpointError("tensor '" + m.name() + "' has an unknown type");
+  Tensor t(dtype, Shape(m.dims().begin(), m.dims().end()));
+  if (t.bytes() != m.data().size())
+    return checkpointError("tensor '" + m.name() + "' has " +
+                           llvm::Twine(m.data().size()) + " bytes for " +
+                           t.typeString());
+  std::memcpy(t.rawData(), m.data().data(), t.bytes());
+  return t;
+}
+
+llvm::Error train::saveCheckpoint(llvm::StringRef dir, const Trainer &trainer,
+                                  const CheckpointKey &key,
+                                  const TrainingProgress &progress) {
+  Checkpoint c;
+  c.set_optimizer(key.optimizer);
+  c.set_loss(key.loss);
+  c.set_batch(key.batch);
+  c.set_seed(key.seed);
+  c.set_samples(key.samples);
+  c.set_epoch(progress.epoch);
+  c.set_next_batch(progress.nextBatch);
+  c.set_global_step(progress.globalStep);
+  c.set_loss_sum(progress.lossSum);
+  c.set_seconds(progress.seconds);
+  c.set_steps(progress.steps);
+  c.set_epoch_samples(progress.samples);
+  c.set_correct(progress.correct);
+  c.set_judged(progress.judged);
+  c.set_finished_epochs(progress.finishedEpochs);
+
+  const plan::Plan &plan = trainer.plan();
+  Trainer::State state = trainer.state();
+  for (const auto &[v, t] : state.weights)
+    toMessage(plan.values(v).name(), t, *c.add_weights());
+  for (const auto &[v, slot] : state.optimizer) {
+    OptimizerSlot *out = c.add_optimizer_slots();
+    out->set_name(plan.values(v).name());
+    out->set_steps(slot.steps);
+    if (!slot.first.isNull())
+      toMessage("first", slot.first, *out->mutable_first());
+    if (!slot.second.isNull())
+      toMessage("second", slot.second, *out->mutable_second());
+  }
+  for (uint64_t draws : state.randomDraws)
+    c.add_random_draws(draws);
+
+  CheckpointFile file;
+  file.set_format(kFormat);
+  if (!c.SerializeToString(file.mutable_checkpoint()))
+    return checkpointError("cannot serialise the checkpoint");
+  file.set_xxh3(hashOf(file.checkpoint()));
+  std::string bytes;
+  if (!file.SerializeToString(&bytes))
+    return checkpointError("cannot serialise the checkpoint");
+
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return checkpointError(dir + ": " + ec.message());
+  // A temporary file renamed over the last checkpoint: a crash while
+  // writing leaves the last one whole.
+  return llvm::writeToOutput(checkpointPath(dir),
+                             [&](llvm::raw_ostream &os) -> llvm::Error {
+                               os << bytes;
+                               return llvm::Error::success();
+                             });
+}
+
+/// The first setting of `key` that differs from the checkpoint's, as an
+/// error naming both.
+static llvm::Error checkKey(const Checkpoint &c, const CheckpointKey &key) {
+  auto differs = [](const llvm::Twine &what, const llvm::Twine &there,
+                    const llvm::Twine &here) {
+    return checkpointError("it was written with " + what + " " + there +
+                           ", this run has " + here);
+  };
+  if (c.optimizer() != key.optimizer)
+    return differs("--optimizer", c.optimizer(), key.optimizer);
+  if (c.loss() != key.loss)
+    return differs("--loss", c.loss(), key.loss);
+  if (c.batch() != key.batch)
+    return differs("--batch", llvm::Twine(c.batch()), llvm::Twine(key.batch));
+  if (c.seed() != key.seed)
+    return differs("--seed", llvm::Twine(c.seed()), llvm::Twine(key.seed));
+  if (c.samples() != key.samples)
+    return differs("a training set of", llvm::Twine(c.samples()) + " samples",
+                   llvm::Twine(key.samples));
+  return llvm::Error::success();
+}
+
+static llvm::Expected<Trainer::State> stateOf(const Checkpoint &c,
+                                              const Trainer &trainer) {
+  const plan::Plan &plan = trainer.plan();
+  std::map<std::string, int32_t> valueOf;
+  for (int v = 0; v < plan.values_size(); ++v)
+    valueOf[plan.values(v).name()] = v;
+  auto lookup = [&](const std::string &name) -> llvm::Expected<int32_t> {
+    auto it = valueOf.find(name);
+    if (it == valueOf.end())
+      return checkpointError("it holds '" + name +
+                             "', which this model does not have");
+    return it->second;
+  };
+
+  Trainer::State state = trainer.state();
+  if (c.weights_size() != static_cast<int>(state.weights.size()))
+    return checkpointError("it holds " + llvm::Twine(c.weights_size()) +
+                           " weights, this model has " +
+                           llvm::Twine(state.weights.size()));
+  for (const CheckpointTensor &m : c.weights()) {
+    llvm::Expected<int32_t> v = lookup(m.name());
+    if (!v)
+      return v.takeError();
+    llvm::Expected<Tensor> t = fromMessage(m);
+    if (!t)
+      return t.takeError();
+    auto it = state.weights.find(*v);
+    if (it == state.weights.end() || it->second.shape() != t->shape() ||
+        it->second.dtype() != t->dtype())
+      return checkpointError(
+          "weight '" + m.name() + "' is " + t->typeString() + " there, " +
+          (it == state.weights.end() ? std::string("not a weight")
+                                     : it->second.typeString()) +
+          " in this model");
+    it->second = std::move(*t);
+  }
+  state.optimizer.clear();
+  for (const OptimizerSlot &m : c.optimizer_slots()) {
+    llvm::Expected<int32_t> v = lookup(m.name());
+    if (!v)
+      return v.takeError();
+    Optimizer::State &slot = state.optimizer[*v];
+    slot.steps = m.steps();
+    for (auto [has, message, tensor] :
+         {std::tuple(m.has_first(), &m.first(), &slot.first),
+          std::tuple(m.has_second(), &m.second(), &slot.second)}) {
+      if (!has)
+        continue;
+      llvm::Expected<Tensor> t = fromMessage(*message);
+      if (!t)
+        return t.takeError();
+      *tensor = std::move(*t);
+    }
+  }
+  if (c.random_draws_size() != static_cast<int>(state.randomDraws.size()))
+    return checkpointError("it is for a model of " +
+                           llvm::Twine(c.random_draws_size()) +
+                           " ops, this one has " +
+                           llvm::Twine(state.randomDraws.size()));
+  state.randomDraws.assign(c.random_draws().begin(), c.random_draws().end());
+  return state;
+}
+
+llvm::Expected<TrainingProgress>
+train::loadCheckpoint(llvm::StringRef dir, Trainer &trainer,
+                      const CheckpointKey &key) {
+  std::string path = checkpointPath(dir);
+  auto fail = [&](const llvm::Twine &why) {
+    return checkpointError(path + ": " + why + "; not resuming");
+  };
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return fail(buffer.getError().message());
+  CheckpointFile file;
+  Checkpoint c;
+  if (!file.ParseFromArray((*buffer)->getBufferStart(),
+                           static_cast<int>((*buffer)->getBufferSize())) ||
+      hashOf(file.checkpoint()) != file.xxh3() ||
+      !c.ParseFromString(file.checkpoint()))
+    return fail("damaged (its contents do not match their hash)");
+  if (file.format() != kFormat)
+    return fail("format " + llvm::Twine(file.format()) +
+                ", this build reads format " + llvm::Twine(kFormat));
+  if (llvm::Error e = checkKey(c, key))
+    return fail(llvm::toString(std::move(e)));
+  llvm::Expected<Trainer::State> state = stateOf(c, trainer);
+  if (!state)
+    return fail(llvm::toString(state.takeError()));
+  if (llvm::Error e = trainer.restore(std::move(*state)))
+    return fail(llvm::toString(std::move(e)));
+
+  TrainingProgress progress;
+  progress.epoch = c.epoch();
+  progress.nextBatch = c.next_batch();
+  progress.globalStep = c.global_step();
+  progress.lossSum = c.loss_sum();
+  progress.seconds = c.seconds();
+  progress.steps = c.steps();
+  progress.samples = c.epoch_samples();
+  progress.correct = c.correct();
+  progress.judged = c.judged();
+  progress.finishedEpochs = c.finished_epochs();
+  return progress;
+}
