@@ -79,11 +79,13 @@ void denseTable() {
     Tensor out(DType::F32, {n}), grad(DType::F32, {n});
     std::memset(grad.rawData(), 0, grad.bytes());
     int64_t version = 0;
-    double pull = timeIt([&] { check(client->wait(client->pullDense("w", out))); });
+    double pull =
+        timeIt([&] { check(client->wait(client->pullDense("w", out))); });
     double push = timeIt([&] {
       check(client->wait(client->pushDense("w", grad, version++, 0.01f)));
     });
-    double copy = timeIt([&] { std::memcpy(out.rawData(), grad.rawData(), grad.bytes()); });
+    double copy = timeIt(
+        [&] { std::memcpy(out.rawData(), grad.rawData(), grad.bytes()); });
     double gb = static_cast<double>(w.bytes()) / 1e9;
     llvm::outs() << llvm::format("| %lld MiB | %.2f | %.2f | %.2f |\n",
                                  static_cast<long long>(mib), gb / pull,
@@ -128,7 +130,8 @@ void sparseTable() {
           check(client->wait(client->pullSparse("emb", draw(), out)));
         });
         double push = timeIt([&] {
-          check(client->wait(client->pushSparse("emb", draw(), grad, 0, 0.01f)));
+          check(
+              client->wait(client->pushSparse("emb", draw(), grad, 0, 0.01f)));
         });
         std::lock_guard lock(mutex);
         pullRate += batch / pull;
@@ -137,10 +140,9 @@ void sparseTable() {
     for (auto &t : threads)
       t.join();
     int64_t stored = server->storedRows("emb");
-    llvm::outs() << llvm::format("| %d | %.0f | %.0f | %lld | %.2f%% |\n",
-                                 workers, pullRate, pushRate,
-                                 static_cast<long long>(stored),
-                                 100.0 * stored / rows);
+    llvm::outs() << llvm::format(
+        "| %d | %.0f | %.0f | %lld | %.2f%% |\n", workers, pullRate, pushRate,
+        static_cast<long long>(stored), 100.0 * stored / rows);
   }
   llvm::outs() << "\n";
 }

@@ -39,24 +39,25 @@ namespace {
 cl::opt<bool> trainFlag("train",
                         cl::desc("Train the model (see the options below)"),
                         cl::cat(tools::trainingCategory()));
-cl::opt<std::string> dataSpec(
-    "data",
-    cl::desc("Training data: fashion-mnist[:train|:test] or "
-             "inputs=FILE,targets=FILE (.npy, .pb or IDX files)"),
-    cl::value_desc("SPEC"), cl::cat(tools::trainingCategory()));
+cl::opt<std::string>
+    dataSpec("data",
+             cl::desc("Training data: fashion-mnist[:train|:test] or "
+                      "inputs=FILE,targets=FILE (.npy, .pb or IDX files)"),
+             cl::value_desc("SPEC"), cl::cat(tools::trainingCategory()));
 cl::opt<std::string> evalSpec("eval-data",
                               cl::desc("Held-out data evaluated after every "
                                        "epoch (same forms as --data)"),
                               cl::value_desc("SPEC"),
                               cl::cat(tools::trainingCategory()));
 cl::opt<std::string> lossOption("loss",
-                              cl::desc("softmax-ce (default), bce-logits or "
-                                       "mse"),
-                              cl::init("softmax-ce"),
-                              cl::cat(tools::trainingCategory()));
-cl::opt<std::string> optimizerName(
-    "optimizer", cl::desc("sgd (default), momentum, adam or adagrad"),
-    cl::init("sgd"), cl::cat(tools::trainingCategory()));
+                                cl::desc("softmax-ce (default), bce-logits or "
+                                         "mse"),
+                                cl::init("softmax-ce"),
+                                cl::cat(tools::trainingCategory()));
+cl::opt<std::string>
+    optimizerName("optimizer",
+                  cl::desc("sgd (default), momentum, adam or adagrad"),
+                  cl::init("sgd"), cl::cat(tools::trainingCategory()));
 cl::opt<float> learningRate("lr", cl::desc("Learning rate (default 0.01)"),
                             cl::init(0.01f),
                             cl::cat(tools::trainingCategory()));
@@ -74,8 +75,9 @@ cl::opt<std::string> scheduleName(
     cl::desc("constant (default), step (x --lr-gamma every --lr-step "
              "epochs) or cosine (to 0 over the epochs)"),
     cl::init("constant"), cl::cat(tools::trainingCategory()));
-cl::opt<int> lrStep("lr-step", cl::desc("Epochs per step of --lr-schedule "
-                                        "step (default 1)"),
+cl::opt<int> lrStep("lr-step",
+                    cl::desc("Epochs per step of --lr-schedule "
+                             "step (default 1)"),
                     cl::init(1), cl::cat(tools::trainingCategory()));
 cl::opt<float> lrGamma("lr-gamma",
                        cl::desc("Factor per step of --lr-schedule step "
@@ -117,10 +119,10 @@ cl::opt<int64_t> stopAfter(
     cl::desc("Stop once N steps have been taken in all, counting those "
              "before --resume (writes the checkpoint)"),
     cl::value_desc("N"), cl::init(0), cl::cat(tools::trainingCategory()));
-cl::opt<std::string> saveModel(
-    "save-model",
-    cl::desc("Write the trained model as ONNX (replaced atomically)"),
-    cl::value_desc("OUT.onnx"), cl::cat(tools::trainingCategory()));
+cl::opt<std::string>
+    saveModel("save-model",
+              cl::desc("Write the trained model as ONNX (replaced atomically)"),
+              cl::value_desc("OUT.onnx"), cl::cat(tools::trainingCategory()));
 
 constexpr const char *kTool = "heterps-run";
 
@@ -183,9 +185,10 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
     return fail("--train needs --data SPEC");
   if (epochs < 1 || learningRate <= 0 || lrStep < 1 || maxSteps < 0 ||
       checkpointEvery < 0 || stopAfter < 0)
-    return fail("--epochs and --lr-step must be at least 1, --lr positive "
-                "and --max-steps, --checkpoint-every and --stop-after-steps not "
-                "negative");
+    return fail(
+        "--epochs and --lr-step must be at least 1, --lr positive "
+        "and --max-steps, --checkpoint-every and --stop-after-steps not "
+        "negative");
   if (resume && checkpointDir.empty())
     return fail("--resume needs --checkpoint DIR");
   if (!saveModel.empty())
@@ -247,8 +250,8 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       kTool, numParams, (*trainer)->parameters().size(), data->size(), batch,
       train::lossName(options.loss), optimizerName.getValue());
 
-  CheckpointKey key{optimizerName, train::lossName(options.loss), batch,
-                    seed, data->size()};
+  CheckpointKey key{optimizerName, train::lossName(options.loss), batch, seed,
+                    data->size()};
   TrainingProgress progress;
   if (resume) {
     auto loaded = loadCheckpoint(checkpointDir, **trainer, key);
@@ -269,7 +272,8 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
     if (checkpointDir.empty())
       return llvm::Error::success();
     progress.finishedEpochs =
-        llvm::formatv("{0}", llvm::json::Value(llvm::json::Array(epochReports))).str();
+        llvm::formatv("{0}", llvm::json::Value(llvm::json::Array(epochReports)))
+            .str();
     if (llvm::Error e = saveCheckpoint(checkpointDir, **trainer, key, progress))
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "--checkpoint: " +
@@ -330,8 +334,8 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       llvm::errs() << llvm::formatv(
           "{0}epoch {1}/{2} step {3}/{4} loss {5:F4} {6:F0} samples/s ETA "
           "{7}{8}",
-          live ? "\r" : "", epoch + 1, epochs.getValue(), steps,
-          stepsPerEpoch, progress.lossSum / steps, samples / seconds,
+          live ? "\r" : "", epoch + 1, epochs.getValue(), steps, stepsPerEpoch,
+          progress.lossSum / steps, samples / seconds,
           clock(seconds / steps * (stepsPerEpoch - steps)),
           live ? "   " : "\n");
     }
@@ -383,11 +387,9 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
     if (llvm::Error e = writeCheckpoint())
       return fail(llvm::toString(std::move(e)));
   if (stopped)
-    llvm::errs() << llvm::formatv("{0}: stopped after step {1}{2}\n", kTool,
-                                  progress.globalStep,
-                                  checkpointDir.empty()
-                                      ? ""
-                                      : " (--resume continues it)");
+    llvm::errs() << llvm::formatv(
+        "{0}: stopped after step {1}{2}\n", kTool, progress.globalStep,
+        checkpointDir.empty() ? "" : " (--resume continues it)");
 
   if (!saveModel.empty()) {
     if (llvm::Error e = saveTrainedModel((*trainer)->plan(),

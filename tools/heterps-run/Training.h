@@ -1,4 +1,5 @@
-//===- Training.h - heterps-run --train ---------------------------*- C++ -*-===//
+//===- Training.h - heterps-run --train ---------------------------*- C++
+//-*-===//
 
 #ifndef HETERPS_TOOLS_HETERPS_RUN_TRAINING_H
 #define HETERPS_TOOLS_HETERPS_RUN_TRAINING_H

@@ -16,8 +16,8 @@
 #include "Training.h"
 
 #include "heterps/InitAll.h"
-#include "heterps/Runtime/NpyFile.h"
 #include "heterps/Runtime/Executor.h"
+#include "heterps/Runtime/NpyFile.h"
 #include "heterps/Runtime/ONNXTensor.h"
 #include "heterps/Runtime/Pipeline.h"
 #include "heterps/Runtime/Plan.h"
@@ -251,8 +251,7 @@ int writeProfile(const plan::Plan &plan, const std::vector<Tensor> &inputs,
 template <typename Fn> double secondsOf(Fn &&fn) {
   auto start = std::chrono::steady_clock::now();
   fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                       start)
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
 }
 
@@ -299,23 +298,22 @@ int runStream(plan::Plan plan, const std::vector<Tensor> &random,
   llvm::outs() << "stage  ops        replicas  busy_s   busy/wall\n";
   llvm::json::Array stages;
   for (auto [s, st] : llvm::enumerate((*pipeline)->stats())) {
-    llvm::outs() << llvm::formatv("{0,5}  {1,-9}  {2,8}  {3,7:F3}  {4,9:F2}\n",
-                                  s,
-                                  std::to_string(st.firstOp) + "-" +
-                                      std::to_string(st.firstOp + st.numOps - 1),
-                                  st.replicas, st.busySeconds,
-                                  st.busySeconds / pipelined / st.replicas);
+    llvm::outs() << llvm::formatv(
+        "{0,5}  {1,-9}  {2,8}  {3,7:F3}  {4,9:F2}\n", s,
+        std::to_string(st.firstOp) + "-" +
+            std::to_string(st.firstOp + st.numOps - 1),
+        st.replicas, st.busySeconds, st.busySeconds / pipelined / st.replicas);
     stages.push_back(llvm::json::Object{{"first_op", st.firstOp},
                                         {"ops", st.numOps},
                                         {"replicas", st.replicas},
                                         {"busy_s", st.busySeconds}});
   }
-  report["stream"] = llvm::json::Object{
-      {"batches", streamLength.getValue()},
-      {"stages", std::move(stages)},
-      {"pipeline_samples_per_s", samples / pipelined},
-      {"single_stage_samples_per_s", samples / oneStage},
-      {"speedup", oneStage / pipelined}};
+  report["stream"] =
+      llvm::json::Object{{"batches", streamLength.getValue()},
+                         {"stages", std::move(stages)},
+                         {"pipeline_samples_per_s", samples / pipelined},
+                         {"single_stage_samples_per_s", samples / oneStage},
+                         {"speedup", oneStage / pipelined}};
   return 0;
 }
 
@@ -440,12 +438,12 @@ int main(int argc, char **argv) {
       "{5:F1} samples/s\n",
       llvm::sys::path::filename(modelPath), batch.getValue(), ms.size(), p50,
       p90, throughput);
-  return writeReport(llvm::json::Object{
-      {"model", modelPath},
-      {"batch", batch.getValue()},
-      {"iterations", static_cast<int64_t>(ms.size())},
-      {"threads", threads.getValue()},
-      {"p50_ms", p50},
-      {"p90_ms", p90},
-      {"samples_per_s", throughput}});
+  return writeReport(
+      llvm::json::Object{{"model", modelPath},
+                         {"batch", batch.getValue()},
+                         {"iterations", static_cast<int64_t>(ms.size())},
+                         {"threads", threads.getValue()},
+                         {"p50_ms", p50},
+                         {"p90_ms", p90},
+                         {"samples_per_s", throughput}});
 }

@@ -10,21 +10,11 @@ using dnnl::memory;
 
 llvm::Expected<ConvAttrs> cpu::parseConvAttrs(const OpAttributes &a) {
   ConvAttrs attrs;
-  auto strides = a.getInts("strides", std::vector<int64_t>());
-  if (!strides)
-    return strides.takeError();
-  auto dilations = a.getInts("dilations", std::vector<int64_t>());
-  if (!dilations)
-    return dilations.takeError();
-  auto pads = a.getInts("pads", std::vector<int64_t>());
-  if (!pads)
-    return pads.takeError();
+  if (llvm::Error e = readWindowAttrs(a, attrs))
+    return std::move(e);
   auto group = a.getInt("group", 1);
   if (!group)
     return group.takeError();
-  attrs.strides = *strides;
-  attrs.dilations = *dilations;
-  attrs.pads = *pads;
   attrs.group = *group;
   return attrs;
 }
@@ -41,9 +31,8 @@ static llvm::Expected<memory::dims> perAxis(const std::vector<int64_t> &values,
   return memory::dims(values.begin(), values.end());
 }
 
-llvm::Expected<ConvGeometry> cpu::convGeometry(const ConvAttrs &attrs,
-                                               const Tensor &x,
-                                               const Tensor &w) {
+llvm::Expected<ConvGeometry>
+cpu::convGeometry(const ConvAttrs &attrs, const Tensor &x, const Tensor &w) {
   int64_t rank = x.rank();
   if (rank < 3 || rank > 5)
     return kernelError("input is " + x.typeString() +

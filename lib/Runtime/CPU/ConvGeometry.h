@@ -1,4 +1,5 @@
-//===- ConvGeometry.h - ONNX Conv attributes as oneDNN sees them -*- C++ -*-===//
+//===- ConvGeometry.h - ONNX Conv attributes as oneDNN sees them -*- C++
+//-*-===//
 //
 // Shared by the inference and the training convolution kernels: the ONNX
 // attributes of Conv, and for an input and weight the output shape, the
@@ -10,14 +11,14 @@
 #ifndef HETERPS_LIB_RUNTIME_CPU_CONVGEOMETRY_H
 #define HETERPS_LIB_RUNTIME_CPU_CONVGEOMETRY_H
 
+#include "WindowAttrs.h"
 #include "heterps/Runtime/Kernel.h"
 
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace heterps::runtime::cpu {
 
-struct ConvAttrs {
-  std::vector<int64_t> strides, dilations, pads;
+struct ConvAttrs : WindowAttrs {
   int64_t group = 1;
 };
 

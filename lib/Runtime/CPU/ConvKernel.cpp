@@ -71,7 +71,6 @@ private:
 
 } // namespace
 
-
 /// `w` reordered from its plain (grouped) view into the primitive's format.
 static Tensor packWeights(const Tensor &w, const ConvEntry &e,
                           const CPUContextPtr &ctx) {

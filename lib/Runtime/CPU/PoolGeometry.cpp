@@ -27,22 +27,12 @@ llvm::Expected<PoolParams> cpu::parsePoolParams(const OpInfo &info) {
   auto kernel = a.getInts("kernel_shape");
   if (!kernel)
     return kernel.takeError();
-  auto strides = a.getInts("strides", std::vector<int64_t>());
-  if (!strides)
-    return strides.takeError();
-  auto dilations = a.getInts("dilations", std::vector<int64_t>());
-  if (!dilations)
-    return dilations.takeError();
-  auto pads = a.getInts("pads", std::vector<int64_t>());
-  if (!pads)
-    return pads.takeError();
+  if (llvm::Error e = readWindowAttrs(a, p))
+    return std::move(e);
   auto ceilMode = a.getInt("ceil_mode", 0);
   if (!ceilMode)
     return ceilMode.takeError();
   p.kernel = *kernel;
-  p.strides = *strides;
-  p.dilations = *dilations;
-  p.pads = *pads;
   p.ceilMode = *ceilMode != 0;
   return p;
 }

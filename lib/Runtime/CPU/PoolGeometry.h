@@ -1,4 +1,5 @@
-//===- PoolGeometry.h - ONNX pooling attributes as oneDNN sees them -*- C++ -*-===//
+//===- PoolGeometry.h - ONNX pooling attributes as oneDNN sees them -*- C++
+//-*-===//
 //
 // Shared by the inference and the training pooling kernels: the ONNX
 // attributes of MaxPool, AveragePool and their Global forms, and the output
@@ -11,16 +12,17 @@
 #ifndef HETERPS_LIB_RUNTIME_CPU_POOLGEOMETRY_H
 #define HETERPS_LIB_RUNTIME_CPU_POOLGEOMETRY_H
 
+#include "WindowAttrs.h"
 #include "heterps/Runtime/Kernel.h"
 
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace heterps::runtime::cpu {
 
-struct PoolParams {
+struct PoolParams : WindowAttrs {
   dnnl::algorithm algorithm;
   bool global = false;
-  std::vector<int64_t> kernel, strides, dilations, pads;
+  std::vector<int64_t> kernel;
   bool ceilMode = false;
 };
 

@@ -169,8 +169,7 @@ static llvm::Expected<TableInfo> expectKind(llvm::Expected<TableInfo> info,
 
 static llvm::Error checkBuffer(const TableInfo &info, const Tensor &t,
                                int64_t elements, llvm::StringRef what) {
-  if (t.dtype() != DType::F32 || !t.isPlain() ||
-      t.numElements() != elements)
+  if (t.dtype() != DType::F32 || !t.isPlain() || t.numElements() != elements)
     return psError("table '" + info.name() + "': " + what + " is " +
                    t.typeString() + ", expected plain f32 of " +
                    llvm::Twine(elements) + " elements");
@@ -200,10 +199,9 @@ Ticket PSClient::pullDense(const std::string &name, Tensor &out,
       size_t expected =
           (info.shard_offsets(s + 1) - info.shard_offsets(s)) * sizeof(float);
       if (values.size() != expected)
-        return psError("table '" + info.name() + "': shard " +
-                       llvm::Twine(s) + " sent " +
-                       llvm::Twine(values.size()) + " bytes, expected " +
-                       llvm::Twine(expected));
+        return psError("table '" + info.name() + "': shard " + llvm::Twine(s) +
+                       " sent " + llvm::Twine(values.size()) +
+                       " bytes, expected " + llvm::Twine(expected));
       std::memcpy(dst + info.shard_offsets(s) * sizeof(float), values.data(),
                   expected);
     }
@@ -215,8 +213,7 @@ Ticket PSClient::pullDense(const std::string &name, Tensor &out,
 Ticket PSClient::submitAll(Requests requests) {
   return submit([this, requests]() -> llvm::Error {
     for (const Request &request : *requests)
-      if (llvm::Expected<const Response *> response = send(request);
-          !response)
+      if (llvm::Expected<const Response *> response = send(request); !response)
         return response.takeError();
     return llvm::Error::success();
   });
@@ -295,8 +292,8 @@ Ticket PSClient::pullSparse(const std::string &name, std::vector<int64_t> ids,
         return response.takeError();
       const std::string &values = (*response)->pull().values();
       if (values.size() != positions[s].size() * dim * sizeof(float))
-        return psError("table '" + info.name() + "': shard " +
-                       llvm::Twine(s) + " sent the wrong number of rows");
+        return psError("table '" + info.name() + "': shard " + llvm::Twine(s) +
+                       " sent the wrong number of rows");
       const auto *rows = reinterpret_cast<const float *>(values.data());
       for (size_t k = 0; k < positions[s].size(); ++k)
         std::memcpy(dst + positions[s][k] * dim, rows + k * dim,
@@ -313,9 +310,8 @@ Ticket PSClient::pushSparse(const std::string &name,
   if (!info)
     return failed(info.takeError());
   int64_t dim = info->dim();
-  if (llvm::Error e =
-          checkBuffer(*info, grads, static_cast<int64_t>(ids.size()) * dim,
-                      "the gradient"))
+  if (llvm::Error e = checkBuffer(
+          *info, grads, static_cast<int64_t>(ids.size()) * dim, "the gradient"))
     return failed(std::move(e));
   Requests requests = takeRequests(shards);
   for (int s = 0; s < shards; ++s)

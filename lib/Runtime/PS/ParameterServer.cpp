@@ -109,8 +109,7 @@ ParameterServer::lookup(const std::string &name, int shard) {
   return it->second.get();
 }
 
-llvm::Error ParameterServer::serve(const Request &request,
-                                   Response &response) {
+llvm::Error ParameterServer::serve(const Request &request, Response &response) {
   switch (request.body_case()) {
   case Request::kList: {
     ListTablesResponse *list = response.mutable_list();

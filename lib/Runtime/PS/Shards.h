@@ -36,8 +36,7 @@ public:
   template <typename Lock>
   llvm::Error waitFor(Lock &lock, int64_t minVersion,
                       std::chrono::milliseconds timeout) {
-    if (changed.wait_for(lock, timeout,
-                         [&] { return applied >= minVersion; }))
+    if (changed.wait_for(lock, timeout, [&] { return applied >= minVersion; }))
       return llvm::Error::success();
     return timedOut(minVersion, timeout);
   }
@@ -73,8 +72,8 @@ private:
 
 class SparseShard {
 public:
-  SparseShard(const TableInfo &info, int shard, float initScale,
-              uint64_t seed, const ServerOptions &options);
+  SparseShard(const TableInfo &info, int shard, float initScale, uint64_t seed,
+              const ServerOptions &options);
   llvm::Error pull(const PullRequest &request, PullResponse &response);
   llvm::Error push(const PushRequest &request, PushResponse &response);
   int64_t storedRows();

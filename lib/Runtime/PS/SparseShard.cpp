@@ -99,11 +99,10 @@ llvm::Error SparseShard::push(const PushRequest &request,
                               PushResponse &response) {
   int64_t dim = info.dim();
   if (request.grads().size() != request.ids_size() * dim * sizeof(float))
-    return psError("table '" + info.name() + "': " +
-                   llvm::Twine(request.ids_size()) + " ids with " +
-                   llvm::Twine(request.grads().size()) +
-                   " bytes of gradients (expected " + llvm::Twine(dim) +
-                   " f32 per id)");
+    return psError(
+        "table '" + info.name() + "': " + llvm::Twine(request.ids_size()) +
+        " ids with " + llvm::Twine(request.grads().size()) +
+        " bytes of gradients (expected " + llvm::Twine(dim) + " f32 per id)");
   for (int64_t id : request.ids())
     if (llvm::Error e = checkId(id))
       return e;
@@ -133,8 +132,8 @@ llvm::Error SparseShard::push(const PushRequest &request,
     for (int64_t j = 0; j < dim; ++j)
       sum[j] += g[i * dim + j];
   }
-  bool apply = options.consistency == Consistency::ASP ||
-               arrived == options.numWorkers;
+  bool apply =
+      options.consistency == Consistency::ASP || arrived == options.numWorkers;
   if (apply) {
     float scale = options.consistency == Consistency::BSP
                       ? 1.f / static_cast<float>(options.numWorkers)

@@ -13,8 +13,8 @@ static llvm::Error psError(const llvm::Twine &message) {
 llvm::Expected<int> StepGate::arrive(int worker, int64_t step) {
   if (worker < 0 || worker >= static_cast<int>(pushed.size()))
     return psError("table '" + table + "': worker " + llvm::Twine(worker) +
-                   " is not one of the server's " +
-                   llvm::Twine(pushed.size()) + " workers");
+                   " is not one of the server's " + llvm::Twine(pushed.size()) +
+                   " workers");
   if (step != applied)
     return psError("table '" + table + "': worker " + llvm::Twine(worker) +
                    " pushed a gradient of version " + llvm::Twine(step) +

@@ -94,7 +94,8 @@ llvm::Error BatchNormGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
     int64_t n = x.numElements() / std::max<int64_t>(c, 1);
     float unbias = n > 1 ? static_cast<float>(n) / (n - 1) : 1.f;
     for (int64_t i = 0; i < c; ++i) {
-      runMean[i] = momentum * runMean[i] + (1 - momentum) * mean.data<float>()[i];
+      runMean[i] =
+          momentum * runMean[i] + (1 - momentum) * mean.data<float>()[i];
       runVar[i] = momentum * runVar[i] +
                   (1 - momentum) * unbias * variance.data<float>()[i];
     }
@@ -102,10 +103,11 @@ llvm::Error BatchNormGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
   });
 }
 
-llvm::Error BatchNormGradKernel::backward(
-    llvm::ArrayRef<const Tensor *> inputs, const Tensor &,
-    const Tensor &dOutput, llvm::ArrayRef<bool> needGrad,
-    llvm::MutableArrayRef<Tensor> dInputs) {
+llvm::Error
+BatchNormGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
+                              const Tensor &, const Tensor &dOutput,
+                              llvm::ArrayRef<bool> needGrad,
+                              llvm::MutableArrayRef<Tensor> dInputs) {
   const CPUContextPtr &ctx = cache.context();
   return cpu::guardDnnl([&]() -> llvm::Error {
     const Tensor &x = *inputs[0];

@@ -15,8 +15,7 @@ using cpu::memoryOf;
 
 /// Strides of `shape` right-aligned to a rank-`rank` shape, 0 along
 /// dimensions that are 1 (broadcast) or missing.
-static std::vector<int64_t> broadcastStrides(const Shape &shape,
-                                             size_t rank) {
+static std::vector<int64_t> broadcastStrides(const Shape &shape, size_t rank) {
   std::vector<int64_t> strides(rank, 0);
   int64_t stride = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -100,9 +99,10 @@ llvm::Error BinaryGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
       std::string key = cpu::shapeKey({&a});
       auto it = sameLayout.find(key);
       if (it == sameLayout.end()) {
-        auto algorithm = kind == BinaryKind::Add   ? dnnl::algorithm::binary_add
-                         : kind == BinaryKind::Sub ? dnnl::algorithm::binary_sub
-                                                   : dnnl::algorithm::binary_mul;
+        auto algorithm = kind == BinaryKind::Add ? dnnl::algorithm::binary_add
+                         : kind == BinaryKind::Sub
+                             ? dnnl::algorithm::binary_sub
+                             : dnnl::algorithm::binary_mul;
         dnnl::binary::primitive_desc pd({algorithm, md, md, md}, ctx->engine);
         it = sameLayout.emplace(key, dnnl::binary(pd)).first;
       }
@@ -169,8 +169,8 @@ llvm::Error BinaryGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
 
 void train::registerBinaryGrad(TrainRegistry &registry) {
   std::pair<const char *, BinaryKind> kinds[] = {{"Add", BinaryKind::Add},
-                                                  {"Sub", BinaryKind::Sub},
-                                                  {"Mul", BinaryKind::Mul}};
+                                                 {"Sub", BinaryKind::Sub},
+                                                 {"Mul", BinaryKind::Mul}};
   for (auto [type, kind] : kinds)
     registry[type] = [kind = kind](const OpInfo &info,
                                    const TrainKernelEnv &env)

@@ -147,11 +147,13 @@ static llvm::Expected<Trainer::State> stateOf(const Checkpoint &c,
     return it->second;
   };
 
-  Trainer::State state = trainer.state();
-  if (c.weights_size() != static_cast<int>(state.weights.size()))
+  // Checked against the trainer's weights; the state is built anew.
+  const WeightMap &current = trainer.weights();
+  Trainer::State state;
+  if (c.weights_size() != static_cast<int>(current.size()))
     return checkpointError("it holds " + llvm::Twine(c.weights_size()) +
                            " weights, this model has " +
-                           llvm::Twine(state.weights.size()));
+                           llvm::Twine(current.size()));
   for (const CheckpointTensor &m : c.weights()) {
     llvm::Expected<int32_t> v = lookup(m.name());
     if (!v)
@@ -159,17 +161,16 @@ static llvm::Expected<Trainer::State> stateOf(const Checkpoint &c,
     llvm::Expected<Tensor> t = fromMessage(m);
     if (!t)
       return t.takeError();
-    auto it = state.weights.find(*v);
-    if (it == state.weights.end() || it->second.shape() != t->shape() ||
+    auto it = current.find(*v);
+    if (it == current.end() || it->second.shape() != t->shape() ||
         it->second.dtype() != t->dtype())
-      return checkpointError(
-          "weight '" + m.name() + "' is " + t->typeString() + " there, " +
-          (it == state.weights.end() ? std::string("not a weight")
-                                     : it->second.typeString()) +
-          " in this model");
-    it->second = std::move(*t);
+      return checkpointError("weight '" + m.name() + "' is " + t->typeString() +
+                             " there, " +
+                             (it == current.end() ? std::string("not a weight")
+                                                  : it->second.typeString()) +
+                             " in this model");
+    state.weights.emplace(*v, std::move(*t));
   }
-  state.optimizer.clear();
   for (const OptimizerSlot &m : c.optimizer_slots()) {
     llvm::Expected<int32_t> v = lookup(m.name());
     if (!v)
@@ -187,11 +188,11 @@ static llvm::Expected<Trainer::State> stateOf(const Checkpoint &c,
       *tensor = std::move(*t);
     }
   }
-  if (c.random_draws_size() != static_cast<int>(state.randomDraws.size()))
+  int ops = trainer.plan().ops_size();
+  if (c.random_draws_size() != ops)
     return checkpointError("it is for a model of " +
                            llvm::Twine(c.random_draws_size()) +
-                           " ops, this one has " +
-                           llvm::Twine(state.randomDraws.size()));
+                           " ops, this one has " + llvm::Twine(ops));
   state.randomDraws.assign(c.random_draws().begin(), c.random_draws().end());
   return state;
 }

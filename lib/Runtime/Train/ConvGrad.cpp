@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TrainKernels.h"
 #include "../CPU/ConvGeometry.h"
+#include "TrainKernels.h"
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
@@ -63,8 +63,7 @@ private:
 } // namespace
 
 llvm::Expected<ConvGradEntry> ConvGradKernel::make(const Tensor &x,
-                                                   const Tensor &w,
-                                                   bool bias) {
+                                                   const Tensor &w, bool bias) {
   llvm::Expected<cpu::ConvGeometry> geometry = cpu::convGeometry(attrs, x, w);
   if (!geometry)
     return geometry.takeError();
@@ -74,8 +73,7 @@ llvm::Expected<ConvGradEntry> ConvGradKernel::make(const Tensor &x,
     return memory::desc(d, memory::data_type::f32, Tag::any);
   };
   memory::desc biasMd =
-      bias ? memory::desc({m}, memory::data_type::f32, Tag::a)
-           : memory::desc();
+      bias ? memory::desc({m}, memory::data_type::f32, Tag::a) : memory::desc();
   dnnl::primitive_attr attr;
   cpu::useCallerScratchpad(attr);
   const dnnl::engine &engine = cache.context()->engine;
@@ -137,8 +135,8 @@ llvm::Error ConvGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
     output = allocate(pd.dst_desc(), entry->outShape, ctx);
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, memoryOf(src, *ctx)},
-        {DNNL_ARG_WEIGHTS, memory(pd.weights_desc(), ctx->engine,
-                                  weights.rawData())},
+        {DNNL_ARG_WEIGHTS,
+         memory(pd.weights_desc(), ctx->engine, weights.rawData())},
         {DNNL_ARG_DST, memoryOf(output, *ctx)}};
     if (b)
       args[DNNL_ARG_BIAS] = memoryOf(*b, *ctx);
@@ -162,8 +160,8 @@ llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
       Tensor dx = allocate(pd.diff_src_desc(), inputs[0]->shape(), ctx);
       std::unordered_map<int, memory> args = {
           {DNNL_ARG_DIFF_DST, memoryOf(dy, *ctx)},
-          {DNNL_ARG_WEIGHTS, memory(pd.weights_desc(), ctx->engine,
-                                    weights.rawData())},
+          {DNNL_ARG_WEIGHTS,
+           memory(pd.weights_desc(), ctx->engine, weights.rawData())},
           {DNNL_ARG_DIFF_SRC, memoryOf(dx, *ctx)}};
       addScratchpad(pd.scratchpad_desc(), *ctx, args);
       entry->backwardData.execute(ctx->stream, args);
@@ -180,8 +178,8 @@ llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, memoryOf(x, *ctx)},
         {DNNL_ARG_DIFF_DST, memoryOf(dy, *ctx)},
-        {DNNL_ARG_DIFF_WEIGHTS, memory(pd.diff_weights_desc(), ctx->engine,
-                                       dw.rawData())}};
+        {DNNL_ARG_DIFF_WEIGHTS,
+         memory(pd.diff_weights_desc(), ctx->engine, dw.rawData())}};
     if (bias)
       args[DNNL_ARG_DIFF_BIAS] = memoryOf(db, *ctx);
     addScratchpad(pd.scratchpad_desc(), *ctx, args);

@@ -11,7 +11,6 @@
 #include "TrainKernels.h"
 #include "heterps/Runtime/Hash.h"
 
-
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
 
@@ -85,7 +84,8 @@ void train::registerDropoutGrad(TrainRegistry &registry) {
     if (!ratio)
       return ratio.takeError();
     if (*ratio < 0.f || *ratio >= 1.f)
-      return cpu::kernelError("Dropout ratio " + llvm::Twine(std::to_string(*ratio)) +
+      return cpu::kernelError("Dropout ratio " +
+                              llvm::Twine(std::to_string(*ratio)) +
                               " is outside [0, 1)");
     uint64_t seed = env.seed * kGolden64 + env.opIndex + 1;
     return std::make_unique<DropoutGradKernel>(env.ctx, *ratio, seed);

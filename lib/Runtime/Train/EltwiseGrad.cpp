@@ -63,8 +63,9 @@ llvm::Error EltwiseGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
       return got.takeError();
     entry = *got;
     output = cpu::allocate(entry->md, x.shape(), ctx);
-    entry->forward.execute(ctx->stream, {{DNNL_ARG_SRC, memoryOf(x, *ctx)},
-                                         {DNNL_ARG_DST, memoryOf(output, *ctx)}});
+    entry->forward.execute(ctx->stream,
+                           {{DNNL_ARG_SRC, memoryOf(x, *ctx)},
+                            {DNNL_ARG_DST, memoryOf(output, *ctx)}});
     ctx->stream.wait();
     return llvm::Error::success();
   });

@@ -18,8 +18,8 @@ using cpu::kernelError;
 static void matmul(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                    float alpha, const float *a, const float *b, float *c,
                    bool accumulate = false) {
-  dnnl::sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, ta ? m : k,
-              b, tb ? k : n, accumulate ? 1.f : 0.f, c, n);
+  dnnl::sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, ta ? m : k, b,
+              tb ? k : n, accumulate ? 1.f : 0.f, c, n);
 }
 
 namespace {
@@ -28,8 +28,8 @@ class GemmGradKernel : public TrainKernel {
 public:
   GemmGradKernel(CPUContextPtr ctx, bool matmul, bool transA, bool transB,
                  float alpha, float beta)
-      : ctx(std::move(ctx)), isMatMul(matmul), transA(transA),
-        transB(transB), alpha(alpha), beta(beta) {}
+      : ctx(std::move(ctx)), isMatMul(matmul), transA(transA), transB(transB),
+        alpha(alpha), beta(beta) {}
   bool differentiable(int i) const override { return i <= 2; }
   llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
                       Tensor &output) override;
@@ -87,8 +87,8 @@ llvm::Error GemmGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
       auto broadcast = cpu::broadcastShapes(c.shape(), {m, n});
       if (!broadcast || *broadcast != Shape{m, n})
         return kernelError("Gemm bias " + c.typeString() +
-                           " does not broadcast to [" + llvm::Twine(m) +
-                           ", " + llvm::Twine(n) + "]");
+                           " does not broadcast to [" + llvm::Twine(m) + ", " +
+                           llvm::Twine(n) + "]");
       // Y = beta C, broadcast row- and column-wise, then the product added.
       const float *cv = c.data<float>();
       int64_t rows = c.rank() == 2 ? c.dim(0) : 1;
@@ -118,8 +118,7 @@ llvm::Error GemmGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
         matmul(false, !tb, m, k, n, alpha, dy, b.data<float>(),
                da.data<float>());
       else // dA = alpha op(B) dY^T
-        matmul(tb, true, k, m, n, alpha, b.data<float>(), dy,
-               da.data<float>());
+        matmul(tb, true, k, m, n, alpha, b.data<float>(), dy, da.data<float>());
       dInputs[0] = std::move(da);
     }
     if (needGrad[1]) {
@@ -128,8 +127,7 @@ llvm::Error GemmGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
         matmul(!ta, false, k, n, m, alpha, a.data<float>(), dy,
                db.data<float>());
       else // dB = alpha dY^T op(A)
-        matmul(true, ta, n, k, m, alpha, dy, a.data<float>(),
-               db.data<float>());
+        matmul(true, ta, n, k, m, alpha, dy, a.data<float>(), db.data<float>());
       dInputs[1] = std::move(db);
     }
     if (inputs.size() > 2 && inputs[2] && needGrad[2]) {

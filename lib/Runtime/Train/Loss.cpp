@@ -62,9 +62,8 @@ llvm::Error train::checkLossFits(LossKind kind, const Shape &outputShape,
   return llvm::Error::success();
 }
 
-llvm::Expected<LossResult> train::computeLoss(LossKind kind,
-                                              const Tensor &output,
-                                              const Tensor &targets) {
+llvm::Expected<LossResult>
+train::computeLoss(LossKind kind, const Tensor &output, const Tensor &targets) {
   LossResult r;
   r.grad = Tensor(DType::F32, output.shape());
   const float *x = output.data<float>();
@@ -81,8 +80,8 @@ llvm::Expected<LossResult> train::computeLoss(LossKind kind,
       int64_t label = labels[i];
       if (label < 0 || label >= classes)
         return lossError(llvm::formatv(
-            "label {0} of sample {1} is outside the model's {2} classes",
-            label, i, classes));
+            "label {0} of sample {1} is outside the model's {2} classes", label,
+            i, classes));
       const float *row = x + i * classes;
       float *grow = g + i * classes;
       int64_t best = 0;
@@ -104,8 +103,8 @@ llvm::Expected<LossResult> train::computeLoss(LossKind kind,
     return r;
   }
   if (targets.numElements() != n)
-    return lossError(llvm::Twine(lossName(kind)) + " needs " +
-                     llvm::Twine(n) + " targets, got " + targets.typeString());
+    return lossError(llvm::Twine(lossName(kind)) + " needs " + llvm::Twine(n) +
+                     " targets, got " + targets.typeString());
   auto target = [&](int64_t i) -> double {
     return targets.dtype() == DType::I64 ? targets.data<int64_t>()[i]
                                          : targets.data<float>()[i];

@@ -35,8 +35,7 @@ static Tensor zerosLike(const Tensor &t) {
   return z;
 }
 
-void Optimizer::update(int slot, Tensor &param, const Tensor &grad,
-                       float lr) {
+void Optimizer::update(int slot, Tensor &param, const Tensor &grad, float lr) {
   State &s = states[slot];
   ++s.steps;
   float *p = param.data<float>();
@@ -118,9 +117,8 @@ llvm::Expected<LRSchedule::Kind> train::parseSchedule(llvm::StringRef name) {
                   .Case("cosine", LRSchedule::Kind::Cosine)
                   .Default(std::nullopt);
   if (!kind)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "unknown learning-rate schedule '" + name +
-            "' (expected constant, step or cosine)");
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "unknown learning-rate schedule '" + name +
+                                       "' (expected constant, step or cosine)");
   return *kind;
 }

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TrainKernels.h"
 #include "../CPU/PoolGeometry.h"
+#include "TrainKernels.h"
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
@@ -85,8 +85,8 @@ llvm::Error PoolGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
     memory::desc wsMd = pd.workspace_desc();
     if (wsMd.get_size() > 0) {
       // Byte-sized argmax indices: a flat buffer of the right size.
-      workspace = Tensor(DType::F32, {static_cast<int64_t>(
-                                         (wsMd.get_size() + 3) / 4)});
+      workspace =
+          Tensor(DType::F32, {static_cast<int64_t>((wsMd.get_size() + 3) / 4)});
       args[DNNL_ARG_WORKSPACE] = memory(wsMd, ctx->engine, workspace.rawData());
     }
     entry->forward.execute(ctx->stream, args);
@@ -108,8 +108,8 @@ llvm::Error PoolGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
         {DNNL_ARG_DIFF_DST, memoryOf(dy, *ctx)},
         {DNNL_ARG_DIFF_SRC, memoryOf(dx, *ctx)}};
     if (!workspace.isNull())
-      args[DNNL_ARG_WORKSPACE] = memory(pd.workspace_desc(), ctx->engine,
-                                        workspace.rawData());
+      args[DNNL_ARG_WORKSPACE] =
+          memory(pd.workspace_desc(), ctx->engine, workspace.rawData());
     entry->backward.execute(ctx->stream, args);
     ctx->stream.wait();
     dInputs[0] = std::move(dx);

@@ -19,11 +19,11 @@ static llvm::Error saveError(const llvm::Twine &what) {
 /// A new temporary file next to `path` (same directory, so the rename
 /// that replaces `path` is atomic).
 static llvm::Error createTempNextTo(llvm::StringRef path,
-                                   llvm::SmallString<256> &temp) {
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
-          path + ".tmp-%%%%%%", temp))
-    return saveError(path + ": cannot create a file next to it: " +
-                     ec.message());
+                                    llvm::SmallString<256> &temp) {
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%", temp))
+    return saveError(path +
+                     ": cannot create a file next to it: " + ec.message());
   return llvm::Error::success();
 }
 
@@ -83,8 +83,8 @@ llvm::Error train::saveTrainedModel(const plan::Plan &plan,
     os.close();
     if (ec || os.has_error()) {
       llvm::sys::fs::remove(temp);
-      return saveError(path + ": write failed: " +
-                       (ec ? ec : os.error()).message());
+      return saveError(path +
+                       ": write failed: " + (ec ? ec : os.error()).message());
     }
   }
   if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {

@@ -108,8 +108,7 @@ llvm::Error ConcatGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
         continue;
       memory::desc target = cpu::descOf(*inputs[i]);
       Tensor d = cpu::allocate(target, inputs[i]->shape(), ctx);
-      memory from(slices[i], ctx->engine,
-                  const_cast<void *>(dy.rawData()));
+      memory from(slices[i], ctx->engine, const_cast<void *>(dy.rawData()));
       memory to = cpu::memoryOf(d, *ctx);
       dnnl::reorder(from, to).execute(ctx->stream, from, to);
       dInputs[i] = std::move(d);

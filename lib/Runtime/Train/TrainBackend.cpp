@@ -46,8 +46,7 @@ TrainBackend::createKernel(const OpInfo &info, int opIndex) const {
   if (info.numOutputs() != 1)
     return cpu::kernelError("ops with " + llvm::Twine(info.numOutputs()) +
                             " outputs cannot be trained");
-  TrainKernelEnv env{impl->ctx, &impl->inference, opIndex,
-                     impl->options.seed};
+  TrainKernelEnv env{impl->ctx, &impl->inference, opIndex, impl->options.seed};
   return it->second(info, env);
 }
 

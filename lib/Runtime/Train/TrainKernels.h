@@ -1,4 +1,5 @@
-//===- TrainKernels.h - registration of the CPU training kernels -*- C++ -*-===//
+//===- TrainKernels.h - registration of the CPU training kernels -*- C++
+//-*-===//
 //
 // Internal to lib/Runtime/Train: each kernel family registers its factories
 // here, as the inference kernels do in lib/Runtime/CPU/CPUKernels.h, and

@@ -24,8 +24,7 @@ static Shape valueShape(const plan::Value &v) {
 }
 
 Trainer::Trainer(plan::Plan plan, WeightMap weights, TrainerOptions options)
-    : program(std::move(plan)), weightMap(std::move(weights)),
-      options(options),
+    : program(std::move(plan)), weightMap(std::move(weights)), options(options),
       backend(TrainBackendOptions{options.numThreads, options.seed}),
       optimizer(options.optimizer) {}
 
@@ -88,8 +87,7 @@ llvm::Error Trainer::prepare() {
       if (in < 0)
         continue;
       if ((*kernel)->updatesInput(j) && !weightMap.count(in))
-        return trainError(describeOp(program, i) + ": input " +
-                          llvm::Twine(j) +
+        return trainError(describeOp(program, i) + ": input " + llvm::Twine(j) +
                           " (running statistics) must be a weight");
       if (!(*kernel)->differentiable(j))
         continue;
@@ -131,9 +129,9 @@ llvm::Error Trainer::checkData(const data::Dataset &data) const {
                       " (first dimension the batch)");
   const Shape &t = data.targets.shape();
   Shape outShape = valueShape(program.values(program.outputs(0).value()));
-  if (llvm::Error e = checkLossFits(options.loss, outShape,
-                                    data.targets.dtype(),
-                                    Shape(t.begin() + 1, t.end())))
+  if (llvm::Error e =
+          checkLossFits(options.loss, outShape, data.targets.dtype(),
+                        Shape(t.begin() + 1, t.end())))
     return trainError(llvm::Twine("data '") + data.name +
                       "': " + llvm::toString(std::move(e)));
   // Labels are checked up front too, not at the step that meets them.
@@ -150,8 +148,8 @@ llvm::Error Trainer::checkData(const data::Dataset &data) const {
   return llvm::Error::success();
 }
 
-llvm::Expected<LossResult>
-Trainer::step(const Tensor &inputs, const Tensor &targets, float lr) {
+llvm::Expected<LossResult> Trainer::step(const Tensor &inputs,
+                                         const Tensor &targets, float lr) {
   backend.enterThread();
   std::vector<Tensor> values(program.values_size());
   for (const auto &[v, t] : weightMap)
@@ -171,8 +169,7 @@ Trainer::step(const Tensor &inputs, const Tensor &targets, float lr) {
   llvm::Expected<Tensor> output = values[outValue].toPlain();
   if (!output)
     return output.takeError();
-  llvm::Expected<LossResult> loss =
-      computeLoss(options.loss, *output, targets);
+  llvm::Expected<LossResult> loss = computeLoss(options.loss, *output, targets);
   if (!loss)
     return loss.takeError();
 
@@ -195,8 +192,8 @@ Trainer::step(const Tensor &inputs, const Tensor &targets, float lr) {
     std::vector<Tensor> dInputs(op.inputs_size());
     if (llvm::Error e = kernels[i]->backward(args, values[op.outputs(0)], dy,
                                              need, dInputs))
-      return trainError(describeOp(program, i) + " (backward): " +
-                        llvm::toString(std::move(e)));
+      return trainError(describeOp(program, i) +
+                        " (backward): " + llvm::toString(std::move(e)));
     for (auto [j, in] : llvm::enumerate(op.inputs())) {
       if (!need[j] || dInputs[j].isNull())
         continue;

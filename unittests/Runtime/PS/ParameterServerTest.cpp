@@ -125,9 +125,8 @@ TEST(ParameterServer, BSPProtocolErrorsAreNamed) {
   options.numWorkers = 2;
   options.waitTimeout = std::chrono::milliseconds(50);
   auto server = makeServer(options);
-  ASSERT_FALSE(bool(server->addDenseTable("w", filled({4}, [](int64_t) {
-                                            return 1.f;
-                                          }))));
+  ASSERT_FALSE(bool(
+      server->addDenseTable("w", filled({4}, [](int64_t) { return 1.f; }))));
   InProcessTransport transport(*server);
   auto client = makeClient(transport, 0);
   Tensor g = filled({4}, [](int64_t) { return 1.f; });
@@ -183,8 +182,8 @@ TEST(ParameterServer, SparseRowsStartFromTheSeedAndAreStoredOnUpdate) {
   // step: p -= lr g / (sqrt(g^2) + eps) = p - lr sign(g).
   Tensor grads = filled({3, dim}, [](int64_t) { return 0.25f; });
   std::vector<int64_t> pushed = {3, 3, 12345};
-  ASSERT_FALSE(bool(client->wait(client->pushSparse("emb", pushed, grads, 0,
-                                                    0.1f))));
+  ASSERT_FALSE(
+      bool(client->wait(client->pushSparse("emb", pushed, grads, 0, 0.1f))));
   EXPECT_EQ(server->storedRows("emb"), 2);
   ASSERT_FALSE(bool(client->wait(client->pullSparse("emb", ids, again))));
   for (int64_t j = 0; j < dim; ++j) {
@@ -214,8 +213,7 @@ TEST(ParameterServer, ConcurrentSparsePushersLoseNoUpdate) {
   ASSERT_FALSE(bool(server->addSparseTable("emb", rows, dim, 0.f, 1)));
   InProcessTransport transport(*server);
 
-  std::vector<std::vector<int64_t>> counts(workers,
-                                           std::vector<int64_t>(rows));
+  std::vector<std::vector<int64_t>> counts(workers, std::vector<int64_t>(rows));
   auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (int w = 0; w < workers; ++w)
@@ -237,9 +235,9 @@ TEST(ParameterServer, ConcurrentSparsePushersLoseNoUpdate) {
     });
   for (auto &t : threads)
     t.join();
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   EXPECT_LT(seconds, 20.0) << "102400 row updates took " << seconds << " s";
 
   auto client = makeClient(transport, 0);

@@ -73,8 +73,7 @@ TEST(Checkpoint, RefusesMissingDamagedAndForeignCheckpoints) {
     auto loaded = loadCheckpoint(dir.file("ck"), *trainer, key);
     return loaded ? std::string("loaded") : llvm::toString(loaded.takeError());
   };
-  EXPECT_EQ(refusal(kKey),
-            path + ": No such file or directory; not resuming");
+  EXPECT_EQ(refusal(kKey), path + ": No such file or directory; not resuming");
 
   ASSERT_FALSE(bool(saveCheckpoint(dir.file("ck"), *trainer, kKey, {})));
   CheckpointKey other = kKey;
@@ -96,10 +95,9 @@ TEST(Checkpoint, RefusesMissingDamagedAndForeignCheckpoints) {
                    "resuming");
 
   // One byte changed in the middle of the file.
-  std::string bytes =
-      std::string(llvm::cantFail(llvm::errorOrToExpected(
-                      llvm::MemoryBuffer::getFile(path)))
-                      ->getBuffer());
+  std::string bytes = std::string(
+      llvm::cantFail(llvm::errorOrToExpected(llvm::MemoryBuffer::getFile(path)))
+          ->getBuffer());
   bytes[bytes.size() / 2] ^= 0x10;
   std::ofstream(path, std::ios::binary) << bytes;
   EXPECT_EQ(refusal(kKey), path + ": damaged (its contents do not match "

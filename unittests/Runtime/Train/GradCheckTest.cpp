@@ -128,17 +128,17 @@ Tensor distinct(Shape shape, unsigned seed) {
 
 TEST(GradCheck, Conv) {
   gradCheck("Conv",
-            {random({2, 3, 7, 7}, 1), random({4, 3, 3, 3}, 2),
-             random({4}, 3)},
-            {0, 1, 2}, Attrs().ints("pads", {1, 1, 1, 1}).ints("strides",
-                                                                {2, 2}));
+            {random({2, 3, 7, 7}, 1), random({4, 3, 3, 3}, 2), random({4}, 3)},
+            {0, 1, 2},
+            Attrs().ints("pads", {1, 1, 1, 1}).ints("strides", {2, 2}));
 }
 
 TEST(GradCheck, ConvGroupedDilatedNoBias) {
-  gradCheck("Conv", {random({1, 4, 8, 8}, 4), random({6, 2, 3, 3}, 5)},
-            {0, 1},
-            Attrs().i("group", 2).ints("dilations", {2, 2}).ints(
-                "pads", {2, 2, 2, 2}));
+  gradCheck("Conv", {random({1, 4, 8, 8}, 4), random({6, 2, 3, 3}, 5)}, {0, 1},
+            Attrs()
+                .i("group", 2)
+                .ints("dilations", {2, 2})
+                .ints("pads", {2, 2, 2, 2}));
 }
 
 TEST(GradCheck, Activations) {
@@ -172,8 +172,7 @@ TEST(GradCheck, Gemm) {
             {0, 1, 2}, Attrs().i("trans_b", 1));
   gradCheck("Gemm",
             {random({5, 3}, 15), random({5, 4}, 16), random({3, 4}, 17)},
-            {0, 1, 2},
-            Attrs().i("trans_a", 1).f("alpha", 0.5f).f("beta", 2.f));
+            {0, 1, 2}, Attrs().i("trans_a", 1).f("alpha", 0.5f).f("beta", 2.f));
 }
 
 TEST(GradCheck, MatMul) {
@@ -182,8 +181,7 @@ TEST(GradCheck, MatMul) {
 
 TEST(GradCheck, BroadcastingBinaryOps) {
   for (const char *type : {"Add", "Sub", "Mul"}) {
-    gradCheck(type, {random({2, 3, 4, 4}, 20), random({3, 1, 1}, 21)},
-              {0, 1});
+    gradCheck(type, {random({2, 3, 4, 4}, 20), random({3, 1, 1}, 21)}, {0, 1});
     gradCheck(type, {random({2, 3, 4}, 22), random({2, 3, 4}, 23)}, {0, 1});
   }
 }
@@ -218,8 +216,8 @@ TEST(BatchNormTraining, UpdatesRunningStatistics) {
          mean = Tensor::fromFloats({2}, {1, -1}),
          var = Tensor::fromFloats({2}, {2, 3});
   std::vector<Tensor> inputs = {x, scale, bias, mean, var};
-  plan::Op op = makeOp("BatchNormalization", 5, inputs,
-                       Attrs().f("momentum", 0.9f));
+  plan::Op op =
+      makeOp("BatchNormalization", 5, inputs, Attrs().f("momentum", 0.9f));
   OpInfo info(op, std::vector<const Tensor *>(5, nullptr));
   auto kernel = llvm::cantFail(backend.createKernel(info, 0));
   Tensor y;
@@ -235,8 +233,7 @@ TEST(BatchNormTraining, UpdatesRunningStatistics) {
       }
     double m = sum / n, unbiased = (squares - n * m * m) / (n - 1);
     EXPECT_NEAR(mean.data<float>()[c], 0.9 * (c ? -1 : 1) + 0.1 * m, 1e-5);
-    EXPECT_NEAR(var.data<float>()[c], 0.9 * (c ? 3 : 2) + 0.1 * unbiased,
-                1e-5);
+    EXPECT_NEAR(var.data<float>()[c], 0.9 * (c ? 3 : 2) + 0.1 * unbiased, 1e-5);
   }
 }
 

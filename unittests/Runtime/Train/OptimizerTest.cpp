@@ -1,7 +1,7 @@
 //===- OptimizerTest.cpp - updates, schedules and losses by hand ----------===//
 
-#include "heterps/Runtime/Train/Loss.h"
 #include "heterps/Runtime/Train/Optimizer.h"
+#include "heterps/Runtime/Train/Loss.h"
 
 #include "gtest/gtest.h"
 
@@ -54,7 +54,7 @@ TEST(Optimizer, AdamAndAdagrad) {
   EXPECT_NEAR(p[2], 0.7f, 1e-5);
   o.kind = OptimizerKind::Adagrad;
   p = run(o, 2);
-  EXPECT_NEAR(p[0], 0.9f, 1e-6);                          // s = 0.25
+  EXPECT_NEAR(p[0], 0.9f, 1e-6); // s = 0.25
   EXPECT_NEAR(p[1], 0.9f - 0.1f * 0.5f / std::sqrt(0.5f), 1e-6);
 }
 
@@ -89,20 +89,17 @@ TEST(Loss, SoftmaxCrossEntropy) {
 TEST(Loss, BinaryCrossEntropyAndMSE) {
   Tensor x = Tensor::fromFloats({2}, {0.f, 2.f});
   Tensor t = Tensor::fromFloats({2}, {1.f, 0.f});
-  LossResult bce =
-      llvm::cantFail(computeLoss(LossKind::BCEWithLogits, x, t));
-  EXPECT_NEAR(bce.loss, (std::log(2.0) + std::log1p(std::exp(2.0))) / 2,
-              1e-6);
-  EXPECT_NEAR(bce.grad.data<float>()[1], (1 / (1 + std::exp(-2.0))) / 2,
-              1e-6);
+  LossResult bce = llvm::cantFail(computeLoss(LossKind::BCEWithLogits, x, t));
+  EXPECT_NEAR(bce.loss, (std::log(2.0) + std::log1p(std::exp(2.0))) / 2, 1e-6);
+  EXPECT_NEAR(bce.grad.data<float>()[1], (1 / (1 + std::exp(-2.0))) / 2, 1e-6);
   LossResult mse = llvm::cantFail(computeLoss(LossKind::MSE, x, t));
   EXPECT_NEAR(mse.loss, (1 + 4) / 2.0, 1e-6);
   EXPECT_NEAR(mse.grad.data<float>()[0], -1.0, 1e-6);
 }
 
 TEST(Loss, FitChecksNameShapes) {
-  llvm::Error e = checkLossFits(LossKind::SoftmaxCrossEntropy, {-1, 10},
-                                DType::F32, {10});
+  llvm::Error e =
+      checkLossFits(LossKind::SoftmaxCrossEntropy, {-1, 10}, DType::F32, {10});
   EXPECT_EQ(llvm::toString(std::move(e)),
             "loss softmax-ce needs one i64 class label per sample, the data "
             "has f32[10]");

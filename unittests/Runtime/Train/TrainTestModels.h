@@ -1,4 +1,5 @@
-//===- TrainTestModels.h - a small MLP and data for trainer tests -*- C++ -*-===//
+//===- TrainTestModels.h - a small MLP and data for trainer tests -*- C++
+//-*-===//
 //
 // The MLP's weights are initializers of an ONNX model written to a
 // temporary file (the Trainer trains initializers; --save-model writes them
@@ -62,8 +63,7 @@ inline MLP makeMLP(const std::string &modelPath, bool dropout) {
 
   PlanBuilder b;
   int x = b.input("x", {-1, 4});
-  int h = b.op("Gemm",
-               {x, b.weightRef("w1", {8, 4}), b.weightRef("b1", {8})},
+  int h = b.op("Gemm", {x, b.weightRef("w1", {8, 4}), b.weightRef("b1", {8})},
                {-1, 8}, Attrs().i("trans_b", 1));
   h = b.op("Relu", {h}, {-1, 8});
   if (dropout)
@@ -90,7 +90,8 @@ inline data::Dataset makeData(int64_t n, unsigned seed) {
   return d;
 }
 
-inline std::unique_ptr<train::Trainer> makeTrainer(const MLP &mlp, train::TrainerOptions options) {
+inline std::unique_ptr<train::Trainer>
+makeTrainer(const MLP &mlp, train::TrainerOptions options) {
   auto trainer = train::Trainer::create(mlp.plan, mlp.weights, options);
   EXPECT_TRUE(bool(trainer)) << llvm::toString(trainer.takeError());
   return std::move(*trainer);

@@ -72,8 +72,8 @@ TEST(Trainer, FrozenParametersStay) {
   data::Dataset data = makeData(8, 3);
   Tensor before = trainer->weights().at(1).clone(); // value 1 is w1
   ASSERT_TRUE(bool(trainer->step(data.inputs, data.targets, 0.1f)));
-  EXPECT_EQ(0, std::memcmp(before.rawData(),
-                           trainer->weights().at(1).rawData(), before.bytes()));
+  EXPECT_EQ(0, std::memcmp(before.rawData(), trainer->weights().at(1).rawData(),
+                           before.bytes()));
   EXPECT_NE(0, std::memcmp(mlp.weights.at(2).rawData(),
                            trainer->weights().at(2).rawData(),
                            mlp.weights.at(2).bytes()));

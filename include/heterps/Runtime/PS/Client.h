@@ -91,8 +91,8 @@ public:
   llvm::Error wait(const Ticket &ticket);
 
 private:
-  PSClient(Transport &transport, int worker) :
-      transport(transport), workerIndex(worker) {}
+  PSClient(Transport &transport, int worker)
+      : transport(transport), workerIndex(worker) {}
   /// Asks the server for its tables.
   llvm::Expected<ListTablesResponse> refreshTables();
   /// Runs `work` on the communication thread; its error ends the ticket.

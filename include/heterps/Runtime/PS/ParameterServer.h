@@ -75,8 +75,8 @@ public:
   llvm::Error addDenseTable(const std::string &name, const Tensor &initial);
   /// A sparse table of `rows` rows of `dim` f32, initialised uniformly in
   /// [-initScale, initScale) from `seed` and the row id.
-  llvm::Error addSparseTable(const std::string &name, int64_t rows,
-                             int64_t dim, float initScale, uint64_t seed);
+  llvm::Error addSparseTable(const std::string &name, int64_t rows, int64_t dim,
+                             float initScale, uint64_t seed);
 
   /// Serves one request; errors go into `response.error()`.
   void handle(const Request &request, Response &response);

@@ -53,9 +53,8 @@ llvm::Error saveCheckpoint(llvm::StringRef dir, const Trainer &trainer,
 
 /// Restores `trainer` from DIR/checkpoint.pb and returns where the run
 /// stood.
-llvm::Expected<TrainingProgress> loadCheckpoint(llvm::StringRef dir,
-                                                Trainer &trainer,
-                                                const CheckpointKey &key);
+llvm::Expected<TrainingProgress>
+loadCheckpoint(llvm::StringRef dir, Trainer &trainer, const CheckpointKey &key);
 
 } // namespace heterps::runtime::train
 

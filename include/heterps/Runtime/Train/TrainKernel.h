@@ -1,4 +1,5 @@
-//===- TrainKernel.h - forward and backward of one op in training -*- C++ -*-===//
+//===- TrainKernel.h - forward and backward of one op in training -*- C++
+//-*-===//
 //
 // Training runs each plan op through a TrainKernel: `forward` in training
 // mode (batch statistics, dropout masks) keeping what the backward pass
@@ -63,8 +64,8 @@ public:
 
   /// The kernel of `info.op`, the `opIndex`-th op of its plan; an op type
   /// without a backward is an error naming it.
-  llvm::Expected<std::unique_ptr<TrainKernel>>
-  createKernel(const OpInfo &info, int opIndex) const;
+  llvm::Expected<std::unique_ptr<TrainKernel>> createKernel(const OpInfo &info,
+                                                            int opIndex) const;
   /// Sorted op types that can be trained.
   std::vector<std::string> opTypes() const;
   /// Sets the calling thread's kernel thread count.
