@@ -11,6 +11,9 @@
 #include "Training.h"
 
 #include "heterps/Runtime/Data/BatchLoader.h"
+#include "heterps/Runtime/Pipeline.h"
+#include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
+#include "heterps/Runtime/PipelineTrain/StepProfile.h"
 #include "heterps/Runtime/Train/Checkpoint.h"
 #include "heterps/Runtime/Train/SaveModel.h"
 #include "heterps/Runtime/Train/Trainer.h"
@@ -31,6 +34,13 @@ namespace cl = llvm::cl;
 
 llvm::cl::OptionCategory &tools::trainingCategory() {
   static cl::OptionCategory category("heterps-run training options");
+  return category;
+}
+
+llvm::cl::OptionCategory &tools::pipelineCategory() {
+  static cl::OptionCategory category(
+      "heterps-run pipelined training options (a plan of several stages, "
+      "or any of these options, trains through the parameter server)");
   return category;
 }
 
@@ -120,6 +130,31 @@ cl::opt<int64_t> stopAfter(
              "before --resume (writes the checkpoint)"),
     cl::value_desc("N"), cl::init(0), cl::cat(tools::trainingCategory()));
 cl::opt<std::string>
+    scheduleOption("schedule",
+                   cl::desc("Pipeline schedule: gpipe (default) or 1f1b"),
+                   cl::init("gpipe"), cl::cat(tools::pipelineCategory()));
+cl::opt<int> microBatches("micro-batches",
+                          cl::desc("Micro-batches per step (default 1)"),
+                          cl::value_desc("M"), cl::init(1),
+                          cl::cat(tools::pipelineCategory()));
+cl::list<int> replicasOption(
+    "replicas",
+    cl::desc("Replicas per stage (default: the plan's, else 1 each)"),
+    cl::CommaSeparated, cl::value_desc("K1,K2,..."),
+    cl::cat(tools::pipelineCategory()));
+cl::opt<std::string> consistencyOption(
+    "consistency",
+    cl::desc("Parameter-server consistency: bsp (default) or asp"),
+    cl::init("bsp"), cl::cat(tools::pipelineCategory()));
+cl::opt<int> serverShards("ps-shards",
+                          cl::desc("Parameter-server shards (default 2)"),
+                          cl::init(2), cl::cat(tools::pipelineCategory()));
+cl::opt<std::string>
+    traceFile("trace",
+              cl::desc("Write a Chrome trace (Perfetto) of every forward, "
+                       "backward, pull and push"),
+              cl::value_desc("FILE.json"), cl::cat(tools::pipelineCategory()));
+cl::opt<std::string>
     saveModel("save-model",
               cl::desc("Write the trained model as ONNX (replaced atomically)"),
               cl::value_desc("OUT.onnx"), cl::cat(tools::trainingCategory()));
@@ -174,6 +209,166 @@ std::string shortFloat(double x) {
 std::string clock(double seconds) {
   auto s = static_cast<int64_t>(seconds + 0.5);
   return llvm::formatv("{0}:{1:d2}", s / 60, s % 60).str();
+}
+
+/// What the training loop drives: the single-stage Trainer or the
+/// PipelineTrainer, which share these calls.
+class Job {
+public:
+  virtual ~Job() = default;
+  virtual const std::vector<std::pair<std::string, int64_t>> &
+  parameters() const = 0;
+  virtual llvm::Error checkData(const data::Dataset &data) const = 0;
+  virtual llvm::Expected<LossResult> step(const Tensor &inputs,
+                                          const Tensor &targets, float lr) = 0;
+  virtual llvm::Expected<EvalResult> evaluate(const data::Dataset &data,
+                                              int64_t batchSize) = 0;
+  virtual llvm::Expected<WeightMap> weights() = 0;
+  /// Everything a step changes (for checkpoints), and putting it back as
+  /// the state after `steps` steps.
+  virtual llvm::Expected<Trainer::State> state() = 0;
+  virtual llvm::Error restore(Trainer::State state, int64_t steps) = 0;
+};
+
+template <typename T> class JobOf final : public Job {
+public:
+  explicit JobOf(std::unique_ptr<T> trainer) : trainer(std::move(trainer)) {}
+  const std::vector<std::pair<std::string, int64_t>> &
+  parameters() const override {
+    return trainer->parameters();
+  }
+  llvm::Error checkData(const data::Dataset &data) const override {
+    return trainer->checkData(data);
+  }
+  llvm::Expected<LossResult> step(const Tensor &inputs, const Tensor &targets,
+                                  float lr) override {
+    return trainer->step(inputs, targets, lr);
+  }
+  llvm::Expected<EvalResult> evaluate(const data::Dataset &data,
+                                      int64_t batchSize) override {
+    return trainer->evaluate(data, batchSize);
+  }
+  llvm::Expected<WeightMap> weights() override { return trainer->weights(); }
+  llvm::Expected<Trainer::State> state() override { return trainer->state(); }
+  llvm::Error restore(Trainer::State state, int64_t steps) override {
+    if constexpr (std::is_same_v<T, Trainer>)
+      return trainer->restore(std::move(state));
+    else
+      return trainer->restore(std::move(state), steps);
+  }
+
+  std::unique_ptr<T> trainer;
+};
+
+/// Restores `job` from the checkpoint in `dir`; where the run stood.
+llvm::Expected<TrainingProgress> resumeFrom(llvm::StringRef dir,
+                                            const plan::Plan &plan, Job &job,
+                                            const CheckpointKey &key) {
+  auto weights = job.weights();
+  if (!weights)
+    return weights.takeError();
+  auto loaded = loadCheckpoint(dir, plan, *weights, key);
+  if (!loaded)
+    return loaded.takeError();
+  if (llvm::Error e =
+          job.restore(std::move(loaded->state), loaded->progress.globalStep))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   checkpointPath(dir) + ": " +
+                                       llvm::toString(std::move(e)) +
+                                       "; not resuming");
+  return loaded->progress;
+}
+
+bool pipelineRequested(const plan::Plan &plan) {
+  cl::Option *options[] = {&scheduleOption, &microBatches, &consistencyOption,
+                           &serverShards, &traceFile};
+  return runtime::stageRanges(plan).size() > 1 ||
+         replicasOption.getNumOccurrences() > 0 ||
+         llvm::any_of(options,
+                      [](cl::Option *o) { return o->getNumOccurrences() > 0; });
+}
+
+/// The pipelined trainer the options describe.
+llvm::Expected<std::unique_ptr<pipeline::PipelineTrainer>>
+createPipeline(const plan::Plan &plan, WeightMap weights,
+               const TrainerOptions &trainer, pipeline::TraceRecorder *trace) {
+  pipeline::PipelineTrainerOptions options;
+  auto schedule = pipeline::parseSchedule(scheduleOption);
+  if (!schedule)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--schedule: " +
+                                       llvm::toString(schedule.takeError()));
+  auto consistency = ps::parseConsistency(consistencyOption);
+  if (!consistency)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--consistency: " +
+                                       llvm::toString(consistency.takeError()));
+  options.schedule = *schedule;
+  options.consistency = *consistency;
+  options.microBatches = microBatches;
+  options.replicas.assign(replicasOption.begin(), replicasOption.end());
+  options.serverShards = serverShards;
+  options.numThreads = trainer.numThreads;
+  options.seed = trainer.seed;
+  options.loss = trainer.loss;
+  options.optimizer = trainer.optimizer;
+  options.frozen = trainer.frozen;
+  options.trace = trace;
+  return pipeline::PipelineTrainer::create(plan, std::move(weights), options);
+}
+
+/// The per-stage table and the measured-vs-predicted table of a pipelined
+/// run, on stdout; the same figures for the report.
+llvm::json::Object reportPipeline(const pipeline::PipelineTrainer &trainer,
+                                  const pipeline::StepProfile &profile,
+                                  int64_t batch) {
+  const auto &o = trainer.settings();
+  llvm::outs() << llvm::formatv(
+      "\npipeline: {0} stages, {1}, {2} micro-batches, {3}, mean of {4} "
+      "steps\n\n",
+      trainer.numStages(), pipeline::scheduleName(o.schedule), o.microBatches,
+      o.consistency == ps::Consistency::BSP ? "BSP" : "ASP", profile.steps());
+  llvm::outs() << "| stage | replicas | forward ms | backward ms | pull ms | "
+                  "push ms | micro-batches held |\n"
+                  "|---:|---:|---:|---:|---:|---:|---:|\n";
+  llvm::json::Array stages;
+  for (auto [s, st] : llvm::enumerate(profile.stages())) {
+    llvm::outs() << llvm::formatv(
+        "| {0} | {1} | {2:F2} | {3:F2} | {4:F2} | {5:F2} | {6} |\n", s,
+        st.replicas, 1e3 * st.forward, 1e3 * st.backward, 1e3 * st.pull,
+        1e3 * st.push, st.stashSlots);
+    stages.push_back(llvm::json::Object{{"replicas", st.replicas},
+                                        {"forward_s", st.forward},
+                                        {"backward_s", st.backward},
+                                        {"pull_s", st.pull},
+                                        {"push_s", st.push},
+                                        {"micro_batches_held", st.stashSlots}});
+  }
+  pipeline::StepProfile::Prediction p = profile.predict();
+  double measured = profile.stepSeconds();
+  double formula =
+      pipeline::idealBubbleFraction(trainer.numStages(), o.microBatches);
+  llvm::outs() << llvm::formatv(
+      "\n| step | measured | cost model | schedule model |\n"
+      "|---|---:|---:|---:|\n"
+      "| ms | {0:F2} | {1:F2} ({2:F2}x) | {3:F2} ({4:F2}x) |\n"
+      "| samples/s | {5:F0} | {6:F0} | {7:F0} |\n"
+      "| bubble fraction | {8:F3} | - | {9:F3} (formula {10:F3}) |\n",
+      1e3 * measured, 1e3 * p.costModelSeconds, p.costModelSeconds / measured,
+      1e3 * p.scheduleSeconds, p.scheduleSeconds / measured, batch / measured,
+      batch / p.costModelSeconds, batch / p.scheduleSeconds,
+      profile.bubbleFraction(), p.scheduleBubble, formula);
+  llvm::outs().flush();
+  return llvm::json::Object{
+      {"stages", std::move(stages)},
+      {"schedule", pipeline::scheduleName(o.schedule)},
+      {"micro_batches", o.microBatches},
+      {"step_s", measured},
+      {"cost_model_step_s", p.costModelSeconds},
+      {"schedule_model_step_s", p.scheduleSeconds},
+      {"bubble_fraction", profile.bubbleFraction()},
+      {"schedule_model_bubble_fraction", p.scheduleBubble},
+      {"bubble_fraction_formula", formula}};
 }
 
 } // namespace
@@ -233,28 +428,44 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
   auto weights = loadWeights(plan);
   if (!weights)
     return fail(llvm::toString(weights.takeError()));
-  auto trainer = Trainer::create(plan, std::move(*weights), options);
-  if (!trainer)
-    return fail(run.modelPath + ": " + llvm::toString(trainer.takeError()));
+  std::unique_ptr<Job> job;
+  pipeline::PipelineTrainer *pipelined = nullptr;
+  pipeline::TraceRecorder trace;
+  if (pipelineRequested(plan)) {
+    auto trainer = createPipeline(plan, std::move(*weights), options,
+                                  traceFile.empty() ? nullptr : &trace);
+    if (!trainer)
+      return fail(run.modelPath + ": " + llvm::toString(trainer.takeError()));
+    pipelined = trainer->get();
+    job =
+        std::make_unique<JobOf<pipeline::PipelineTrainer>>(std::move(*trainer));
+  } else {
+    if (!traceFile.empty())
+      return fail("--trace needs pipelined training");
+    auto trainer = Trainer::create(plan, std::move(*weights), options);
+    if (!trainer)
+      return fail(run.modelPath + ": " + llvm::toString(trainer.takeError()));
+    job = std::make_unique<JobOf<Trainer>>(std::move(*trainer));
+  }
   for (const data::Dataset *d : {&*data, evalData ? &*evalData : nullptr})
     if (d)
-      if (llvm::Error e = (*trainer)->checkData(*d))
+      if (llvm::Error e = job->checkData(*d))
         return fail(llvm::toString(std::move(e)));
 
   int64_t numParams = 0;
-  for (const auto &p : (*trainer)->parameters())
+  for (const auto &p : job->parameters())
     numParams += p.second;
   llvm::errs() << llvm::formatv(
       "{0}: training {1} parameters in {2} tensors on {3} samples, batch "
       "{4}, {5}, {6}\n",
-      kTool, numParams, (*trainer)->parameters().size(), data->size(), batch,
+      kTool, numParams, job->parameters().size(), data->size(), batch,
       train::lossName(options.loss), optimizerName.getValue());
 
   CheckpointKey key{optimizerName, train::lossName(options.loss), batch, seed,
                     data->size()};
   TrainingProgress progress;
   if (resume) {
-    auto loaded = loadCheckpoint(checkpointDir, **trainer, key);
+    auto loaded = resumeFrom(checkpointDir, plan, *job, key);
     if (!loaded)
       return fail("--resume: " + llvm::toString(loaded.takeError()));
     progress = *loaded;
@@ -274,7 +485,11 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
     progress.finishedEpochs =
         llvm::formatv("{0}", llvm::json::Value(llvm::json::Array(epochReports)))
             .str();
-    if (llvm::Error e = saveCheckpoint(checkpointDir, **trainer, key, progress))
+    auto state = job->state();
+    if (!state)
+      return state.takeError();
+    if (llvm::Error e =
+            saveCheckpoint(checkpointDir, plan, *state, key, progress))
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "--checkpoint: " +
                                          llvm::toString(std::move(e)));
@@ -289,12 +504,16 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
   if (maxSteps > 0)
     stepsPerEpoch = std::min<int64_t>(stepsPerEpoch, maxSteps);
   bool live = llvm::errs().is_displayed();
+  pipeline::StepProfile profile(pipelined ? pipelined->settings().schedule
+                                          : pipeline::ScheduleKind::GPipe,
+                                microBatches);
   double flopsPerSample = 3 * forwardFlopsPerSample(plan);
 
   llvm::outs() << "| epoch | lr | mean loss | train accuracy | eval loss | "
                   "eval accuracy | seconds | samples/s | GFLOP/s |\n"
                   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   bool stopped = false;
+  int64_t firstStep = progress.globalStep;
   for (int epoch = progress.epoch; epoch < epochs && !stopped; ++epoch) {
     float lr = schedule.at(epoch);
     loader.startEpoch(epoch, progress.nextBatch);
@@ -311,9 +530,12 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       std::optional<data::Batch> b = loader.next();
       if (!b)
         break;
-      auto result = (*trainer)->step(b->inputs, b->targets, lr);
+      auto result = job->step(b->inputs, b->targets, lr);
       if (!result)
         return fail(llvm::toString(result.takeError()));
+      // The first step of a run sets its kernels up: not a pipeline figure.
+      if (pipelined && pipelined->stepsDone() > firstStep + 1)
+        profile.add(pipelined->lastStep());
       progress.lossSum += result->loss;
       progress.correct += result->correct;
       progress.judged += result->judged;
@@ -357,7 +579,7 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       epochReport["train_accuracy"] = double(correct) / judged;
     std::string evalLoss = "-", evalAccuracy = "-";
     if (evalData) {
-      auto eval = (*trainer)->evaluate(*evalData, 1000);
+      auto eval = job->evaluate(*evalData, 1000);
       if (!eval)
         return fail("evaluation: " + llvm::toString(eval.takeError()));
       epochReport["eval_loss"] = eval->loss;
@@ -391,9 +613,20 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
         "{0}: stopped after step {1}{2}\n", kTool, progress.globalStep,
         checkpointDir.empty() ? "" : " (--resume continues it)");
 
+  std::optional<llvm::json::Object> pipelineReport;
+  if (pipelined && profile.steps())
+    pipelineReport = reportPipeline(*pipelined, profile, batch);
+  if (!traceFile.empty()) {
+    if (llvm::Error e = trace.write(traceFile))
+      return fail(llvm::toString(std::move(e)));
+    llvm::errs() << kTool << ": wrote " << traceFile << " ("
+                 << trace.numEvents() << " events)\n";
+  }
   if (!saveModel.empty()) {
-    if (llvm::Error e = saveTrainedModel((*trainer)->plan(),
-                                         (*trainer)->weights(), saveModel))
+    auto trained = job->weights();
+    if (!trained)
+      return fail("--save-model: " + llvm::toString(trained.takeError()));
+    if (llvm::Error e = saveTrainedModel(plan, *trained, saveModel))
       return fail("--save-model: " + llvm::toString(std::move(e)));
     llvm::errs() << kTool << ": wrote " << saveModel << "\n";
   }
@@ -411,6 +644,8 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       {"parameters", numParams},
       {"train_flops_per_sample", flopsPerSample},
       {"epochs", std::move(epochReports)}};
+  if (pipelineReport)
+    report["pipeline"] = std::move(*pipelineReport);
   std::error_code ec;
   llvm::raw_fd_ostream os(run.reportPath, ec);
   if (ec)

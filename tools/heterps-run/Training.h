@@ -12,6 +12,8 @@ namespace heterps::tools {
 
 /// The category of the training options (shown by --help).
 llvm::cl::OptionCategory &trainingCategory();
+/// The category of the pipelined-training options.
+llvm::cl::OptionCategory &pipelineCategory();
 /// Whether --train was given.
 bool trainingRequested();
 

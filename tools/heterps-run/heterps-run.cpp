@@ -81,8 +81,8 @@ cl::opt<int> streamLength(
     cl::value_desc("N"), cl::init(0), cl::cat(category));
 cl::opt<int> splitStages(
     "split-stages",
-    cl::desc("With --stream: cut the ops into K stages of equal op counts, "
-             "instead of the plan's stages"),
+    cl::desc("With --stream or --train: cut the ops into K stages of equal "
+             "op counts, instead of the plan's stages"),
     cl::value_desc("K"), cl::init(0), cl::cat(category));
 cl::opt<std::string> profileOut(
     "profile-out",
@@ -260,10 +260,6 @@ template <typename Fn> double secondsOf(Fn &&fn) {
 int runStream(plan::Plan plan, const std::vector<Tensor> &random,
               const ExecutorOptions &options, Executor &sequential,
               llvm::json::Object &report) {
-  if (splitStages > 0)
-    for (int i = 0; i < plan.ops_size(); ++i)
-      plan.mutable_ops(i)->set_stage(
-          static_cast<int>(int64_t(i) * splitStages / plan.ops_size()));
   PipelineOptions pipelineOptions;
   pipelineOptions.executor = options;
   auto pipeline = PipelineExecutor::create(plan, pipelineOptions);
@@ -325,7 +321,8 @@ int main(int argc, char **argv) {
   cl::opt<int> threads("threads",
                        cl::desc("Threads per kernel (default: all cores)"),
                        cl::init(0), cl::cat(category));
-  cl::HideUnrelatedOptions({&category, &heterps::tools::trainingCategory()});
+  cl::HideUnrelatedOptions({&category, &heterps::tools::trainingCategory(),
+                            &heterps::tools::pipelineCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "HeterPS runner: runs an ONNX model or an executable plan on this "
@@ -336,6 +333,17 @@ int main(int argc, char **argv) {
                                         : loadPlan(modelPath);
   if (!plan)
     return fail(llvm::toString(plan.takeError()));
+  if (splitStages < 0)
+    return fail("--split-stages takes a positive count");
+  if (splitStages > 0 && streamLength == 0 &&
+      !heterps::tools::trainingRequested())
+    return fail("--split-stages needs --stream or --train");
+  if (splitStages > 0) {
+    plan->clear_stages();
+    for (int i = 0; i < plan->ops_size(); ++i)
+      plan->mutable_ops(i)->set_stage(
+          static_cast<int>(int64_t(i) * splitStages / plan->ops_size()));
+  }
   if (heterps::tools::trainingRequested())
     return heterps::tools::runTraining(
         *plan, {modelPath, threads,
@@ -406,10 +414,8 @@ int main(int argc, char **argv) {
     random.push_back(randomInput(plan->values(b.value()), rng));
   if (!profileOut.empty())
     return writeProfile(*plan, random, options);
-  if (streamLength < 0 || splitStages < 0)
-    return fail("--stream and --split-stages take a positive count");
-  if (splitStages > 0 && streamLength == 0)
-    return fail("--split-stages needs --stream");
+  if (streamLength < 0)
+    return fail("--stream takes a positive count");
   if (streamLength > 0) {
     llvm::json::Object report{{"model", modelPath},
                               {"batch", batch.getValue()},

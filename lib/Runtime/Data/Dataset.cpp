@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 using namespace heterps::runtime;
@@ -55,22 +56,24 @@ llvm::Expected<Tensor> data::readIdx(const std::string &path, bool asLabels,
   if (magic[0] != 0 || magic[1] != 0)
     return fail(path + ": not an IDX file (bad magic number)");
   if (magic[2] != 0x08)
-    return fail(path + ": IDX element type 0x" +
-                llvm::utohexstr(magic[2]) + " is not supported (only 0x08, "
+    return fail(path + ": IDX element type 0x" + llvm::utohexstr(magic[2]) +
+                " is not supported (only 0x08, "
                 "unsigned bytes)");
   int rank = magic[3];
   if (rank < 1 || (asLabels && rank != 1))
-    return fail(path + ": IDX " + (asLabels ? "labels must be 1-D" : "file "
-                "has no dimensions") + ", got " + llvm::Twine(rank) +
-                " dimensions");
+    return fail(path + ": IDX " +
+                (asLabels ? "labels must be 1-D"
+                          : "file "
+                            "has no dimensions") +
+                ", got " + llvm::Twine(rank) + " dimensions");
   Shape shape;
   int64_t count = 1;
   for (int d = 0; d < rank; ++d) {
     uint8_t b[4];
     if (llvm::Error e = readExactly(file.get(), b, 4, path))
       return std::move(e);
-    int64_t n = int64_t(b[0]) << 24 | int64_t(b[1]) << 16 |
-                int64_t(b[2]) << 8 | int64_t(b[3]);
+    int64_t n = int64_t(b[0]) << 24 | int64_t(b[1]) << 16 | int64_t(b[2]) << 8 |
+                int64_t(b[3]);
     shape.push_back(n);
     count *= n;
   }
@@ -157,9 +160,21 @@ llvm::Expected<Dataset> data::loadDataset(llvm::StringRef spec) {
   if (x->rank() < 1 || y->rank() < 1 || x->dim(0) != y->dim(0))
     return fail("data spec '" + set.name + "': " + inputs + " holds " +
                 x->typeString() + " but " + targets + " holds " +
-                y->typeString() + "; both need the same number of samples "
+                y->typeString() +
+                "; both need the same number of samples "
                 "(first dimension)");
   set.inputs = std::move(*x);
   set.targets = std::move(*y);
   return set;
+}
+
+Tensor data::sampleRows(const Tensor &all, int64_t begin, int64_t count) {
+  Shape shape = all.shape();
+  shape[0] = count;
+  Tensor part(all.dtype(), shape);
+  size_t rowBytes = all.dim(0) ? all.bytes() / all.dim(0) : 0;
+  std::memcpy(part.rawData(),
+              static_cast<const uint8_t *>(all.rawData()) + begin * rowBytes,
+              count * rowBytes);
+  return part;
 }

@@ -10,11 +10,11 @@
 using namespace heterps::runtime;
 using namespace heterps::runtime::ps;
 
-DenseShard::DenseShard(const std::string &table, Tensor values,
+DenseShard::DenseShard(const TableInfo &info, Tensor values,
                        const ServerOptions &options)
-    : options(options), table(table), gate(table, options.numWorkers),
-      values(std::move(values)), pending(DType::F32, this->values.shape()),
-      optimizer(options.dense) {}
+    : options(options), table(info.name()), workers(info.workers()),
+      gate(table, workers), values(std::move(values)),
+      pending(DType::F32, this->values.shape()), optimizer(options.dense) {}
 
 llvm::Error DenseShard::pull(const PullRequest &request,
                              PullResponse &response) {
@@ -57,9 +57,9 @@ llvm::Error DenseShard::push(const PushRequest &request,
   else
     for (int64_t i = 0; i < n; ++i)
       sum[i] += g[i];
-  if (*arrived == options.numWorkers) {
-    float mean = 1.f / static_cast<float>(options.numWorkers);
-    if (options.numWorkers > 1)
+  if (*arrived == workers) {
+    float mean = 1.f / static_cast<float>(workers);
+    if (workers > 1)
       for (int64_t i = 0; i < n; ++i)
         sum[i] *= mean;
     optimizer.update(0, values, pending, request.lr());
@@ -67,4 +67,44 @@ llvm::Error DenseShard::push(const PushRequest &request,
   }
   response.set_version(gate.version());
   return llvm::Error::success();
+}
+
+/// Copies `count` floats of `from` into `to` at `toOffset`; a null `from`
+/// (a moment the optimizer has not needed yet) leaves `to` null.
+static void copyRange(const Tensor &from, int64_t fromOffset, Tensor &to,
+                      int64_t toOffset, int64_t count, int64_t toLength) {
+  if (from.isNull())
+    return;
+  if (to.isNull())
+    to = Tensor(DType::F32, {toLength});
+  std::memcpy(to.data<float>() + toOffset, from.data<float>() + fromOffset,
+              count * sizeof(float));
+}
+
+void DenseShard::save(DenseTableState &state, int64_t offset) {
+  std::shared_lock lock(mutex);
+  int64_t n = values.numElements(), total = state.values.numElements();
+  copyRange(values, 0, state.values, offset, n, total);
+  state.version = gate.version();
+  auto slot = optimizer.slots().find(0);
+  if (slot == optimizer.slots().end())
+    return;
+  copyRange(slot->second.first, 0, state.optimizer.first, offset, n, total);
+  copyRange(slot->second.second, 0, state.optimizer.second, offset, n, total);
+  state.optimizer.steps = slot->second.steps;
+}
+
+void DenseShard::restore(const DenseTableState &state, int64_t offset) {
+  std::unique_lock lock(mutex);
+  int64_t n = values.numElements();
+  copyRange(state.values, offset, values, 0, n, n);
+  std::map<int, train::Optimizer::State> slots;
+  if (state.optimizer.steps > 0) {
+    train::Optimizer::State &slot = slots[0];
+    copyRange(state.optimizer.first, offset, slot.first, 0, n, n);
+    copyRange(state.optimizer.second, offset, slot.second, 0, n, n);
+    slot.steps = state.optimizer.steps;
+  }
+  optimizer.setSlots(std::move(slots));
+  gate.reset(state.version);
 }

@@ -38,8 +38,16 @@ ParameterServer::create(ServerOptions options) {
   return std::unique_ptr<ParameterServer>(new ParameterServer(options));
 }
 
+llvm::Error ParameterServer::setWorkers(TableInfo &info, int workers) const {
+  if (workers < 0)
+    return psError("table '" + info.name() + "' needs at least one worker, " +
+                   "not " + llvm::Twine(workers));
+  info.set_workers(workers ? workers : opts.numWorkers);
+  return llvm::Error::success();
+}
+
 llvm::Error ParameterServer::addDenseTable(const std::string &name,
-                                           const Tensor &initial) {
+                                           const Tensor &initial, int workers) {
   if (initial.dtype() != DType::F32 || !initial.isPlain())
     return psError("dense table '" + name + "' must be plain f32, not " +
                    initial.typeString());
@@ -47,6 +55,8 @@ llvm::Error ParameterServer::addDenseTable(const std::string &name,
   TableInfo &info = table->info;
   info.set_name(name);
   info.set_kind(DENSE);
+  if (llvm::Error e = setWorkers(info, workers))
+    return e;
   int64_t n = initial.numElements();
   info.set_elements(n);
   // Contiguous ranges of near-equal size, one per shard.
@@ -58,7 +68,7 @@ llvm::Error ParameterServer::addDenseTable(const std::string &name,
     Tensor slice(DType::F32, {end - begin});
     std::memcpy(slice.rawData(), src + begin, (end - begin) * sizeof(float));
     table->dense.push_back(
-        std::make_unique<DenseShard>(name, std::move(slice), opts));
+        std::make_unique<DenseShard>(info, std::move(slice), opts));
   }
   std::unique_lock lock(tablesMutex);
   if (!tables.try_emplace(name, std::move(table)).second)
@@ -68,7 +78,8 @@ llvm::Error ParameterServer::addDenseTable(const std::string &name,
 
 llvm::Error ParameterServer::addSparseTable(const std::string &name,
                                             int64_t rows, int64_t dim,
-                                            float initScale, uint64_t seed) {
+                                            float initScale, uint64_t seed,
+                                            int workers) {
   if (rows < 1 || dim < 1)
     return psError("sparse table '" + name + "' needs rows and dim >= 1, not " +
                    llvm::Twine(rows) + " x " + llvm::Twine(dim));
@@ -78,12 +89,44 @@ llvm::Error ParameterServer::addSparseTable(const std::string &name,
   info.set_kind(SPARSE);
   info.set_rows(rows);
   info.set_dim(dim);
+  if (llvm::Error e = setWorkers(info, workers))
+    return e;
   for (int s = 0; s < opts.numShards; ++s)
     table->sparse.push_back(
         std::make_unique<SparseShard>(info, s, initScale, seed, opts));
   std::unique_lock lock(tablesMutex);
   if (!tables.try_emplace(name, std::move(table)).second)
     return psError("the parameter server already has a table '" + name + "'");
+  return llvm::Error::success();
+}
+
+llvm::Expected<DenseTableState>
+ParameterServer::saveDense(const std::string &name) {
+  llvm::Expected<Table *> table = lookup(name, 0);
+  if (!table)
+    return table.takeError();
+  const TableInfo &info = (*table)->info;
+  if (info.kind() != DENSE)
+    return psError("table '" + name + "' is not dense");
+  DenseTableState state;
+  state.values = Tensor(DType::F32, {info.elements()});
+  for (int s = 0; s < opts.numShards; ++s)
+    (*table)->dense[s]->save(state, info.shard_offsets(s));
+  return state;
+}
+
+llvm::Error ParameterServer::restoreDense(const std::string &name,
+                                          const DenseTableState &state) {
+  llvm::Expected<Table *> table = lookup(name, 0);
+  if (!table)
+    return table.takeError();
+  const TableInfo &info = (*table)->info;
+  if (info.kind() != DENSE || state.values.numElements() != info.elements())
+    return psError("table '" + name + "' holds " +
+                   llvm::Twine(info.elements()) + " values, the state " +
+                   llvm::Twine(state.values.numElements()));
+  for (int s = 0; s < opts.numShards; ++s)
+    (*table)->dense[s]->restore(state, info.shard_offsets(s));
   return llvm::Error::success();
 }
 

@@ -31,6 +31,8 @@ public:
   llvm::Expected<int> arrive(int worker, int64_t step);
   /// The update is applied: next version, pullers woken.
   void advance();
+  /// Starts over at `version` with no pushes (a restored table).
+  void reset(int64_t version);
   /// Waits (releasing `lock`) until version >= `minVersion`; an error
   /// naming the missing workers after `timeout`.
   template <typename Lock>
@@ -54,14 +56,20 @@ private:
 
 class DenseShard {
 public:
-  DenseShard(const std::string &table, Tensor values,
+  DenseShard(const TableInfo &info, Tensor values,
              const ServerOptions &options);
   llvm::Error pull(const PullRequest &request, PullResponse &response);
   llvm::Error push(const PushRequest &request, PushResponse &response);
+  /// Copies the shard's range of the table's state into `state` (whose
+  /// tensors have the whole table's length), starting at `offset`.
+  void save(DenseTableState &state, int64_t offset);
+  /// The inverse of save.
+  void restore(const DenseTableState &state, int64_t offset);
 
 private:
   const ServerOptions &options;
   std::string table;
+  int workers;
   std::shared_mutex mutex;
   StepGate gate;
   Tensor values;

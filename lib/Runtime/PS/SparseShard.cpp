@@ -20,7 +20,7 @@ static llvm::Error psError(const llvm::Twine &message) {
 SparseShard::SparseShard(const TableInfo &info, int shard, float initScale,
                          uint64_t seed, const ServerOptions &options)
     : options(options), info(info), shard(shard), initScale(initScale),
-      seed(mix64(seed)), gate(info.name(), options.numWorkers) {}
+      seed(mix64(seed)), gate(info.name(), info.workers()) {}
 
 llvm::Error SparseShard::checkId(int64_t id) const {
   if (id < 0 || id >= info.rows())
@@ -133,10 +133,10 @@ llvm::Error SparseShard::push(const PushRequest &request,
       sum[j] += g[i * dim + j];
   }
   bool apply =
-      options.consistency == Consistency::ASP || arrived == options.numWorkers;
+      options.consistency == Consistency::ASP || arrived == info.workers();
   if (apply) {
     float scale = options.consistency == Consistency::BSP
-                      ? 1.f / static_cast<float>(options.numWorkers)
+                      ? 1.f / static_cast<float>(info.workers())
                       : 1.f;
     for (auto &[id, slot] : pendingSlots) {
       float *sum = pending.data() + slot * dim;

@@ -34,6 +34,13 @@ void StepGate::advance() {
   changed.notify_all();
 }
 
+void StepGate::reset(int64_t version) {
+  applied = version;
+  arrived = 0;
+  std::fill(pushed.begin(), pushed.end(), false);
+  changed.notify_all();
+}
+
 llvm::Error StepGate::timedOut(int64_t minVersion,
                                std::chrono::milliseconds timeout) const {
   std::string missing;

@@ -55,7 +55,8 @@ static llvm::Expected<Tensor> fromMessage(const CheckpointTensor &m) {
   return t;
 }
 
-llvm::Error train::saveCheckpoint(llvm::StringRef dir, const Trainer &trainer,
+llvm::Error train::saveCheckpoint(llvm::StringRef dir, const plan::Plan &plan,
+                                  const Trainer::State &state,
                                   const CheckpointKey &key,
                                   const TrainingProgress &progress) {
   Checkpoint c;
@@ -75,8 +76,6 @@ llvm::Error train::saveCheckpoint(llvm::StringRef dir, const Trainer &trainer,
   c.set_judged(progress.judged);
   c.set_finished_epochs(progress.finishedEpochs);
 
-  const plan::Plan &plan = trainer.plan();
-  Trainer::State state = trainer.state();
   for (const auto &[v, t] : state.weights)
     toMessage(plan.values(v).name(), t, *c.add_weights());
   for (const auto &[v, slot] : state.optimizer) {
@@ -133,9 +132,8 @@ static llvm::Error checkKey(const Checkpoint &c, const CheckpointKey &key) {
   return llvm::Error::success();
 }
 
-static llvm::Expected<Trainer::State> stateOf(const Checkpoint &c,
-                                              const Trainer &trainer) {
-  const plan::Plan &plan = trainer.plan();
+static llvm::Expected<Trainer::State>
+stateOf(const Checkpoint &c, const plan::Plan &plan, const WeightMap &current) {
   std::map<std::string, int32_t> valueOf;
   for (int v = 0; v < plan.values_size(); ++v)
     valueOf[plan.values(v).name()] = v;
@@ -148,7 +146,6 @@ static llvm::Expected<Trainer::State> stateOf(const Checkpoint &c,
   };
 
   // Checked against the trainer's weights; the state is built anew.
-  const WeightMap &current = trainer.weights();
   Trainer::State state;
   if (c.weights_size() != static_cast<int>(current.size()))
     return checkpointError("it holds " + llvm::Twine(c.weights_size()) +
@@ -188,7 +185,7 @@ static llvm::Expected<Trainer::State> stateOf(const Checkpoint &c,
       *tensor = std::move(*t);
     }
   }
-  int ops = trainer.plan().ops_size();
+  int ops = plan.ops_size();
   if (c.random_draws_size() != ops)
     return checkpointError("it is for a model of " +
                            llvm::Twine(c.random_draws_size()) +
@@ -197,9 +194,9 @@ static llvm::Expected<Trainer::State> stateOf(const Checkpoint &c,
   return state;
 }
 
-llvm::Expected<TrainingProgress>
-train::loadCheckpoint(llvm::StringRef dir, Trainer &trainer,
-                      const CheckpointKey &key) {
+llvm::Expected<LoadedCheckpoint>
+train::loadCheckpoint(llvm::StringRef dir, const plan::Plan &plan,
+                      const WeightMap &weights, const CheckpointKey &key) {
   std::string path = checkpointPath(dir);
   auto fail = [&](const llvm::Twine &why) {
     return checkpointError(path + ": " + why + "; not resuming");
@@ -219,13 +216,12 @@ train::loadCheckpoint(llvm::StringRef dir, Trainer &trainer,
                 ", this build reads format " + llvm::Twine(kFormat));
   if (llvm::Error e = checkKey(c, key))
     return fail(llvm::toString(std::move(e)));
-  llvm::Expected<Trainer::State> state = stateOf(c, trainer);
+  llvm::Expected<Trainer::State> state = stateOf(c, plan, weights);
   if (!state)
     return fail(llvm::toString(state.takeError()));
-  if (llvm::Error e = trainer.restore(std::move(*state)))
-    return fail(llvm::toString(std::move(e)));
 
-  TrainingProgress progress;
+  LoadedCheckpoint loaded{std::move(*state), {}};
+  TrainingProgress &progress = loaded.progress;
   progress.epoch = c.epoch();
   progress.nextBatch = c.next_batch();
   progress.globalStep = c.global_step();
@@ -236,5 +232,23 @@ train::loadCheckpoint(llvm::StringRef dir, Trainer &trainer,
   progress.correct = c.correct();
   progress.judged = c.judged();
   progress.finishedEpochs = c.finished_epochs();
-  return progress;
+  return loaded;
+}
+
+llvm::Error train::saveCheckpoint(llvm::StringRef dir, const Trainer &trainer,
+                                  const CheckpointKey &key,
+                                  const TrainingProgress &progress) {
+  return saveCheckpoint(dir, trainer.plan(), trainer.state(), key, progress);
+}
+
+llvm::Expected<TrainingProgress>
+train::loadCheckpoint(llvm::StringRef dir, Trainer &trainer,
+                      const CheckpointKey &key) {
+  auto loaded = loadCheckpoint(dir, trainer.plan(), trainer.weights(), key);
+  if (!loaded)
+    return loaded.takeError();
+  if (llvm::Error e = trainer.restore(std::move(loaded->state)))
+    return checkpointError(checkpointPath(dir) + ": " +
+                           llvm::toString(std::move(e)) + "; not resuming");
+  return loaded->progress;
 }

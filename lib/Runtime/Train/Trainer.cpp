@@ -5,13 +5,6 @@
 #include "heterps/Runtime/Executor.h"
 #include "heterps/Runtime/Plan.h"
 
-#include "llvm/ADT/SmallVector.h"
-#include "llvm/ADT/StringSet.h"
-
-#include <cstring>
-
-#include <set>
-
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
 
@@ -51,68 +44,27 @@ llvm::Error Trainer::prepare() {
   // place, so the caller's map stays as it was.
   for (auto &entry : weightMap)
     entry.second = entry.second.clone();
-  std::map<int32_t, std::string> initializerOf;
-  for (const plan::Weight &w : program.weights())
-    if (w.source_case() == plan::Weight::kInitializer)
-      initializerOf[w.value()] = w.initializer();
-  llvm::StringSet<> frozen;
-  for (const std::string &name : options.frozen) {
-    bool known = llvm::any_of(initializerOf,
-                              [&](const auto &e) { return e.second == name; });
-    if (!known)
-      return trainError("--freeze " + name +
-                        ": the model has no initializer of that name");
-    frozen.insert(name);
-  }
-
-  // Kernels, and which values the loss depends on through differentiable
-  // inputs.
-  requiresGrad.assign(program.values_size(), false);
-  std::set<int32_t> trainable;
-  for (int i = 0; i < program.ops_size(); ++i) {
-    const plan::Op &op = program.ops(i);
-    std::vector<const Tensor *> constants;
-    for (int32_t in : op.inputs()) {
-      auto it = weightMap.find(in);
-      constants.push_back(in >= 0 && it != weightMap.end() ? &it->second
-                                                           : nullptr);
-    }
-    OpInfo info(op, constants);
-    auto kernel = backend.createKernel(info, i);
-    if (!kernel)
-      return trainError(describeOp(program, i) + ": " +
-                        llvm::toString(kernel.takeError()));
-    bool anyGrad = false;
-    for (auto [j, in] : llvm::enumerate(op.inputs())) {
-      if (in < 0)
-        continue;
-      if ((*kernel)->updatesInput(j) && !weightMap.count(in))
-        return trainError(describeOp(program, i) + ": input " + llvm::Twine(j) +
-                          " (running statistics) must be a weight");
-      if (!(*kernel)->differentiable(j))
-        continue;
-      auto name = initializerOf.find(in);
-      if (name != initializerOf.end() &&
-          program.values(in).dtype() == plan::FLOAT &&
-          !frozen.count(name->second)) {
-        trainable.insert(in);
-        requiresGrad[in] = true;
-      }
-      anyGrad |= requiresGrad[in];
-    }
-    requiresGrad[op.outputs(0)] = anyGrad;
-    kernels.push_back(std::move(*kernel));
-  }
-  for (int32_t v : trainable) {
-    paramValues.push_back(v);
-    params.push_back({initializerOf[v], weightMap[v].numElements()});
-  }
-  if (paramValues.empty())
-    return trainError("the model has no trainable parameters");
+  auto seq =
+      OpSequence::create(program, weightMap, 0, program.ops_size(), backend);
+  if (!seq)
+    return seq.takeError();
+  ops = std::make_unique<OpSequence>(std::move(*seq));
+  auto found = findGradientPaths(
+      program, weightMap,
+      [&](int i) -> const TrainKernel & { return ops->kernel(i); },
+      options.frozen);
+  if (!found)
+    return found.takeError();
+  paths = std::move(*found);
   return llvm::Error::success();
 }
 
 llvm::Error Trainer::checkData(const data::Dataset &data) const {
+  return checkTrainingData(program, options.loss, data);
+}
+
+llvm::Error heterps::runtime::train::checkTrainingData(
+    const plan::Plan &program, LossKind loss, const data::Dataset &data) {
   const plan::Value &in = program.values(program.inputs(0).value());
   Shape expected = valueShape(in);
   const Shape &got = data.inputs.shape();
@@ -129,14 +81,13 @@ llvm::Error Trainer::checkData(const data::Dataset &data) const {
                       " (first dimension the batch)");
   const Shape &t = data.targets.shape();
   Shape outShape = valueShape(program.values(program.outputs(0).value()));
-  if (llvm::Error e =
-          checkLossFits(options.loss, outShape, data.targets.dtype(),
-                        Shape(t.begin() + 1, t.end())))
+  if (llvm::Error e = checkLossFits(loss, outShape, data.targets.dtype(),
+                                    Shape(t.begin() + 1, t.end())))
     return trainError(llvm::Twine("data '") + data.name +
                       "': " + llvm::toString(std::move(e)));
   // Labels are checked up front too, not at the step that meets them.
   int64_t classes = outShape.back();
-  if (options.loss == LossKind::SoftmaxCrossEntropy && classes > 0)
+  if (loss == LossKind::SoftmaxCrossEntropy && classes > 0)
     for (int64_t i = 0; i < data.size(); ++i) {
       int64_t label = data.targets.data<int64_t>()[i];
       if (label < 0 || label >= classes)
@@ -156,15 +107,8 @@ llvm::Expected<LossResult> Trainer::step(const Tensor &inputs,
     values[v] = t;
   values[program.inputs(0).value()] = inputs;
 
-  for (int i = 0; i < program.ops_size(); ++i) {
-    const plan::Op &op = program.ops(i);
-    std::vector<const Tensor *> args;
-    for (int32_t in : op.inputs())
-      args.push_back(in >= 0 ? &values[in] : nullptr);
-    if (llvm::Error e = kernels[i]->forward(args, values[op.outputs(0)]))
-      return trainError(describeOp(program, i) + ": " +
-                        llvm::toString(std::move(e)));
-  }
+  if (llvm::Error e = ops->forward(values))
+    return std::move(e);
   int32_t outValue = program.outputs(0).value();
   llvm::Expected<Tensor> output = values[outValue].toPlain();
   if (!output)
@@ -175,39 +119,10 @@ llvm::Expected<LossResult> Trainer::step(const Tensor &inputs,
 
   std::vector<Tensor> grads(program.values_size());
   grads[outValue] = loss->grad;
-  for (int i = program.ops_size() - 1; i >= 0; --i) {
-    const plan::Op &op = program.ops(i);
-    Tensor dy = std::move(grads[op.outputs(0)]);
-    if (dy.isNull())
-      continue;
-    std::vector<const Tensor *> args;
-    llvm::SmallVector<bool, 8> need;
-    for (auto [j, in] : llvm::enumerate(op.inputs())) {
-      args.push_back(in >= 0 ? &values[in] : nullptr);
-      need.push_back(in >= 0 && requiresGrad[in] &&
-                     kernels[i]->differentiable(j));
-    }
-    if (llvm::none_of(need, [](bool n) { return n; }))
-      continue;
-    std::vector<Tensor> dInputs(op.inputs_size());
-    if (llvm::Error e = kernels[i]->backward(args, values[op.outputs(0)], dy,
-                                             need, dInputs))
-      return trainError(describeOp(program, i) +
-                        " (backward): " + llvm::toString(std::move(e)));
-    for (auto [j, in] : llvm::enumerate(op.inputs())) {
-      if (!need[j] || dInputs[j].isNull())
-        continue;
-      if (grads[in].isNull())
-        grads[in] = std::move(dInputs[j]);
-      else if (llvm::Error e = backend.accumulate(grads[in], dInputs[j]))
-        return trainError(describeOp(program, i) + ": " +
-                          llvm::toString(std::move(e)));
-    }
-    // Activations are dead once their op's backward has run.
-    values[op.outputs(0)] = Tensor();
-  }
+  if (llvm::Error e = ops->backward(values, grads, paths.requiresGrad))
+    return std::move(e);
 
-  for (int32_t v : paramValues) {
+  for (int32_t v : paths.paramValues) {
     if (grads[v].isNull())
       continue;
     llvm::Expected<Tensor> g = grads[v].toPlain();
@@ -220,15 +135,22 @@ llvm::Expected<LossResult> Trainer::step(const Tensor &inputs,
 
 llvm::Expected<EvalResult> Trainer::evaluate(const data::Dataset &data,
                                              int64_t batchSize) const {
+  return evaluateModel(program, weightMap, options.loss, data, batchSize,
+                       options.numThreads);
+}
+
+llvm::Expected<EvalResult> heterps::runtime::train::evaluateModel(
+    const plan::Plan &plan, const WeightMap &weights, LossKind lossKind,
+    const data::Dataset &data, int64_t batchSize, int numThreads) {
   // The inference executor folds batch norms into the convolutions'
   // weights: give it copies.
   WeightMap copies;
-  for (const auto &[v, t] : weightMap)
+  for (const auto &[v, t] : weights)
     copies.emplace(v, t.clone());
   ExecutorOptions exec;
-  exec.numThreads = options.numThreads;
+  exec.numThreads = numThreads;
   exec.autotune = false;
-  auto executor = Executor::create(program, std::move(copies), exec);
+  auto executor = Executor::create(plan, std::move(copies), exec);
   if (!executor)
     return executor.takeError();
   EvalResult result;
@@ -236,21 +158,12 @@ llvm::Expected<EvalResult> Trainer::evaluate(const data::Dataset &data,
   int64_t n = data.size();
   for (int64_t begin = 0; begin < n; begin += batchSize) {
     int64_t count = std::min(batchSize, n - begin);
-    auto slice = [&](const Tensor &all) {
-      Shape shape = all.shape();
-      shape[0] = count;
-      Tensor part(all.dtype(), shape);
-      size_t rowBytes = all.bytes() / all.dim(0);
-      std::memcpy(part.rawData(),
-                  static_cast<const uint8_t *>(all.rawData()) +
-                      begin * rowBytes,
-                  count * rowBytes);
-      return part;
-    };
-    auto outputs = (*executor)->run({slice(data.inputs)});
+    auto outputs =
+        (*executor)->run({data::sampleRows(data.inputs, begin, count)});
     if (!outputs)
       return outputs.takeError();
-    auto loss = computeLoss(options.loss, (*outputs)[0], slice(data.targets));
+    auto loss = computeLoss(lossKind, (*outputs)[0],
+                            data::sampleRows(data.targets, begin, count));
     if (!loss)
       return loss.takeError();
     lossSum += loss->loss * count;
@@ -269,15 +182,15 @@ Trainer::State Trainer::state() const {
     s.optimizer[slot] = {st.first.isNull() ? Tensor() : st.first.clone(),
                          st.second.isNull() ? Tensor() : st.second.clone(),
                          st.steps};
-  for (const auto &kernel : kernels)
-    s.randomDraws.push_back(kernel->randomDraws());
+  for (int i = ops->begin(); i < ops->end(); ++i)
+    s.randomDraws.push_back(ops->kernel(i).randomDraws());
   return s;
 }
 
 llvm::Error Trainer::restore(State s) {
-  if (s.randomDraws.size() != kernels.size())
+  if (s.randomDraws.size() != size_t(program.ops_size()))
     return trainError("the state has " + llvm::Twine(s.randomDraws.size()) +
-                      " ops, the plan " + llvm::Twine(kernels.size()));
+                      " ops, the plan " + llvm::Twine(program.ops_size()));
   for (auto &[v, t] : s.weights) {
     auto it = weightMap.find(v);
     if (it == weightMap.end() || it->second.shape() != t.shape() ||
@@ -288,7 +201,7 @@ llvm::Error Trainer::restore(State s) {
   for (auto &[v, t] : s.weights)
     weightMap[v] = std::move(t);
   optimizer.setSlots(std::move(s.optimizer));
-  for (size_t i = 0; i < kernels.size(); ++i)
-    kernels[i]->setRandomDraws(s.randomDraws[i]);
+  for (int i = 0; i < program.ops_size(); ++i)
+    ops->kernel(i).setRandomDraws(s.randomDraws[i]);
   return llvm::Error::success();
 }

@@ -57,6 +57,55 @@ TEST(ParameterServer, DenseRoundTripAcrossShards) {
     EXPECT_EQ(out.data<float>()[i], float(i) - 0.5f * float(i % 2));
 }
 
+// A table's worker count overrides the server's (a pipeline stage's
+// replicas), and a saved table restored into a new server continues as
+// the original does: values, momentum and version.
+TEST(ParameterServer, PerTableWorkersAndSavedState) {
+  ServerOptions options;
+  options.numShards = 3;
+  options.dense.kind = train::OptimizerKind::Momentum;
+  auto server = makeServer(options);
+  Tensor init = filled({7}, [](int64_t i) { return float(i); });
+  ASSERT_FALSE(bool(server->addDenseTable("w", init, /*workers=*/2)));
+  InProcessTransport transport(*server);
+  auto first = makeClient(transport, 0), second = makeClient(transport, 1);
+  Tensor grad = filled({7}, [](int64_t i) { return float(i % 3); });
+  Tensor out(DType::F32, {7});
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_FALSE(bool(first->wait(first->pushDense("w", grad, step, 0.1f))));
+    // One of two pushes: the version has not moved.
+    llvm::Expected<DenseTableState> half = server->saveDense("w");
+    ASSERT_TRUE(bool(half));
+    EXPECT_EQ(half->version, step);
+    ASSERT_FALSE(bool(second->wait(second->pushDense("w", grad, step, 0.1f))));
+  }
+  llvm::Expected<DenseTableState> saved = server->saveDense("w");
+  ASSERT_TRUE(bool(saved)) << llvm::toString(saved.takeError());
+  EXPECT_EQ(saved->version, 3);
+  EXPECT_EQ(saved->optimizer.steps, 3);
+  ASSERT_FALSE(saved->optimizer.first.isNull());
+
+  auto copy = makeServer(options);
+  ASSERT_FALSE(bool(copy->addDenseTable("w", init, 2)));
+  ASSERT_FALSE(bool(copy->restoreDense("w", *saved)));
+  InProcessTransport copyTransport(*copy);
+  for (auto *t : {&transport, &copyTransport}) {
+    auto a = makeClient(*t, 0), b = makeClient(*t, 1);
+    ASSERT_FALSE(bool(a->wait(a->pushDense("w", grad, 3, 0.1f))));
+    ASSERT_FALSE(bool(b->wait(b->pushDense("w", grad, 3, 0.1f))));
+  }
+  Tensor original(DType::F32, {7}), restored(DType::F32, {7});
+  ASSERT_FALSE(bool(first->wait(first->pullDense("w", original, 4))));
+  auto reader = makeClient(copyTransport, 0);
+  ASSERT_FALSE(bool(reader->wait(reader->pullDense("w", restored, 4))));
+  EXPECT_EQ(0, std::memcmp(original.rawData(), restored.rawData(), 28));
+
+  DenseTableState wrong;
+  wrong.values = Tensor(DType::F32, {6});
+  EXPECT_EQ(errorOf(copy->restoreDense("w", wrong)),
+            "table 'w' holds 7 values, the state 6");
+}
+
 // k workers each pushing the gradient of their slice give, under BSP, the
 // update of one worker pushing the mean: what synchronous data-parallel
 // training needs.

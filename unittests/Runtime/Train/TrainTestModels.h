@@ -46,13 +46,10 @@ struct MLP {
   WeightMap weights;
 };
 
-inline MLP makeMLP(const std::string &modelPath, bool dropout) {
-  std::mt19937 rng(11);
-  std::map<std::string, Tensor> inits = {
-      {"w1", randomTensor({8, 4}, rng, -0.5f, 0.5f)},
-      {"b1", randomTensor({8}, rng, -0.1f, 0.1f)},
-      {"w2", randomTensor({3, 8}, rng, -0.5f, 0.5f)},
-      {"b2", randomTensor({3}, rng, -0.1f, 0.1f)}};
+/// An ONNX model at `modelPath` holding just `initializers` (what a plan
+/// referring to them loads its weights from).
+inline void writeInitializers(const std::string &modelPath,
+                              const std::map<std::string, Tensor> &inits) {
   onnx::ModelProto model;
   model.set_ir_version(8);
   model.add_opset_import()->set_version(13);
@@ -60,6 +57,14 @@ inline MLP makeMLP(const std::string &modelPath, bool dropout) {
     *model.mutable_graph()->add_initializer() =
         llvm::cantFail(tensorToProto(t, name));
   std::ofstream(modelPath, std::ios::binary) << model.SerializeAsString();
+}
+
+inline MLP makeMLP(const std::string &modelPath, bool dropout) {
+  std::mt19937 rng(11);
+  writeInitializers(modelPath, {{"w1", randomTensor({8, 4}, rng, -0.5f, 0.5f)},
+                                {"b1", randomTensor({8}, rng, -0.1f, 0.1f)},
+                                {"w2", randomTensor({3, 8}, rng, -0.5f, 0.5f)},
+                                {"b2", randomTensor({3}, rng, -0.1f, 0.1f)}});
 
   PlanBuilder b;
   int x = b.input("x", {-1, 4});

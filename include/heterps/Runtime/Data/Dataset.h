@@ -52,6 +52,10 @@ llvm::Expected<Tensor> readSamples(const std::string &path, bool asLabels);
 /// inputs and targets have the same number of samples.
 llvm::Expected<Dataset> loadDataset(llvm::StringRef spec);
 
+/// A plain copy of samples [begin, begin + count) of `all` (plain, the
+/// first dimension the sample).
+Tensor sampleRows(const Tensor &all, int64_t begin, int64_t count);
+
 } // namespace heterps::runtime::data
 
 #endif // HETERPS_RUNTIME_DATA_DATASET_H

@@ -9,7 +9,7 @@
 // with the table's size.
 //
 // Consistency, per server:
-//  * BSP: a shard applies an update once all `numWorkers` workers have
+//  * BSP: a shard applies an update once all the table's workers have
 //    pushed their gradient for the current version (their mean, so k
 //    replicas on k slices of a batch equal one worker on the whole batch),
 //    and a pull waits until the version it asks for has been applied.
@@ -61,6 +61,16 @@ struct ServerOptions {
   std::chrono::milliseconds waitTimeout = std::chrono::seconds(60);
 };
 
+/// A dense table's whole state, for checkpoints.
+struct DenseTableState {
+  /// Plain f32 [elements].
+  Tensor values;
+  /// The optimizer's moments ([elements], null until needed) and updates.
+  train::Optimizer::State optimizer;
+  /// Updates applied (the BSP version).
+  int64_t version = 0;
+};
+
 class DenseShard;
 class SparseShard;
 
@@ -71,23 +81,36 @@ public:
   create(ServerOptions options);
   ~ParameterServer();
 
-  /// A dense table holding `initial` (f32, any shape; kept flat).
-  llvm::Error addDenseTable(const std::string &name, const Tensor &initial);
+  /// A dense table holding `initial` (f32, any shape; kept flat). Under
+  /// BSP an update waits for the pushes of `workers` workers (0: the
+  /// server's numWorkers), numbered from 0.
+  llvm::Error addDenseTable(const std::string &name, const Tensor &initial,
+                            int workers = 0);
   /// A sparse table of `rows` rows of `dim` f32, initialised uniformly in
-  /// [-initScale, initScale) from `seed` and the row id.
+  /// [-initScale, initScale) from `seed` and the row id; `workers` as for
+  /// a dense table.
   llvm::Error addSparseTable(const std::string &name, int64_t rows, int64_t dim,
-                             float initScale, uint64_t seed);
+                             float initScale, uint64_t seed, int workers = 0);
 
   /// Serves one request; errors go into `response.error()`.
   void handle(const Request &request, Response &response);
 
   const ServerOptions &options() const { return opts; }
+  /// The dense table's state, gathered from its shards. Meant for a
+  /// quiescent server (between steps): shards are read one at a time.
+  llvm::Expected<DenseTableState> saveDense(const std::string &name);
+  /// Puts a saved state back (same element count); pushes of the current
+  /// version are dropped.
+  llvm::Error restoreDense(const std::string &name,
+                           const DenseTableState &state);
+
   /// Sparse rows stored (updated at least once) over all shards.
   int64_t storedRows(const std::string &table) const;
 
 private:
   explicit ParameterServer(ServerOptions options);
   llvm::Error serve(const Request &request, Response &response);
+  llvm::Error setWorkers(TableInfo &info, int workers) const;
 
   struct Table {
     TableInfo info;

@@ -45,14 +45,30 @@ struct TrainingProgress {
 /// The checkpoint file in `dir`.
 std::string checkpointPath(llvm::StringRef dir);
 
-/// Writes DIR/checkpoint.pb (creating DIR), replacing the last one
-/// atomically.
-llvm::Error saveCheckpoint(llvm::StringRef dir, const Trainer &trainer,
+/// Writes `state`, a trainer's state on `plan`, as DIR/checkpoint.pb
+/// (creating DIR), replacing the last one atomically.
+llvm::Error saveCheckpoint(llvm::StringRef dir, const plan::Plan &plan,
+                           const Trainer::State &state,
                            const CheckpointKey &key,
                            const TrainingProgress &progress);
 
-/// Restores `trainer` from DIR/checkpoint.pb and returns where the run
-/// stood.
+/// A trainer's state and where its run stood.
+struct LoadedCheckpoint {
+  Trainer::State state;
+  TrainingProgress progress;
+};
+/// Reads DIR/checkpoint.pb; its weights must match `weights` (a trainer's
+/// current ones on `plan`) in names, types and shapes.
+llvm::Expected<LoadedCheckpoint> loadCheckpoint(llvm::StringRef dir,
+                                                const plan::Plan &plan,
+                                                const WeightMap &weights,
+                                                const CheckpointKey &key);
+
+/// The same for a single-stage trainer: saves its state; restores it and
+/// returns where the run stood.
+llvm::Error saveCheckpoint(llvm::StringRef dir, const Trainer &trainer,
+                           const CheckpointKey &key,
+                           const TrainingProgress &progress);
 llvm::Expected<TrainingProgress>
 loadCheckpoint(llvm::StringRef dir, Trainer &trainer, const CheckpointKey &key);
 

@@ -19,6 +19,7 @@
 
 #include "heterps/Runtime/Data/Dataset.h"
 #include "heterps/Runtime/Plan.pb.h"
+#include "heterps/Runtime/Train/Backprop.h"
 #include "heterps/Runtime/Train/Loss.h"
 #include "heterps/Runtime/Train/Optimizer.h"
 #include "heterps/Runtime/Train/TrainKernel.h"
@@ -68,11 +69,11 @@ public:
   const WeightMap &weights() const { return weightMap; }
   /// Trainable parameters: initializer names and their element count.
   const std::vector<std::pair<std::string, int64_t>> &parameters() const {
-    return params;
+    return paths.params;
   }
   const plan::Plan &plan() const { return program; }
   /// Value indices of the trainable parameters.
-  llvm::ArrayRef<int32_t> parameterValues() const { return paramValues; }
+  llvm::ArrayRef<int32_t> parameterValues() const { return paths.paramValues; }
   const TrainerOptions &settings() const { return options; }
 
   /// Everything a step changes: the weights, the optimizer's state (by
@@ -96,13 +97,21 @@ private:
   TrainerOptions options;
   TrainBackend backend;
   Optimizer optimizer;
-  std::vector<std::unique_ptr<TrainKernel>> kernels;
-  /// Per value: whether the loss has a gradient with respect to it.
-  std::vector<bool> requiresGrad;
-  /// Value indices of the trainable parameters, and their names and sizes.
-  std::vector<int32_t> paramValues;
-  std::vector<std::pair<std::string, int64_t>> params;
+  std::unique_ptr<OpSequence> ops;
+  GradientPaths paths;
 };
+
+/// An error unless samples of `data` fit the input of `plan` and its
+/// targets fit `loss` (one line naming both shapes); labels are checked.
+llvm::Error checkTrainingData(const plan::Plan &plan, LossKind loss,
+                              const data::Dataset &data);
+
+/// Loss and accuracy of `plan` with `weights` on `data`, in batches of
+/// `batchSize`, run by the inference executor (running statistics, no
+/// dropout).
+llvm::Expected<EvalResult>
+evaluateModel(const plan::Plan &plan, const WeightMap &weights, LossKind loss,
+              const data::Dataset &data, int64_t batchSize, int numThreads);
 
 } // namespace heterps::runtime::train
 

@@ -1,0 +1,158 @@
+//===- PipelineTrainer.h - pipelined training through the PS ----*- C++ -*-===//
+//
+// The HeterPS runtime for training: the plan's stages (Op::stage) run as a
+// pipeline, stage s on k_s replicas (worker threads), its trainable
+// parameters in dense tables of an in-process parameter server.
+//
+// One step on a batch of B samples:
+//  1. every replica pulls its stage's parameters (under BSP, the version
+//     the previous step produced);
+//  2. the batch is cut into m micro-batches (sizes differ by at most one);
+//     micro-batch j goes to replica j % k_s of each stage, and each replica
+//     runs its forwards and backwards in the schedule's order (GPipe or
+//     1F1B, Schedule.h), passing activations forward and their gradients
+//     back to the neighbouring stages' replicas;
+//  3. each replica sums its micro-batches' parameter gradients, each
+//     weighted by b_j / B so the sum over all micro-batches is the
+//     full-batch gradient, and pushes k_s times that sum: the server's BSP
+//     mean over the k_s replicas is then the full-batch gradient, and the
+//     optimizer at the server makes the same update single-stage training
+//     would (equal up to the order of float additions). Under ASP every
+//     replica's push (the mean gradient of its samples) is applied as it
+//     arrives.
+//
+// A replica holds the forward state of a micro-batch (its activations and
+// what its kernels keep for the backward) from its forward to its
+// backward, in one of as many kernel sets as the schedule has micro-batches
+// in flight there: m under GPipe, at most p - s under 1F1B.
+//
+// Dropout masks depend on the seed, the op, the step and the micro-batch,
+// not on the replica that draws them. Batch norm statistics are those of
+// each micro-batch, and running statistics are kept per replica (replica
+// 0's are reported), so a plan with batch norms is not equivalent to
+// full-batch training.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_PIPELINETRAIN_PIPELINETRAINER_H
+#define HETERPS_RUNTIME_PIPELINETRAIN_PIPELINETRAINER_H
+
+#include "heterps/Runtime/PS/Client.h"
+#include "heterps/Runtime/PipelineTrain/Schedule.h"
+#include "heterps/Runtime/PipelineTrain/Trace.h"
+#include "heterps/Runtime/Train/Trainer.h"
+
+namespace heterps::runtime::pipeline {
+
+struct PipelineTrainerOptions {
+  ScheduleKind schedule = ScheduleKind::GPipe;
+  /// Micro-batches per step (m); a batch must have at least m samples.
+  int microBatches = 1;
+  /// Replicas per stage; empty: the plan's (Stage::replicas, at least 1).
+  std::vector<int> replicas;
+  ps::Consistency consistency = ps::Consistency::BSP;
+  int serverShards = 2;
+  /// Threads per replica's kernels (0: OpenMP's default).
+  int numThreads = 1;
+  uint64_t seed = 1;
+  train::LossKind loss = train::LossKind::SoftmaxCrossEntropy;
+  /// Applied at the parameter server.
+  train::OptimizerOptions optimizer;
+  /// Initializer names whose values stay fixed.
+  std::vector<std::string> frozen;
+  /// Records every task and PS call when set (outlives the trainer).
+  TraceRecorder *trace = nullptr;
+};
+
+/// What one replica did in the last step, in seconds.
+struct ReplicaStepStats {
+  int stage = 0, replica = 0;
+  double pull = 0, forward = 0, backward = 0, push = 0;
+  /// When its first task began and its last task ended, from the step's
+  /// start: compute spans the pipeline fill and drain included.
+  double computeBegin = 0, computeEnd = 0;
+  int microBatches = 0;
+  /// Kernel sets it holds (micro-batches in flight at most).
+  int stashSlots = 0;
+};
+
+struct PipelineStepStats {
+  double seconds = 0;
+  std::vector<ReplicaStepStats> replicas;
+  /// 1 - (busy compute of all replicas) / (replicas x compute span): the
+  /// share of the compute phase that replicas sat idle.
+  double bubbleFraction() const;
+};
+
+class PipelineTrainer {
+public:
+  /// Workers, kernels and the parameter server for `plan` (one input, one
+  /// output, like Trainer). Errors: a stage count or replica list that does
+  /// not fit, a parameter used by two stages, m < 1, what Trainer rejects.
+  static llvm::Expected<std::unique_ptr<PipelineTrainer>>
+  create(const plan::Plan &plan, WeightMap weights,
+         PipelineTrainerOptions options);
+  ~PipelineTrainer();
+
+  /// As Trainer::checkData.
+  llvm::Error checkData(const data::Dataset &data) const;
+  /// One step on a batch (see the file comment). Returns its mean loss and
+  /// accuracy counts (no gradient).
+  llvm::Expected<train::LossResult> step(const Tensor &inputs,
+                                         const Tensor &targets, float lr);
+  /// As Trainer::evaluate, on the server's current parameters.
+  llvm::Expected<train::EvalResult> evaluate(const data::Dataset &data,
+                                             int64_t batchSize);
+  /// The current weights: parameters pulled from the server, the other
+  /// weights (running statistics) from each stage's replica 0.
+  llvm::Expected<WeightMap> weights();
+
+  /// Everything a step changes, for a checkpoint: the weights, the
+  /// server's optimizer state by parameter, and per op the forward calls
+  /// so far (steps x m; masks depend on the step, not on a counter).
+  llvm::Expected<train::Trainer::State> state();
+  /// Puts `state` back as the state after `steps` steps (the server's
+  /// version); an error if it does not fit the plan.
+  llvm::Error restore(train::Trainer::State state, int64_t steps);
+
+  const plan::Plan &plan() const { return program; }
+  const std::vector<std::pair<std::string, int64_t>> &parameters() const {
+    return paths.params;
+  }
+  int numStages() const { return static_cast<int>(replicaCounts.size()); }
+  llvm::ArrayRef<int> replicas() const { return replicaCounts; }
+  const PipelineTrainerOptions &settings() const { return options; }
+  const PipelineStepStats &lastStep() const { return stats; }
+  int64_t stepsDone() const { return steps; }
+
+  class Worker;
+  struct Exchange;
+  struct Layout;
+
+private:
+  PipelineTrainer(plan::Plan plan, PipelineTrainerOptions options);
+  llvm::Error prepare(WeightMap weights);
+  /// The replica-0 worker of stage `s`.
+  Worker &leader(int s) const;
+
+  plan::Plan program;
+  PipelineTrainerOptions options;
+  std::vector<int> replicaCounts;
+  train::GradientPaths paths;
+  std::unique_ptr<Layout> layout;
+  std::unique_ptr<ps::ParameterServer> server;
+  std::unique_ptr<ps::InProcessTransport> transport;
+  /// Stage by stage, replica by replica.
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::unique_ptr<Exchange> exchange;
+  /// Weights no op reads, kept to hand back by weights().
+  WeightMap unread;
+  /// An earlier step failed: the replicas are out of step with the server.
+  bool broken = false;
+  PipelineStepStats stats;
+  int64_t steps = 0;
+};
+
+} // namespace heterps::runtime::pipeline
+
+#endif // HETERPS_RUNTIME_PIPELINETRAIN_PIPELINETRAINER_H

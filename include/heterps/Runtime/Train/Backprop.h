@@ -1,0 +1,81 @@
+//===- Backprop.h - forward and backward over a range of plan ops -*- C++
+//-*-===//
+//
+// The pieces a training step is made of, shared by the single-stage
+// Trainer and the pipeline's stage workers: an OpSequence runs the training
+// kernels of a contiguous range of plan ops forward and then backward over
+// a value environment (tensors by value index), and GradientPaths says
+// which values the loss has a gradient for and which weights are trained.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_TRAIN_BACKPROP_H
+#define HETERPS_RUNTIME_TRAIN_BACKPROP_H
+
+#include "heterps/Runtime/Plan.pb.h"
+#include "heterps/Runtime/Train/TrainKernel.h"
+#include "heterps/Runtime/Weights.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+namespace heterps::runtime::train {
+
+/// Ops [begin, end) of a plan with their training kernels. The plan and
+/// the backend must outlive the sequence; one thread runs it at a time.
+class OpSequence {
+public:
+  /// Kernels for the ops; `weights` are the plan's weights (kernels read
+  /// shapes from them). An op without a backward is an error naming it.
+  static llvm::Expected<OpSequence> create(const plan::Plan &plan,
+                                           const WeightMap &weights, int begin,
+                                           int end,
+                                           const TrainBackend &backend);
+
+  int begin() const { return first; }
+  int end() const { return first + static_cast<int>(kernels.size()); }
+  /// The kernel of plan op `op` (in [begin, end)).
+  TrainKernel &kernel(int op) const { return *kernels[op - first]; }
+
+  /// Runs the ops forward; `values` holds a tensor per plan value, at
+  /// least the ops' inputs.
+  llvm::Error forward(std::vector<Tensor> &values) const;
+  /// After `forward`: from the gradients in `grads` (by value; null where
+  /// none flows) runs the ops' backwards in reverse order, adding each
+  /// input's gradient into `grads` (values used twice sum). The ops'
+  /// outputs are released from `values` as their backwards finish.
+  llvm::Error backward(std::vector<Tensor> &values, std::vector<Tensor> &grads,
+                       const std::vector<bool> &requiresGrad) const;
+
+private:
+  OpSequence(const plan::Plan &plan, const TrainBackend &backend, int first)
+      : program(&plan), backend(&backend), first(first) {}
+
+  const plan::Plan *program;
+  const TrainBackend *backend;
+  int first;
+  std::vector<std::unique_ptr<TrainKernel>> kernels;
+};
+
+/// Where gradients flow. Trainable parameters are the f32 weights that
+/// come from the model's initializers and are differentiable inputs of
+/// some op, less the frozen ones.
+struct GradientPaths {
+  /// Per value: whether the loss has a gradient with respect to it.
+  std::vector<bool> requiresGrad;
+  /// Value indices of the trainable parameters, ascending, and their
+  /// initializer names and element counts.
+  std::vector<int32_t> paramValues;
+  std::vector<std::pair<std::string, int64_t>> params;
+};
+
+/// The gradient paths of `plan`, whose op `i` has kernel `kernelOf(i)`.
+/// Errors: a frozen name that is no initializer, running statistics that
+/// are no weight, no trainable parameter at all.
+llvm::Expected<GradientPaths>
+findGradientPaths(const plan::Plan &plan, const WeightMap &weights,
+                  llvm::function_ref<const TrainKernel &(int)> kernelOf,
+                  llvm::ArrayRef<std::string> frozen);
+
+} // namespace heterps::runtime::train
+
+#endif // HETERPS_RUNTIME_TRAIN_BACKPROP_H

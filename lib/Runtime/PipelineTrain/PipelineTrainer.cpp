@@ -1,0 +1,330 @@
+//===- PipelineTrainer.cpp - pipelined training through the PS ------------===//
+
+#include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
+
+#include "Worker.h"
+
+#include "heterps/Runtime/Pipeline.h"
+#include "heterps/Runtime/Plan.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Twine.h"
+
+#include <cstring>
+#include <set>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::pipeline;
+
+static llvm::Error pipelineError(const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+}
+
+double PipelineStepStats::bubbleFraction() const {
+  double begin = 0, end = 0, busy = 0;
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    const ReplicaStepStats &r = replicas[i];
+    begin = i ? std::min(begin, r.computeBegin) : r.computeBegin;
+    end = std::max(end, r.computeEnd);
+    busy += r.forward + r.backward;
+  }
+  double span = (end - begin) * static_cast<double>(replicas.size());
+  return span > 0 ? 1 - busy / span : 0;
+}
+
+PipelineTrainer::PipelineTrainer(plan::Plan plan,
+                                 PipelineTrainerOptions options)
+    : program(std::move(plan)), options(std::move(options)),
+      exchange(std::make_unique<Exchange>()) {}
+
+PipelineTrainer::~PipelineTrainer() = default;
+
+llvm::Expected<std::unique_ptr<PipelineTrainer>>
+PipelineTrainer::create(const plan::Plan &plan, WeightMap weights,
+                        PipelineTrainerOptions options) {
+  std::unique_ptr<PipelineTrainer> trainer(
+      new PipelineTrainer(plan, std::move(options)));
+  if (llvm::Error e = trainer->prepare(std::move(weights)))
+    return std::move(e);
+  return std::move(trainer);
+}
+
+PipelineTrainer::Worker &PipelineTrainer::leader(int s) const {
+  int index = 0;
+  for (int i = 0; i < s; ++i)
+    index += replicaCounts[i];
+  return *workers[index];
+}
+
+/// Which values cross each boundary and which weights and parameters each
+/// stage reads; an error for a parameter read by two stages (its gradient
+/// would have two owners).
+static llvm::Expected<PipelineTrainer::Layout>
+layoutStages(const plan::Plan &plan, const WeightMap &weights,
+             const train::GradientPaths &paths) {
+  std::vector<std::pair<int, int>> ranges = stageRanges(plan);
+  int p = static_cast<int>(ranges.size());
+  std::vector<int> defined(plan.values_size(), -1),
+      lastUse(plan.values_size(), -1);
+  PipelineTrainer::Layout layout;
+  layout.weights.resize(p);
+  layout.params.resize(p);
+  std::vector<std::set<int32_t>> readers(plan.values_size());
+  for (int s = 0; s < p; ++s)
+    for (int i = ranges[s].first; i < ranges[s].second; ++i) {
+      const plan::Op &op = plan.ops(i);
+      for (int32_t in : op.inputs())
+        if (in >= 0) {
+          lastUse[in] = std::max(lastUse[in], s);
+          readers[in].insert(s);
+        }
+      for (int32_t out : op.outputs())
+        defined[out] = s;
+    }
+  // The loss reads the graph output on the last stage.
+  lastUse[plan.outputs(0).value()] = p - 1;
+  layout.live.resize(std::max(p - 1, 0));
+  for (int32_t v = 0; v < plan.values_size(); ++v) {
+    if (weights.count(v)) {
+      for (int s : readers[v])
+        layout.weights[s].push_back(v);
+      continue;
+    }
+    for (int b = std::max(defined[v], 0); b < lastUse[v] && b < p - 1; ++b)
+      layout.live[b].push_back(v);
+  }
+  for (int32_t v : paths.paramValues) {
+    if (readers[v].size() > 1)
+      return pipelineError("parameter '" + plan.values(v).name() +
+                           "' is read by stages " +
+                           llvm::Twine(*readers[v].begin()) + " and " +
+                           llvm::Twine(*readers[v].rbegin()) +
+                           "; a parameter must belong to one stage");
+    layout.params[*readers[v].begin()].push_back(v);
+  }
+  return layout;
+}
+
+llvm::Error PipelineTrainer::prepare(WeightMap weights) {
+  if (program.inputs_size() != 1 || program.outputs_size() != 1)
+    return pipelineError(llvm::Twine("training needs a model with one input "
+                                     "and one output; this one has ") +
+                         llvm::Twine(program.inputs_size()) + " and " +
+                         llvm::Twine(program.outputs_size()));
+  if (options.microBatches < 1)
+    return pipelineError("--micro-batches must be at least 1, not " +
+                         llvm::Twine(options.microBatches));
+  int p = static_cast<int>(stageRanges(program).size());
+  if (options.replicas.empty())
+    for (int s = 0; s < p; ++s)
+      options.replicas.push_back(s < program.stages_size()
+                                     ? std::max(1, program.stages(s).replicas())
+                                     : 1);
+  if (static_cast<int>(options.replicas.size()) != p)
+    return pipelineError("--replicas gives " +
+                         llvm::Twine(options.replicas.size()) +
+                         " counts for a plan of " + llvm::Twine(p) + " stages");
+  for (int k : options.replicas)
+    if (k < 1)
+      return pipelineError("a stage needs at least one replica, not " +
+                           llvm::Twine(k));
+  replicaCounts = options.replicas;
+
+  // Where gradients flow, from a set of kernels of the whole plan.
+  {
+    train::TrainBackend backend;
+    auto all = train::OpSequence::create(program, weights, 0,
+                                         program.ops_size(), backend);
+    if (!all)
+      return all.takeError();
+    auto found = train::findGradientPaths(
+        program, weights,
+        [&](int i) -> const train::TrainKernel & { return all->kernel(i); },
+        options.frozen);
+    if (!found)
+      return found.takeError();
+    paths = std::move(*found);
+  }
+  auto stageLayout = layoutStages(program, weights, paths);
+  if (!stageLayout)
+    return stageLayout.takeError();
+  layout = std::make_unique<Layout>(std::move(*stageLayout));
+
+  ps::ServerOptions serverOptions;
+  serverOptions.numShards = options.serverShards;
+  serverOptions.consistency = options.consistency;
+  serverOptions.dense = options.optimizer;
+  auto created = ps::ParameterServer::create(serverOptions);
+  if (!created)
+    return created.takeError();
+  server = std::move(*created);
+  for (int s = 0; s < p; ++s)
+    for (int32_t v : layout->params[s])
+      if (llvm::Error e = server->addDenseTable(
+              program.values(v).name(), weights.at(v), replicaCounts[s]))
+        return e;
+  transport = std::make_unique<ps::InProcessTransport>(*server);
+
+  auto orders =
+      replicaOrders(options.schedule, options.microBatches, replicaCounts);
+  for (int s = 0; s < p; ++s)
+    for (int r = 0; r < replicaCounts[s]; ++r) {
+      workers.push_back(
+          std::make_unique<Worker>(*this, *layout, s, r, orders[s][r]));
+      if (llvm::Error e = workers.back()->prepare(weights, *transport))
+        return e;
+    }
+  for (auto &[v, t] : weights)
+    if (llvm::none_of(layout->weights, [&](const std::vector<int32_t> &read) {
+          return llvm::is_contained(read, v);
+        }))
+      unread.emplace(v, std::move(t));
+  return llvm::Error::success();
+}
+
+llvm::Error PipelineTrainer::checkData(const data::Dataset &data) const {
+  return train::checkTrainingData(program, options.loss, data);
+}
+
+llvm::Expected<train::LossResult>
+PipelineTrainer::step(const Tensor &inputs, const Tensor &targets, float lr) {
+  if (broken)
+    return pipelineError("an earlier step failed; the pipeline's replicas no "
+                         "longer agree with the parameter server");
+  int m = options.microBatches;
+  int64_t batch = inputs.dim(0);
+  if (batch < m)
+    return pipelineError("a batch of " + llvm::Twine(batch) +
+                         " samples cannot be cut into " + llvm::Twine(m) +
+                         " micro-batches");
+  StepInputs in;
+  in.version = steps;
+  in.lr = lr;
+  in.batch = batch;
+  in.losses.resize(m);
+  for (int64_t j = 0, begin = 0; j < m; ++j) {
+    int64_t size = batch / m + (j < batch % m);
+    in.sizes.push_back(size);
+    in.inputs.push_back(data::sampleRows(inputs, begin, size));
+    in.targets.push_back(data::sampleRows(targets, begin, size));
+    begin += size;
+  }
+  exchange->reset(numStages() - 1, m);
+  stats.replicas.assign(workers.size(), ReplicaStepStats());
+  std::vector<std::optional<std::string>> errors(workers.size());
+  in.start = TraceRecorder::Clock::now();
+  for (size_t w = 0; w < workers.size(); ++w)
+    workers[w]->post([&, w] {
+      errors[w] = workers[w]->runStep(in, *exchange, stats.replicas[w]);
+    });
+  for (auto &worker : workers)
+    worker->join();
+  stats.seconds =
+      std::chrono::duration<double>(TraceRecorder::Clock::now() - in.start)
+          .count();
+  for (auto &error : errors)
+    if (error) {
+      broken = true;
+      return pipelineError(*error);
+    }
+  ++steps;
+
+  train::LossResult result;
+  for (int j = 0; j < m; ++j) {
+    result.loss += in.losses[j].loss * double(in.sizes[j]) / double(batch);
+    result.correct += in.losses[j].correct;
+    result.judged += in.losses[j].judged;
+  }
+  return result;
+}
+
+llvm::Expected<WeightMap> PipelineTrainer::weights() {
+  WeightMap out;
+  for (const auto &[v, t] : unread)
+    out.emplace(v, t.clone());
+  for (int s = 0; s < numStages(); ++s) {
+    Worker &worker = leader(s);
+    for (const auto &[v, t] : worker.localWeights())
+      out.emplace(v, t.clone());
+    for (int32_t v : layout->params[s]) {
+      ps::PSClient &client = worker.client();
+      ps::Ticket ticket =
+          client.pullDense(program.values(v).name(), out.at(v), steps);
+      if (llvm::Error e = client.wait(ticket))
+        return std::move(e);
+    }
+  }
+  return out;
+}
+
+llvm::Expected<train::EvalResult>
+PipelineTrainer::evaluate(const data::Dataset &data, int64_t batchSize) {
+  auto current = weights();
+  if (!current)
+    return current.takeError();
+  return train::evaluateModel(program, *current, options.loss, data, batchSize,
+                              options.numThreads);
+}
+
+llvm::Expected<train::Trainer::State> PipelineTrainer::state() {
+  train::Trainer::State s;
+  auto current = weights();
+  if (!current)
+    return current.takeError();
+  s.weights = std::move(*current);
+  for (int32_t v : paths.paramValues) {
+    auto saved = server->saveDense(program.values(v).name());
+    if (!saved)
+      return saved.takeError();
+    train::Optimizer::State &slot = saved->optimizer;
+    if (slot.steps == 0)
+      continue;
+    // The server keeps tables flat; the optimizer's moments have the
+    // parameter's shape.
+    const Shape &shape = s.weights.at(v).shape();
+    for (Tensor *moment : {&slot.first, &slot.second})
+      if (!moment->isNull())
+        *moment = moment->reshaped(shape);
+    s.optimizer[v] = std::move(slot);
+  }
+  s.randomDraws.assign(program.ops_size(), steps * options.microBatches);
+  return s;
+}
+
+llvm::Error PipelineTrainer::restore(train::Trainer::State s,
+                                     int64_t stepsDone) {
+  auto current = weights();
+  if (!current)
+    return current.takeError();
+  if (s.weights.size() != current->size())
+    return pipelineError("the state has " + llvm::Twine(s.weights.size()) +
+                         " weights, the plan " + llvm::Twine(current->size()));
+  for (const auto &[v, t] : s.weights) {
+    auto it = current->find(v);
+    if (it == current->end() || it->second.shape() != t.shape() ||
+        it->second.dtype() != t.dtype())
+      return pipelineError("value '" + program.values(v).name() +
+                           "' does not fit the plan's weights");
+  }
+  for (int32_t v : paths.paramValues) {
+    ps::DenseTableState table;
+    const Tensor &w = s.weights.at(v);
+    table.values = w.reshaped({w.numElements()});
+    auto slot = s.optimizer.find(v);
+    if (slot != s.optimizer.end())
+      table.optimizer = slot->second;
+    table.version = stepsDone;
+    if (llvm::Error e = server->restoreDense(program.values(v).name(), table))
+      return e;
+  }
+  // Every replica's copies: running statistics, and the parameters until
+  // the next pull.
+  for (auto &worker : workers)
+    for (auto &[v, t] : worker->localWeights())
+      std::memcpy(t.rawData(), s.weights.at(v).rawData(), t.bytes());
+  for (auto &[v, t] : unread)
+    t = s.weights.at(v);
+  steps = stepsDone;
+  broken = false;
+  return llvm::Error::success();
+}

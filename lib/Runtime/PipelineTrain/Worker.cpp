@@ -1,0 +1,322 @@
+//===- Worker.cpp - one replica of one pipeline stage ---------------------===//
+
+#include "Worker.h"
+
+#include "heterps/Runtime/Pipeline.h"
+#include "heterps/Runtime/Plan.h"
+
+#include "llvm/ADT/Twine.h"
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::pipeline;
+using Clock = TraceRecorder::Clock;
+
+static double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+//===-- Exchange ----------------------------------------------------------===//
+
+void PipelineTrainer::Exchange::reset(int boundaries, int microBatches) {
+  std::lock_guard lock(mutex);
+  for (auto &dir : slots)
+    dir.assign(boundaries,
+               std::vector<std::optional<std::vector<Tensor>>>(microBatches));
+  aborted = false;
+}
+
+void PipelineTrainer::Exchange::put(Direction dir, int boundary, int microBatch,
+                                    std::vector<Tensor> values) {
+  {
+    std::lock_guard lock(mutex);
+    slots[dir][boundary][microBatch] = std::move(values);
+  }
+  changed.notify_all();
+}
+
+std::optional<std::vector<Tensor>>
+PipelineTrainer::Exchange::take(Direction dir, int boundary, int microBatch) {
+  std::unique_lock lock(mutex);
+  auto &slot = slots[dir][boundary][microBatch];
+  changed.wait(lock, [&] { return aborted || slot.has_value(); });
+  if (aborted)
+    return std::nullopt;
+  std::vector<Tensor> values = std::move(*slot);
+  slot.reset();
+  return values;
+}
+
+void PipelineTrainer::Exchange::abort() {
+  {
+    std::lock_guard lock(mutex);
+    aborted = true;
+  }
+  changed.notify_all();
+}
+
+//===-- Worker ------------------------------------------------------------===//
+
+PipelineTrainer::Worker::Worker(const PipelineTrainer &trainer,
+                                const Layout &layout, int stage, int replica,
+                                std::vector<Task> order)
+    : trainer(trainer), layout(layout), stageIndex(stage), replica(replica),
+      order(std::move(order)),
+      backend(train::TrainBackendOptions{trainer.options.numThreads,
+                                         trainer.options.seed}) {
+  if (TraceRecorder *rec = trainer.options.trace)
+    traceTrack = rec->addTrack("stage " + std::to_string(stage) + " replica " +
+                               std::to_string(replica));
+  thread = std::thread([this] {
+    std::unique_lock lock(jobMutex);
+    while (true) {
+      jobChanged.wait(lock, [&] { return stopping || job; });
+      if (!job)
+        return;
+      std::function<void()> run = std::move(job);
+      job = nullptr;
+      lock.unlock();
+      run();
+      lock.lock();
+      busy = false;
+      jobChanged.notify_all();
+    }
+  });
+}
+
+PipelineTrainer::Worker::~Worker() {
+  {
+    std::lock_guard lock(jobMutex);
+    stopping = true;
+  }
+  jobChanged.notify_all();
+  thread.join();
+}
+
+void PipelineTrainer::Worker::post(std::function<void()> work) {
+  {
+    std::lock_guard lock(jobMutex);
+    job = std::move(work);
+    busy = true;
+  }
+  jobChanged.notify_all();
+}
+
+void PipelineTrainer::Worker::join() {
+  std::unique_lock lock(jobMutex);
+  jobChanged.wait(lock, [&] { return !busy; });
+}
+
+llvm::Error PipelineTrainer::Worker::prepare(const WeightMap &all,
+                                             ps::Transport &transport) {
+  // The worker's own copies: pulls and running statistics write them.
+  for (int32_t v : layout.weights[stageIndex])
+    weights.emplace(v, all.at(v).clone());
+  auto [first, end] = stageRanges(trainer.program)[stageIndex];
+  int held = std::max(1, peakStash(order));
+  for (int i = 0; i < held; ++i) {
+    auto seq = train::OpSequence::create(trainer.program, weights, first, end,
+                                         backend);
+    if (!seq)
+      return seq.takeError();
+    slots.push_back(std::move(*seq));
+  }
+  auto client = ps::PSClient::create(transport, replica);
+  if (!client)
+    return client.takeError();
+  psClient = std::move(*client);
+  stash.resize(trainer.options.microBatches);
+  for (int32_t v : layout.params[stageIndex])
+    gradSums.emplace(v, Tensor(DType::F32, weights.at(v).shape()));
+  return llvm::Error::success();
+}
+
+void PipelineTrainer::Worker::trace(std::string name, const char *category,
+                                    Clock::time_point begin) {
+  if (TraceRecorder *rec = trainer.options.trace)
+    rec->record(traceTrack, std::move(name), category, begin, Clock::now());
+}
+
+std::optional<std::string>
+PipelineTrainer::Worker::runStep(StepInputs &step, Exchange &exchange,
+                                 ReplicaStepStats &stats) {
+  stats = ReplicaStepStats();
+  stats.stage = stageIndex;
+  stats.replica = replica;
+  stats.stashSlots = static_cast<int>(slots.size());
+  auto fail = [&](llvm::Error e) -> std::optional<std::string> {
+    exchange.abort();
+    return "stage " + std::to_string(stageIndex) + " replica " +
+           std::to_string(replica) + ": " + llvm::toString(std::move(e));
+  };
+  backend.enterThread();
+
+  Clock::time_point t = Clock::now();
+  if (llvm::Error e = pull(step))
+    return fail(std::move(e));
+  stats.pull = secondsSince(t);
+  trace("pull", "ps", t);
+
+  for (auto &[v, sum] : gradSums)
+    std::fill_n(sum.data<float>(), sum.numElements(), 0.f);
+  // Kernel sets: a micro-batch takes a free one at its forward and gives
+  // it back after its backward.
+  std::vector<int> freeSlots, slotOf(trainer.options.microBatches, -1);
+  for (int i = static_cast<int>(slots.size()) - 1; i >= 0; --i)
+    freeSlots.push_back(i);
+  bool first = true;
+  for (const Task &task : order) {
+    int j = task.microBatch;
+    llvm::Expected<bool> ran = false;
+    if (task.kind == Task::Forward) {
+      slotOf[j] = freeSlots.back();
+      freeSlots.pop_back();
+      ran = forward(step, exchange, j, slotOf[j]);
+    } else {
+      ran = backward(step, exchange, j, slotOf[j]);
+      freeSlots.push_back(slotOf[j]);
+    }
+    if (!ran)
+      return fail(ran.takeError());
+    if (!*ran)
+      return std::nullopt;
+    if (first)
+      stats.computeBegin =
+          std::chrono::duration<double>(taskStart - step.start).count();
+    first = false;
+    // Busy from the input's arrival: waiting for it is pipeline bubble.
+    double seconds = secondsSince(taskStart);
+    bool fwd = task.kind == Task::Forward;
+    (fwd ? stats.forward : stats.backward) += seconds;
+    stats.microBatches += fwd;
+    trace((fwd ? "F" : "B") + std::to_string(j), fwd ? "forward" : "backward",
+          taskStart);
+  }
+  stats.computeEnd = secondsSince(step.start);
+
+  t = Clock::now();
+  if (llvm::Error e = push(step))
+    return fail(std::move(e));
+  stats.push = secondsSince(t);
+  trace("push", "ps", t);
+  return std::nullopt;
+}
+
+llvm::Error PipelineTrainer::Worker::pull(StepInputs &step) {
+  std::vector<ps::Ticket> tickets;
+  for (int32_t v : layout.params[stageIndex])
+    tickets.push_back(psClient->pullDense(trainer.program.values(v).name(),
+                                          weights.at(v), step.version));
+  llvm::Error all = llvm::Error::success();
+  for (const ps::Ticket &ticket : tickets)
+    all = llvm::joinErrors(std::move(all), psClient->wait(ticket));
+  return all;
+}
+
+llvm::Error PipelineTrainer::Worker::push(StepInputs &step) {
+  // The server averages the stage's k replicas: k times each replica's
+  // share makes the mean the whole batch's gradient.
+  float k = static_cast<float>(trainer.replicaCounts[stageIndex]);
+  std::vector<ps::Ticket> tickets;
+  for (auto &[v, sum] : gradSums) {
+    if (k != 1.f) {
+      float *g = sum.data<float>();
+      for (int64_t i = 0, n = sum.numElements(); i < n; ++i)
+        g[i] *= k;
+    }
+    tickets.push_back(psClient->pushDense(trainer.program.values(v).name(), sum,
+                                          step.version, step.lr));
+  }
+  llvm::Error all = llvm::Error::success();
+  for (const ps::Ticket &ticket : tickets)
+    all = llvm::joinErrors(std::move(all), psClient->wait(ticket));
+  return all;
+}
+
+llvm::Expected<bool> PipelineTrainer::Worker::forward(StepInputs &step,
+                                                      Exchange &exchange, int j,
+                                                      int slot) {
+  const plan::Plan &plan = trainer.program;
+  int last = trainer.numStages() - 1;
+  std::vector<Tensor> values(plan.values_size());
+  for (const auto &[v, t] : weights)
+    values[v] = t;
+  if (stageIndex == 0) {
+    values[plan.inputs(0).value()] = step.inputs[j];
+  } else {
+    auto in = exchange.take(Exchange::Forward, stageIndex - 1, j);
+    if (!in)
+      return false;
+    for (auto [i, v] : llvm::enumerate(layout.live[stageIndex - 1]))
+      values[v] = std::move((*in)[i]);
+  }
+  taskStart = Clock::now();
+  // Masks depend on the step and the micro-batch, not on the replica.
+  const train::OpSequence &ops = slots[slot];
+  for (int i = ops.begin(); i < ops.end(); ++i)
+    ops.kernel(i).setRandomDraws(step.version * trainer.options.microBatches +
+                                 j);
+  if (llvm::Error e = ops.forward(values))
+    return std::move(e);
+
+  if (stageIndex == last) {
+    llvm::Expected<Tensor> out = values[plan.outputs(0).value()].toPlain();
+    if (!out)
+      return out.takeError();
+    auto loss = train::computeLoss(trainer.options.loss, *out, step.targets[j]);
+    if (!loss)
+      return loss.takeError();
+    // Weighted so that the micro-batches' gradients sum to the batch's.
+    float weight = float(step.sizes[j]) / float(step.batch);
+    float *g = loss->grad.data<float>();
+    for (int64_t i = 0, n = loss->grad.numElements(); i < n; ++i)
+      g[i] *= weight;
+    step.losses[j] = std::move(*loss);
+  } else {
+    std::vector<Tensor> out;
+    for (int32_t v : layout.live[stageIndex])
+      out.push_back(values[v]);
+    exchange.put(Exchange::Forward, stageIndex, j, std::move(out));
+  }
+  stash[j] = std::move(values);
+  return true;
+}
+
+llvm::Expected<bool> PipelineTrainer::Worker::backward(StepInputs &step,
+                                                       Exchange &exchange,
+                                                       int j, int slot) {
+  const plan::Plan &plan = trainer.program;
+  int last = trainer.numStages() - 1;
+  std::vector<Tensor> values = std::move(stash[j]);
+  std::vector<Tensor> grads(plan.values_size());
+  if (stageIndex == last) {
+    grads[plan.outputs(0).value()] = std::move(step.losses[j].grad);
+  } else {
+    auto in = exchange.take(Exchange::Backward, stageIndex, j);
+    if (!in)
+      return false;
+    for (auto [i, v] : llvm::enumerate(layout.live[stageIndex]))
+      grads[v] = std::move((*in)[i]);
+  }
+  taskStart = Clock::now();
+  if (llvm::Error e =
+          slots[slot].backward(values, grads, trainer.paths.requiresGrad))
+    return std::move(e);
+  for (auto &[v, sum] : gradSums) {
+    if (grads[v].isNull())
+      continue;
+    llvm::Expected<Tensor> g = grads[v].toPlain();
+    if (!g)
+      return g.takeError();
+    float *dst = sum.data<float>();
+    const float *src = g->data<float>();
+    for (int64_t i = 0, n = sum.numElements(); i < n; ++i)
+      dst[i] += src[i];
+  }
+  if (stageIndex > 0) {
+    std::vector<Tensor> out;
+    for (int32_t v : layout.live[stageIndex - 1])
+      out.push_back(std::move(grads[v]));
+    exchange.put(Exchange::Backward, stageIndex - 1, j, std::move(out));
+  }
+  return true;
+}

@@ -1,0 +1,133 @@
+//===- Worker.h - one replica of one pipeline stage -------------*- C++ -*-===//
+//
+// Internal to the pipeline trainer. A Worker owns a thread, the training
+// kernels of its stage's ops (one set per micro-batch it may hold at once),
+// its copy of the stage's weights and a parameter-server client. Workers of
+// neighbouring stages hand each other activations and gradients through
+// the step's Exchange.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_LIB_RUNTIME_PIPELINETRAIN_WORKER_H
+#define HETERPS_LIB_RUNTIME_PIPELINETRAIN_WORKER_H
+
+#include "heterps/Runtime/PS/Client.h"
+#include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
+#include "heterps/Runtime/Train/Backprop.h"
+
+#include <condition_variable>
+#include <functional>
+#include <optional>
+#include <thread>
+
+namespace heterps::runtime::pipeline {
+
+/// The values crossing the boundaries between stages in one step: forward,
+/// the activations live across a boundary; backward, their gradients.
+struct PipelineTrainer::Exchange {
+  enum Direction { Forward = 0, Backward = 1 };
+
+  /// Empties every slot for a step of `microBatches` over `boundaries`.
+  void reset(int boundaries, int microBatches);
+  void put(Direction dir, int boundary, int microBatch,
+           std::vector<Tensor> values);
+  /// Waits for the slot's values; nothing once the step is aborted.
+  std::optional<std::vector<Tensor>> take(Direction dir, int boundary,
+                                          int microBatch);
+  /// Wakes every waiter: a worker failed.
+  void abort();
+
+private:
+  std::mutex mutex;
+  std::condition_variable changed;
+  /// [direction][boundary][micro-batch]
+  std::vector<std::vector<std::optional<std::vector<Tensor>>>> slots[2];
+  bool aborted = false;
+};
+
+/// What all workers share in one step.
+struct StepInputs {
+  int64_t version = 0;
+  float lr = 0;
+  int64_t batch = 0;
+  std::vector<Tensor> inputs, targets;
+  std::vector<int64_t> sizes;
+  /// Filled by the last stage, per micro-batch.
+  std::vector<train::LossResult> losses;
+  TraceRecorder::Clock::time_point start;
+};
+
+/// Which values cross each stage boundary, and where things live.
+struct PipelineTrainer::Layout {
+  /// live[b]: values defined at stage <= b (or graph inputs) and used
+  /// after it, ascending.
+  std::vector<std::vector<int32_t>> live;
+  /// Per stage: the weights its ops read, and its trainable parameters.
+  std::vector<std::vector<int32_t>> weights, params;
+};
+
+class PipelineTrainer::Worker {
+public:
+  Worker(const PipelineTrainer &trainer, const Layout &layout, int stage,
+         int replica, std::vector<Task> order);
+  ~Worker();
+
+  /// Kernels (for as many micro-batches as the order holds at once), the
+  /// stage's weights out of `weights` and the server client.
+  llvm::Error prepare(const WeightMap &weights, ps::Transport &transport);
+  /// The kernel of plan op `op` of this stage (for gradient analysis).
+  const train::TrainKernel &kernel(int op) const {
+    return slots.front().kernel(op);
+  }
+  int stage() const { return stageIndex; }
+  WeightMap &localWeights() { return weights; }
+  ps::PSClient &client() { return *psClient; }
+
+  /// Runs `job` on the worker's thread; `join` waits for it.
+  void post(std::function<void()> job);
+  void join();
+
+  /// The worker's part of a step; errors name the stage and replica, and
+  /// nothing comes back when another worker's failure aborted the step.
+  std::optional<std::string> runStep(StepInputs &step, Exchange &exchange,
+                                     ReplicaStepStats &stats);
+
+private:
+  llvm::Error pull(StepInputs &step);
+  llvm::Error push(StepInputs &step);
+  /// Forward of micro-batch `j` into kernel set `slot`; false when aborted.
+  llvm::Expected<bool> forward(StepInputs &step, Exchange &exchange, int j,
+                               int slot);
+  llvm::Expected<bool> backward(StepInputs &step, Exchange &exchange, int j,
+                                int slot);
+  /// Records a span on this worker's trace track, if tracing.
+  void trace(std::string name, const char *category,
+             TraceRecorder::Clock::time_point begin);
+
+  const PipelineTrainer &trainer;
+  const Layout &layout;
+  int stageIndex, replica;
+  std::vector<Task> order;
+  int traceTrack = -1;
+  /// When the running task's input had arrived.
+  TraceRecorder::Clock::time_point taskStart;
+
+  train::TrainBackend backend;
+  std::vector<train::OpSequence> slots;
+  WeightMap weights;
+  std::unique_ptr<ps::PSClient> psClient;
+  /// Per micro-batch in flight: its values and gradients.
+  std::vector<std::vector<Tensor>> stash;
+  /// Per trainable parameter of the stage: its summed gradient.
+  std::map<int32_t, Tensor> gradSums;
+
+  std::thread thread;
+  std::mutex jobMutex;
+  std::condition_variable jobChanged;
+  std::function<void()> job;
+  bool busy = false, stopping = false;
+};
+
+} // namespace heterps::runtime::pipeline
+
+#endif // HETERPS_LIB_RUNTIME_PIPELINETRAIN_WORKER_H

@@ -1,0 +1,264 @@
+//===- PipelineTrainerTest.cpp - pipelined training equals full-batch -----===//
+//
+// A three-layer MLP with a skip connection across two stage boundaries,
+// cut into 1 to 3 stages: under BSP, m micro-batches x k replicas x p
+// stages reach the weights single-stage full-batch training reaches, for
+// both schedules.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../Train/TrainTestModels.h"
+
+#include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::pipeline;
+using namespace heterps::runtime::testutil;
+using namespace heterps::runtime::train;
+
+namespace {
+
+/// x [N, 4] -> a1 = Relu(Gemm 8) -> a2 = Relu(Gemm 8) -> Add(a2, a1)
+///   -> Dropout? -> Gemm 3; `cuts` are the op indices where a stage begins.
+MLP makeSkipMLP(const std::string &modelPath, std::vector<int> cuts,
+                bool dropout = false) {
+  std::mt19937 rng(5);
+  writeInitializers(modelPath, {{"w1", randomTensor({8, 4}, rng, -0.5f, 0.5f)},
+                                {"b1", randomTensor({8}, rng, -0.1f, 0.1f)},
+                                {"w2", randomTensor({8, 8}, rng, -0.5f, 0.5f)},
+                                {"b2", randomTensor({8}, rng, -0.1f, 0.1f)},
+                                {"w3", randomTensor({3, 8}, rng, -0.5f, 0.5f)},
+                                {"b3", randomTensor({3}, rng, -0.1f, 0.1f)}});
+
+  PlanBuilder b;
+  Attrs transB = Attrs().i("trans_b", 1);
+  int x = b.input("x", {-1, 4});
+  int a1 = b.op("Gemm", {x, b.weightRef("w1", {8, 4}), b.weightRef("b1", {8})},
+                {-1, 8}, transB);
+  a1 = b.op("Relu", {a1}, {-1, 8});
+  int a2 = b.op("Gemm", {a1, b.weightRef("w2", {8, 8}), b.weightRef("b2", {8})},
+                {-1, 8}, transB);
+  a2 = b.op("Relu", {a2}, {-1, 8});
+  int s = b.op("Add", {a2, a1}, {-1, 8});
+  if (dropout)
+    s = b.op("Dropout", {s}, {-1, 8}, Attrs().f("ratio", 0.3f));
+  int y = b.op("Gemm", {s, b.weightRef("w3", {3, 8}), b.weightRef("b3", {3})},
+               {-1, 3}, transB);
+  b.output("logits", y);
+  MLP mlp{b.build(), {}};
+  int stage = 0;
+  for (int i = 0; i < mlp.plan.ops_size(); ++i) {
+    while (stage < static_cast<int>(cuts.size()) && i >= cuts[stage])
+      ++stage;
+    mlp.plan.mutable_ops(i)->set_stage(stage);
+  }
+  mlp.plan.set_model_path(modelPath);
+  mlp.weights = llvm::cantFail(loadWeights(mlp.plan));
+  return mlp;
+}
+
+std::unique_ptr<PipelineTrainer> makePipeline(const MLP &mlp,
+                                              PipelineTrainerOptions options) {
+  auto trainer = PipelineTrainer::create(mlp.plan, mlp.weights, options);
+  EXPECT_TRUE(bool(trainer)) << llvm::toString(trainer.takeError());
+  return trainer ? std::move(*trainer) : nullptr;
+}
+
+float maxDifference(const WeightMap &a, const WeightMap &b) {
+  float worst = 0;
+  for (const auto &[v, t] : a) {
+    const Tensor &u = b.at(v);
+    EXPECT_EQ(t.shape(), u.shape());
+    if (t.dtype() != DType::F32)
+      continue;
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      worst =
+          std::max(worst, std::abs(t.data<float>()[i] - u.data<float>()[i]));
+  }
+  return worst;
+}
+
+struct Split {
+  std::vector<int> cuts;
+  int microBatches;
+  std::vector<int> replicas;
+};
+
+TEST(PipelineTrainer, BSPEqualsFullBatchTraining) {
+  TempDir dir;
+  data::Dataset data = makeData(48, 3);
+  const int steps = 6, batch = 12;
+  auto batchOf = [&](int step, const Tensor &all) {
+    return data::sampleRows(all, step * batch % 48, batch);
+  };
+  // Momentum, not Adam: Adam's update hardly changes when every gradient
+  // is scaled, and would hide a wrong micro-batch or replica weighting.
+  OptimizerOptions momentum;
+  momentum.kind = OptimizerKind::Momentum;
+
+  MLP reference = makeSkipMLP(dir.file("ref.onnx"), {});
+  TrainerOptions single;
+  single.optimizer = momentum;
+  auto trainer = makeTrainer(reference, single);
+  std::vector<double> losses;
+  for (int i = 0; i < steps; ++i)
+    losses.push_back(
+        llvm::cantFail(trainer->step(batchOf(i, data.inputs),
+                                     batchOf(i, data.targets), 0.1f))
+            .loss);
+
+  std::vector<Split> splits = {{{}, 4, {3}},
+                               {{2}, 3, {2, 2}},
+                               {{2, 4}, 4, {1, 2, 1}},
+                               {{1, 3}, 5, {2, 1, 3}}};
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB})
+    for (const Split &split : splits) {
+      SCOPED_TRACE(std::string(scheduleName(kind)) + " with " +
+                   std::to_string(split.cuts.size() + 1) +
+                   " stages, m=" + std::to_string(split.microBatches));
+      MLP mlp = makeSkipMLP(dir.file("p.onnx"), split.cuts);
+      PipelineTrainerOptions options;
+      options.schedule = kind;
+      options.microBatches = split.microBatches;
+      options.replicas = split.replicas;
+      options.optimizer = momentum;
+      auto pipeline = makePipeline(mlp, options);
+      ASSERT_TRUE(pipeline);
+      ASSERT_EQ(pipeline->numStages(), static_cast<int>(split.cuts.size()) + 1);
+      for (int i = 0; i < steps; ++i) {
+        auto r = pipeline->step(batchOf(i, data.inputs),
+                                batchOf(i, data.targets), 0.1f);
+        ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+        EXPECT_NEAR(r->loss, losses[i], 1e-5);
+      }
+      auto weights = pipeline->weights();
+      ASSERT_TRUE(bool(weights)) << llvm::toString(weights.takeError());
+      EXPECT_LT(maxDifference(trainer->weights(), *weights), 2e-5f);
+    }
+}
+
+TEST(PipelineTrainer, OneFOneBHoldsFewerMicroBatches) {
+  TempDir dir;
+  MLP mlp = makeSkipMLP(dir.file("p.onnx"), {2, 4});
+  data::Dataset data = makeData(16, 4);
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
+    PipelineTrainerOptions options;
+    options.schedule = kind;
+    options.microBatches = 8;
+    auto pipeline = makePipeline(mlp, options);
+    ASSERT_TRUE(pipeline);
+    ASSERT_TRUE(bool(pipeline->step(data.inputs, data.targets, 0.1f)));
+    const auto &replicas = pipeline->lastStep().replicas;
+    ASSERT_EQ(replicas.size(), 3u);
+    for (const ReplicaStepStats &r : replicas) {
+      EXPECT_EQ(r.microBatches, 8);
+      EXPECT_EQ(r.stashSlots, kind == ScheduleKind::GPipe ? 8 : 3 - r.stage);
+    }
+  }
+}
+
+TEST(PipelineTrainer, DropoutMasksDoNotDependOnReplicas) {
+  TempDir dir;
+  MLP mlp = makeSkipMLP(dir.file("p.onnx"), {2}, /*dropout=*/true);
+  data::Dataset data = makeData(12, 5);
+  auto train = [&](std::vector<int> replicas) {
+    PipelineTrainerOptions options;
+    options.microBatches = 4;
+    options.replicas = replicas;
+    auto pipeline = makePipeline(mlp, options);
+    for (int i = 0; i < 4; ++i)
+      llvm::cantFail(pipeline->step(data.inputs, data.targets, 0.1f));
+    return llvm::cantFail(pipeline->weights());
+  };
+  EXPECT_LT(maxDifference(train({1, 1}), train({2, 2})), 1e-5f);
+}
+
+TEST(PipelineTrainer, ASPTrains) {
+  TempDir dir;
+  MLP mlp = makeSkipMLP(dir.file("p.onnx"), {2});
+  data::Dataset data = makeData(32, 6);
+  PipelineTrainerOptions options;
+  options.consistency = heterps::runtime::ps::Consistency::ASP;
+  options.microBatches = 4;
+  options.replicas = {2, 2};
+  options.schedule = ScheduleKind::OneFOneB;
+  auto pipeline = makePipeline(mlp, options);
+  double first = 0, last = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto r = pipeline->step(data.inputs, data.targets, 0.1f);
+    ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+    (i ? last : first) = r->loss;
+  }
+  EXPECT_LT(last, first * 0.5);
+  auto eval = pipeline->evaluate(data, 8);
+  ASSERT_TRUE(bool(eval)) << llvm::toString(eval.takeError());
+  EXPECT_GT(eval->accuracy(), 0.8);
+}
+
+TEST(PipelineTrainer, TraceHasATrackPerReplicaAndEveryTask) {
+  TempDir dir;
+  MLP mlp = makeSkipMLP(dir.file("p.onnx"), {2});
+  data::Dataset data = makeData(8, 7);
+  TraceRecorder trace;
+  PipelineTrainerOptions options;
+  options.microBatches = 4;
+  options.replicas = {1, 2};
+  options.trace = &trace;
+  auto pipeline = makePipeline(mlp, options);
+  for (int i = 0; i < 2; ++i)
+    llvm::cantFail(pipeline->step(data.inputs, data.targets, 0.1f));
+  // Per step: stage 0 pulls, 4 F, 4 B, pushes; stage 1's replicas 2 F and
+  // 2 B each, a pull and a push each.
+  EXPECT_EQ(trace.numEvents(), 2u * (10 + 2 * 6));
+  std::string path = dir.file("trace.json");
+  ASSERT_FALSE(bool(trace.write(path)));
+  auto text = llvm::MemoryBuffer::getFile(path);
+  ASSERT_TRUE(bool(text));
+  auto json = llvm::json::parse((*text)->getBuffer());
+  ASSERT_TRUE(bool(json)) << llvm::toString(json.takeError());
+  const llvm::json::Array *events =
+      json->getAsObject()->getArray("traceEvents");
+  ASSERT_TRUE(events);
+  EXPECT_EQ(events->size(), 3u + trace.numEvents());
+  EXPECT_EQ(*(*events)[2].getAsObject()->getObject("args")->getString("name"),
+            "stage 1 replica 1");
+}
+
+TEST(PipelineTrainer, ClearErrors) {
+  TempDir dir;
+  MLP mlp = makeSkipMLP(dir.file("p.onnx"), {2});
+  data::Dataset data = makeData(8, 8);
+  auto message = [&](PipelineTrainerOptions options, const MLP &model) {
+    auto t = PipelineTrainer::create(model.plan, model.weights, options);
+    return t ? std::string("created") : llvm::toString(t.takeError());
+  };
+  PipelineTrainerOptions wrongStages;
+  wrongStages.replicas = {1, 1, 1};
+  EXPECT_EQ(message(wrongStages, mlp),
+            "--replicas gives 3 counts for a plan of 2 stages");
+  PipelineTrainerOptions noMicro;
+  noMicro.microBatches = 0;
+  EXPECT_EQ(message(noMicro, mlp), "--micro-batches must be at least 1, not 0");
+
+  // A weight shared by two stages has no single owner.
+  MLP shared = makeSkipMLP(dir.file("s.onnx"), {2});
+  int w1 = shared.plan.ops(0).inputs(1);
+  shared.plan.mutable_ops(2)->set_inputs(1, w1);
+  shared.plan.mutable_ops(2)->set_inputs(0, shared.plan.ops(0).inputs(0));
+  EXPECT_EQ(message({}, shared), "parameter 'w1' is read by stages 0 and 1; "
+                                 "a parameter must belong to one stage");
+
+  PipelineTrainerOptions eight;
+  eight.microBatches = 8;
+  auto pipeline = makePipeline(mlp, eight);
+  data::Dataset few = makeData(4, 9);
+  auto r = pipeline->step(few.inputs, few.targets, 0.1f);
+  ASSERT_FALSE(bool(r));
+  EXPECT_EQ(llvm::toString(r.takeError()),
+            "a batch of 4 samples cannot be cut into 8 micro-batches");
+}
+
+} // namespace
