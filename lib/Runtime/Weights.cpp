@@ -54,12 +54,15 @@ static bool sameType(const Tensor &t, const plan::Value &v) {
 }
 
 llvm::Expected<WeightMap>
-heterps::runtime::loadWeights(const plan::Plan &plan) {
+heterps::runtime::loadWeights(const plan::Plan &plan,
+                              llvm::function_ref<bool(int32_t)> skip) {
   WeightMap weights;
   ModelConstants constants;
   bool modelRead = false;
   llvm::StringRef modelDir = llvm::sys::path::parent_path(plan.model_path());
   for (const plan::Weight &w : plan.weights()) {
+    if (skip && skip(w.value()))
+      continue;
     const plan::Value &v = plan.values(w.value());
     Shape shape(v.dims().begin(), v.dims().end());
     DType dtype = v.dtype() == plan::INT64 ? DType::I64 : DType::F32;

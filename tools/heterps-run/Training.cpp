@@ -149,6 +149,21 @@ cl::opt<std::string> consistencyOption(
 cl::opt<int> serverShards("ps-shards",
                           cl::desc("Parameter-server shards (default 2)"),
                           cl::init(2), cl::cat(tools::pipelineCategory()));
+cl::opt<int64_t> sparseMinRows(
+    "sparse-min-rows",
+    cl::desc("Gather tables of at least N rows live in sparse parameter-"
+             "server tables: never loaded, rows pulled and pushed as "
+             "batches touch them (default 1000000)"),
+    cl::value_desc("N"), cl::init(1000000), cl::cat(tools::pipelineCategory()));
+cl::opt<std::string> sparseOptimizer(
+    "sparse-optimizer",
+    cl::desc("Optimizer of sparse tables at the server: adagrad (default) "
+             "or sgd"),
+    cl::init("adagrad"), cl::cat(tools::pipelineCategory()));
+cl::opt<float> sparseInitScale(
+    "sparse-init-scale",
+    cl::desc("Sparse table rows start uniform in [-S, S) (default 0.01)"),
+    cl::value_desc("S"), cl::init(0.01f), cl::cat(tools::pipelineCategory()));
 cl::opt<std::string>
     traceFile("trace",
               cl::desc("Write a Chrome trace (Perfetto) of every forward, "
@@ -279,10 +294,11 @@ llvm::Expected<TrainingProgress> resumeFrom(llvm::StringRef dir,
   return loaded->progress;
 }
 
-bool pipelineRequested(const plan::Plan &plan) {
+bool pipelineRequested(const plan::Plan &plan, bool sparseTables) {
   cl::Option *options[] = {&scheduleOption, &microBatches, &consistencyOption,
-                           &serverShards, &traceFile};
-  return runtime::stageRanges(plan).size() > 1 ||
+                           &serverShards,   &traceFile,    &sparseOptimizer,
+                           &sparseInitScale};
+  return sparseTables || runtime::stageRanges(plan).size() > 1 ||
          replicasOption.getNumOccurrences() > 0 ||
          llvm::any_of(options,
                       [](cl::Option *o) { return o->getNumOccurrences() > 0; });
@@ -314,6 +330,14 @@ createPipeline(const plan::Plan &plan, WeightMap weights,
   options.optimizer = trainer.optimizer;
   options.frozen = trainer.frozen;
   options.trace = trace;
+  if (sparseOptimizer == "sgd")
+    options.sparseOptimizer.kind = ps::SparseOptimizerOptions::Kind::SGD;
+  else if (sparseOptimizer != "adagrad")
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--sparse-optimizer: unknown optimizer '" +
+                                       sparseOptimizer +
+                                       "' (expected adagrad or sgd)");
+  options.sparseInitScale = sparseInitScale;
   return pipeline::PipelineTrainer::create(plan, std::move(weights), options);
 }
 
@@ -425,13 +449,24 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       return fail("--eval-data: " + llvm::toString(loaded.takeError()));
     evalData = std::move(*loaded);
   }
-  auto weights = loadWeights(plan);
+  // Large embedding tables are never read: the parameter server serves
+  // them row by row.
+  std::set<int32_t> sparse = pipeline::gatherTables(plan, sparseMinRows);
+  if (!sparse.empty() && !saveModel.empty())
+    return fail("--save-model: the model has sparse tables (Gather tables "
+                "of at least --sparse-min-rows rows), which are not written "
+                "back yet");
+  if (!sparse.empty() && !checkpointDir.empty())
+    return fail("--checkpoint: checkpoints of sparse tables are not "
+                "supported yet");
+  auto weights =
+      loadWeights(plan, [&](int32_t v) { return sparse.count(v) > 0; });
   if (!weights)
     return fail(llvm::toString(weights.takeError()));
   std::unique_ptr<Job> job;
   pipeline::PipelineTrainer *pipelined = nullptr;
   pipeline::TraceRecorder trace;
-  if (pipelineRequested(plan)) {
+  if (pipelineRequested(plan, !sparse.empty())) {
     auto trainer = createPipeline(plan, std::move(*weights), options,
                                   traceFile.empty() ? nullptr : &trace);
     if (!trainer)
@@ -588,6 +623,11 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
         epochReport["eval_accuracy"] = eval->accuracy();
         evalAccuracy = llvm::formatv("{0:F4}", eval->accuracy()).str();
       }
+      if (eval->auc >= 0) {
+        epochReport["eval_auc"] = eval->auc;
+        llvm::errs() << llvm::formatv("{0}: epoch {1} eval AUC {2:F4}\n", kTool,
+                                      epoch + 1, eval->auc);
+      }
     }
     llvm::outs() << llvm::formatv(
         "| {0} | {1} | {2:F4} | {3} | {4} | {5} | {6:F1} | {7:F0} | "
@@ -616,6 +656,19 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
   std::optional<llvm::json::Object> pipelineReport;
   if (pipelined && profile.steps())
     pipelineReport = reportPipeline(*pipelined, profile, batch);
+  if (pipelined && !pipelined->sparse().empty()) {
+    int64_t rows = 0;
+    for (int32_t v : pipelined->sparse())
+      rows += plan.values(v).dims(0);
+    int64_t stored = pipelined->storedSparseRows();
+    llvm::errs() << llvm::formatv(
+        "{0}: sparse tables: {1} of {2} rows stored ({3:F2}%)\n", kTool, stored,
+        rows, 100.0 * double(stored) / double(rows));
+    if (pipelineReport) {
+      (*pipelineReport)["sparse_rows"] = rows;
+      (*pipelineReport)["sparse_rows_stored"] = stored;
+    }
+  }
   if (!traceFile.empty()) {
     if (llvm::Error e = trace.write(traceFile))
       return fail(llvm::toString(std::move(e)));

@@ -27,9 +27,9 @@ Arg wt(Tensor t) { return {std::move(t), true}; }
 Arg none() { return {Tensor(), false}; }
 
 /// Runs one op of `type` on `args` and returns its output (expected shape
-/// `out`); fails the test on any error.
+/// `out`, type `outType`); fails the test on any error.
 Tensor runOp(const std::string &type, const std::vector<Arg> &args, Shape out,
-             const Attrs &attrs = Attrs()) {
+             const Attrs &attrs = Attrs(), DType outType = DType::F32) {
   PlanBuilder b;
   std::vector<int> ids;
   std::vector<Tensor> inputs;
@@ -44,7 +44,7 @@ Tensor runOp(const std::string &type, const std::vector<Arg> &args, Shape out,
       inputs.push_back(a.t);
     }
   }
-  b.output("y", b.op(type, ids, out, attrs));
+  b.output("y", b.op(type, ids, out, attrs, outType));
   auto exec = Executor::create(b.build());
   if (!exec) {
     ADD_FAILURE() << llvm::toString(exec.takeError());
@@ -421,4 +421,38 @@ TEST_F(KernelTest, ViewsKeepValues) {
   EXPECT_TRUE(allClose(runOp("Transpose", {in(x)}, {4, 2, 5, 3},
                              Attrs().ints("perm", {2, 0, 3, 1})),
                        refTranspose(x, {2, 0, 3, 1})));
+}
+
+TEST_F(KernelTest, GatherRowsAndColumns) {
+  // Embedding rows (axis 0), a negative index counting from the end.
+  Tensor table = random({5, 3});
+  Tensor rows =
+      runOp("Gather", {in(table), wt(Tensor::fromInts({2, 2}, {4, 0, -1, 2}))},
+            {2, 2, 3}, Attrs().i("axis", 0));
+  for (auto [k, id] : llvm::enumerate(std::vector<int64_t>{4, 0, 4, 2}))
+    for (int j = 0; j < 3; ++j)
+      EXPECT_EQ(rows.data<float>()[k * 3 + j], table.data<float>()[id * 3 + j]);
+  // One column of an i64 matrix (a scalar index drops the axis).
+  Tensor ids = Tensor::fromInts({3, 2}, {10, 11, 20, 21, 30, 31});
+  Tensor column = runOp("Gather", {wt(ids), wt(Tensor::fromInts({}, {1}))}, {3},
+                        Attrs().i("axis", 1), DType::I64);
+  ASSERT_EQ(column.dtype(), DType::I64);
+  EXPECT_EQ(
+      std::vector<int64_t>(column.data<int64_t>(), column.data<int64_t>() + 3),
+      (std::vector<int64_t>{11, 21, 31}));
+}
+
+TEST_F(KernelTest, GatherIndexOutOfRangeIsAnError) {
+  PlanBuilder b;
+  int x = b.input("x", {4, 2});
+  int i = b.weight("i", Tensor::fromInts({1}, {4}));
+  b.output("y", b.op("Gather", {x, i}, {1, 2}, Attrs().i("axis", 0)));
+  auto exec = Executor::create(b.build());
+  ASSERT_TRUE(bool(exec)) << llvm::toString(exec.takeError());
+  auto out = (*exec)->run({random({4, 2})});
+  ASSERT_FALSE(bool(out));
+  EXPECT_NE(llvm::toString(out.takeError())
+                .find("Gather index 4 is outside [-4, 4) of axis 0 of "
+                      "f32[4, 2]"),
+            std::string::npos);
 }

@@ -12,6 +12,8 @@
 #include "heterps/Runtime/Plan.pb.h"
 #include "heterps/Runtime/Tensor.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 #include <map>
 
 namespace heterps::runtime {
@@ -20,7 +22,11 @@ namespace heterps::runtime {
 /// against its plan value.
 using WeightMap = std::map<int32_t, Tensor>;
 
-llvm::Expected<WeightMap> loadWeights(const plan::Plan &plan);
+/// The plan's weights, less those `skip` names by value index (tables a
+/// caller serves otherwise, never read into memory).
+llvm::Expected<WeightMap>
+loadWeights(const plan::Plan &plan,
+            llvm::function_ref<bool(int32_t)> skip = nullptr);
 
 } // namespace heterps::runtime
 

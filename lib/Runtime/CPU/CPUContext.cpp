@@ -14,6 +14,7 @@ CPUBackend::CPUBackend(CPUBackendOptions options)
   registerConcatKernel(registry, context);
   registerConvKernel(registry, context);
   registerEltwiseKernels(registry, context);
+  registerGatherKernel(registry, context);
   registerMatMulKernels(registry, context);
   registerNormKernels(registry, context);
   registerPadKernel(registry, context);

@@ -37,6 +37,7 @@ void registerBinaryKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerConcatKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerConvKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerEltwiseKernels(KernelRegistry &registry, CPUContextPtr ctx);
+void registerGatherKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerMatMulKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerNormKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerPadKernel(KernelRegistry &registry, CPUContextPtr ctx);

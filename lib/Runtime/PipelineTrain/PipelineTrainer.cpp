@@ -61,6 +61,7 @@ PipelineTrainer::Worker &PipelineTrainer::leader(int s) const {
 /// would have two owners).
 static llvm::Expected<PipelineTrainer::Layout>
 layoutStages(const plan::Plan &plan, const WeightMap &weights,
+             const std::set<int32_t> &sparse,
              const train::GradientPaths &paths) {
   std::vector<std::pair<int, int>> ranges = stageRanges(plan);
   int p = static_cast<int>(ranges.size());
@@ -69,6 +70,7 @@ layoutStages(const plan::Plan &plan, const WeightMap &weights,
   PipelineTrainer::Layout layout;
   layout.weights.resize(p);
   layout.params.resize(p);
+  layout.sparse.resize(p);
   std::vector<std::set<int32_t>> readers(plan.values_size());
   for (int s = 0; s < p; ++s)
     for (int i = ranges[s].first; i < ranges[s].second; ++i) {
@@ -85,6 +87,8 @@ layoutStages(const plan::Plan &plan, const WeightMap &weights,
   lastUse[plan.outputs(0).value()] = p - 1;
   layout.live.resize(std::max(p - 1, 0));
   for (int32_t v = 0; v < plan.values_size(); ++v) {
+    if (sparse.count(v))
+      continue;
     if (weights.count(v)) {
       for (int s : readers[v])
         layout.weights[s].push_back(v);
@@ -100,7 +104,8 @@ layoutStages(const plan::Plan &plan, const WeightMap &weights,
                            llvm::Twine(*readers[v].begin()) + " and " +
                            llvm::Twine(*readers[v].rbegin()) +
                            "; a parameter must belong to one stage");
-    layout.params[*readers[v].begin()].push_back(v);
+    int owner = *readers[v].begin();
+    (sparse.count(v) ? layout.sparse : layout.params)[owner].push_back(v);
   }
   return layout;
 }
@@ -145,7 +150,30 @@ llvm::Error PipelineTrainer::prepare(WeightMap weights) {
       return found.takeError();
     paths = std::move(*found);
   }
-  auto stageLayout = layoutStages(program, weights, paths);
+  // Gather tables the caller did not load are served sparsely.
+  std::set<int32_t> sparse, tables = gatherTables(program, 0);
+  for (const plan::Weight &w : program.weights())
+    if (!weights.count(w.value())) {
+      const std::string &name = program.values(w.value()).name();
+      if (!tables.count(w.value()))
+        return pipelineError("weight '" + name +
+                             "' is missing (only Gather tables may be left "
+                             "to the parameter server)");
+      if (!llvm::is_contained(paths.paramValues, w.value()))
+        return pipelineError("table '" + name +
+                             "' is frozen, so the parameter server cannot "
+                             "serve it: load it");
+      sparse.insert(w.value());
+    }
+  if (!sparse.empty())
+    for (const plan::Op &op : program.ops())
+      if (op.type() == "Dropout" || op.type() == "BatchNormalization")
+        return pipelineError(
+            "a model with sparse tables is evaluated with its training "
+            "kernels, so it cannot have " +
+            op.type() + " ('" + op.name() + "') yet");
+  sparseTables.assign(sparse.begin(), sparse.end());
+  auto stageLayout = layoutStages(program, weights, sparse, paths);
   if (!stageLayout)
     return stageLayout.takeError();
   layout = std::make_unique<Layout>(std::move(*stageLayout));
@@ -154,6 +182,7 @@ llvm::Error PipelineTrainer::prepare(WeightMap weights) {
   serverOptions.numShards = options.serverShards;
   serverOptions.consistency = options.consistency;
   serverOptions.dense = options.optimizer;
+  serverOptions.sparse = options.sparseOptimizer;
   auto created = ps::ParameterServer::create(serverOptions);
   if (!created)
     return created.takeError();
@@ -163,6 +192,14 @@ llvm::Error PipelineTrainer::prepare(WeightMap weights) {
       if (llvm::Error e = server->addDenseTable(
               program.values(v).name(), weights.at(v), replicaCounts[s]))
         return e;
+  for (int s = 0; s < p; ++s)
+    for (int32_t v : layout->sparse[s]) {
+      const plan::Value &table = program.values(v);
+      if (llvm::Error e = server->addSparseTable(
+              table.name(), table.dims(0), table.dims(1),
+              options.sparseInitScale, options.seed, replicaCounts[s]))
+        return e;
+    }
   transport = std::make_unique<ps::InProcessTransport>(*server);
 
   auto orders =
@@ -262,11 +299,80 @@ PipelineTrainer::evaluate(const data::Dataset &data, int64_t batchSize) {
   auto current = weights();
   if (!current)
     return current.takeError();
-  return train::evaluateModel(program, *current, options.loss, data, batchSize,
-                              options.numThreads);
+  if (sparseTables.empty())
+    return train::evaluateModel(program, *current, options.loss, data,
+                                batchSize, options.numThreads);
+  // No executor can hold a sparse table: run each stage's first kernel set
+  // forward here, the lookups pulling the rows they need.
+  for (int s = 0; s < numStages(); ++s)
+    leader(s).setVersion(steps);
+  train::EvalResult result;
+  std::vector<float> scores, labels;
+  double lossSum = 0;
+  for (int64_t begin = 0, n = data.size(); begin < n; begin += batchSize) {
+    int64_t count = std::min(batchSize, n - begin);
+    std::vector<Tensor> values(program.values_size());
+    for (const auto &[v, t] : *current)
+      values[v] = t;
+    values[program.inputs(0).value()] =
+        data::sampleRows(data.inputs, begin, count);
+    for (int s = 0; s < numStages(); ++s)
+      if (llvm::Error e = leader(s).kernels().forward(values))
+        return std::move(e);
+    auto out = values[program.outputs(0).value()].toPlain();
+    if (!out)
+      return out.takeError();
+    Tensor targets = data::sampleRows(data.targets, begin, count);
+    auto loss = train::computeLoss(options.loss, *out, targets);
+    if (!loss)
+      return loss.takeError();
+    lossSum += loss->loss * count;
+    result.correct += loss->correct;
+    result.judged += loss->judged;
+    train::collectScores(options.loss, *out, targets, scores, labels);
+  }
+  result.loss = data.size() ? lossSum / data.size() : 0;
+  result.auc = train::rocAuc(scores, labels);
+  return result;
+}
+
+int64_t PipelineTrainer::storedSparseRows() const {
+  int64_t rows = 0;
+  for (int32_t v : sparseTables)
+    rows += server->storedRows(program.values(v).name());
+  return rows;
+}
+
+std::set<int32_t>
+heterps::runtime::pipeline::gatherTables(const plan::Plan &plan,
+                                         int64_t minRows) {
+  std::set<int32_t> weights, tables, disqualified;
+  for (const plan::Weight &w : plan.weights())
+    if (w.source_case() == plan::Weight::kInitializer)
+      weights.insert(w.value());
+  for (const plan::Op &op : plan.ops())
+    for (auto [i, in] : llvm::enumerate(op.inputs())) {
+      if (!weights.count(in))
+        continue;
+      bool lookup = op.type() == "Gather" && i == 0;
+      for (const plan::Attribute &a : op.attributes())
+        if (a.name() == "axis" && a.i() != 0)
+          lookup = false;
+      (lookup ? tables : disqualified).insert(in);
+    }
+  std::set<int32_t> out;
+  for (int32_t v : tables) {
+    const plan::Value &value = plan.values(v);
+    if (!disqualified.count(v) && value.dtype() == plan::FLOAT &&
+        value.dims_size() == 2 && value.dims(0) >= minRows)
+      out.insert(v);
+  }
+  return out;
 }
 
 llvm::Expected<train::Trainer::State> PipelineTrainer::state() {
+  if (!sparseTables.empty())
+    return pipelineError("checkpoints of sparse tables are not supported yet");
   train::Trainer::State s;
   auto current = weights();
   if (!current)

@@ -111,19 +111,33 @@ llvm::Error PipelineTrainer::Worker::prepare(const WeightMap &all,
   // The worker's own copies: pulls and running statistics write them.
   for (int32_t v : layout.weights[stageIndex])
     weights.emplace(v, all.at(v).clone());
-  auto [first, end] = stageRanges(trainer.program)[stageIndex];
-  int held = std::max(1, peakStash(order));
-  for (int i = 0; i < held; ++i) {
-    auto seq = train::OpSequence::create(trainer.program, weights, first, end,
-                                         backend);
-    if (!seq)
-      return seq.takeError();
-    slots.push_back(std::move(*seq));
-  }
   auto client = ps::PSClient::create(transport, replica);
   if (!client)
     return client.takeError();
   psClient = std::move(*client);
+  const plan::Plan &plan = trainer.program;
+  for (int32_t v : layout.sparse[stageIndex])
+    sparseSums.emplace(v, SparseGradSum(plan.values(v).dims(1)));
+  // Gathers from sparse tables pull and push rows themselves.
+  auto sparseLookup = [&](int op) -> std::unique_ptr<train::TrainKernel> {
+    const plan::Op &o = plan.ops(op);
+    auto sum =
+        o.type() == "Gather" ? sparseSums.find(o.inputs(0)) : sparseSums.end();
+    if (sum == sparseSums.end())
+      return nullptr;
+    return std::make_unique<SparseGatherKernel>(
+        *psClient, plan.values(o.inputs(0)).name(),
+        plan.values(o.inputs(0)).dims(1), sum->second, version);
+  };
+  auto [first, end] = stageRanges(plan)[stageIndex];
+  int held = std::max(1, peakStash(order));
+  for (int i = 0; i < held; ++i) {
+    auto seq = train::OpSequence::create(plan, weights, first, end, backend,
+                                         sparseLookup);
+    if (!seq)
+      return seq.takeError();
+    slots.push_back(std::move(*seq));
+  }
   stash.resize(trainer.options.microBatches);
   for (int32_t v : layout.params[stageIndex])
     gradSums.emplace(v, Tensor(DType::F32, weights.at(v).shape()));
@@ -149,6 +163,7 @@ PipelineTrainer::Worker::runStep(StepInputs &step, Exchange &exchange,
            std::to_string(replica) + ": " + llvm::toString(std::move(e));
   };
   backend.enterThread();
+  version = step.version;
 
   Clock::time_point t = Clock::now();
   if (llvm::Error e = pull(step))
@@ -158,6 +173,8 @@ PipelineTrainer::Worker::runStep(StepInputs &step, Exchange &exchange,
 
   for (auto &[v, sum] : gradSums)
     std::fill_n(sum.data<float>(), sum.numElements(), 0.f);
+  for (auto &[v, sum] : sparseSums)
+    sum.clear();
   // Kernel sets: a micro-batch takes a free one at its forward and gives
   // it back after its backward.
   std::vector<int> freeSlots, slotOf(trainer.options.microBatches, -1);
@@ -225,6 +242,13 @@ llvm::Error PipelineTrainer::Worker::push(StepInputs &step) {
     }
     tickets.push_back(psClient->pushDense(trainer.program.values(v).name(), sum,
                                           step.version, step.lr));
+  }
+  for (auto &[v, sum] : sparseSums) {
+    if (k != 1.f)
+      sum.scale(k);
+    tickets.push_back(psClient->pushSparse(trainer.program.values(v).name(),
+                                           sum.ids(), sum.rows(), step.version,
+                                           step.lr));
   }
   llvm::Error all = llvm::Error::success();
   for (const ps::Ticket &ticket : tickets)

@@ -15,6 +15,8 @@
 #include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
 #include "heterps/Runtime/Train/Backprop.h"
 
+#include "SparseGather.h"
+
 #include <condition_variable>
 #include <functional>
 #include <optional>
@@ -62,8 +64,9 @@ struct PipelineTrainer::Layout {
   /// live[b]: values defined at stage <= b (or graph inputs) and used
   /// after it, ascending.
   std::vector<std::vector<int32_t>> live;
-  /// Per stage: the weights its ops read, and its trainable parameters.
-  std::vector<std::vector<int32_t>> weights, params;
+  /// Per stage: the weights its ops read (sparse tables not included),
+  /// its dense trainable parameters and its sparse tables.
+  std::vector<std::vector<int32_t>> weights, params, sparse;
 };
 
 class PipelineTrainer::Worker {
@@ -75,10 +78,10 @@ public:
   /// Kernels (for as many micro-batches as the order holds at once), the
   /// stage's weights out of `weights` and the server client.
   llvm::Error prepare(const WeightMap &weights, ps::Transport &transport);
-  /// The kernel of plan op `op` of this stage (for gradient analysis).
-  const train::TrainKernel &kernel(int op) const {
-    return slots.front().kernel(op);
-  }
+  /// The first kernel set (evaluation runs it).
+  const train::OpSequence &kernels() const { return slots.front(); }
+  /// The table version sparse lookups pull (set before an evaluation).
+  void setVersion(int64_t v) { version = v; }
   int stage() const { return stageIndex; }
   WeightMap &localWeights() { return weights; }
   ps::PSClient &client() { return *psClient; }
@@ -120,6 +123,10 @@ private:
   std::vector<std::vector<Tensor>> stash;
   /// Per trainable parameter of the stage: its summed gradient.
   std::map<int32_t, Tensor> gradSums;
+  /// Per sparse table of the stage: its rows' summed gradients.
+  std::map<int32_t, SparseGradSum> sparseSums;
+  /// The step's version, read by the sparse lookups.
+  int64_t version = 0;
 
   std::thread thread;
   std::mutex jobMutex;

@@ -20,9 +20,14 @@ static llvm::Error trainError(const llvm::Twine &what) {
 llvm::Expected<OpSequence> OpSequence::create(const plan::Plan &plan,
                                               const WeightMap &weights,
                                               int begin, int end,
-                                              const TrainBackend &backend) {
+                                              const TrainBackend &backend,
+                                              KernelOverride custom) {
   OpSequence seq(plan, backend, begin);
   for (int i = begin; i < end; ++i) {
+    if (std::unique_ptr<TrainKernel> own = custom ? custom(i) : nullptr) {
+      seq.kernels.push_back(std::move(own));
+      continue;
+    }
     const plan::Op &op = plan.ops(i);
     std::vector<const Tensor *> constants;
     for (int32_t in : op.inputs()) {
@@ -135,7 +140,9 @@ llvm::Expected<GradientPaths> heterps::runtime::train::findGradientPaths(
   }
   for (int32_t v : trainable) {
     paths.paramValues.push_back(v);
-    paths.params.push_back({initializerOf[v], weights.at(v).numElements()});
+    const auto &dims = plan.values(v).dims();
+    paths.params.push_back(
+        {initializerOf[v], numElements(Shape(dims.begin(), dims.end()))});
   }
   if (paths.paramValues.empty())
     return trainError("the model has no trainable parameters");

@@ -5,6 +5,7 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -125,4 +126,42 @@ train::computeLoss(LossKind kind, const Tensor &output, const Tensor &targets) {
   r.judged = kind == LossKind::BCEWithLogits ? n : 0;
   r.loss = total / n;
   return r;
+}
+
+void train::collectScores(LossKind kind, const Tensor &output,
+                          const Tensor &targets, std::vector<float> &scores,
+                          std::vector<float> &labels) {
+  if (kind != LossKind::BCEWithLogits || output.rank() == 0 ||
+      output.numElements() != output.dim(0))
+    return;
+  const float *s = output.data<float>(), *t = targets.data<float>();
+  scores.insert(scores.end(), s, s + output.numElements());
+  labels.insert(labels.end(), t, t + output.numElements());
+}
+
+double train::rocAuc(llvm::ArrayRef<float> scores,
+                     llvm::ArrayRef<float> labels) {
+  std::vector<size_t> order(scores.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+  // Sum of the positives' ranks (1-based, ties given their mean rank).
+  double rankSum = 0, positives = 0;
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j < order.size() && scores[order[j]] == scores[order[i]])
+      ++j;
+    double meanRank = (double(i + 1) + double(j)) / 2;
+    for (size_t k = i; k < j; ++k)
+      if (labels[order[k]] > 0.5f) {
+        rankSum += meanRank;
+        ++positives;
+      }
+    i = j;
+  }
+  double negatives = double(scores.size()) - positives;
+  if (positives == 0 || negatives == 0)
+    return -1;
+  return (rankSum - positives * (positives + 1) / 2) / (positives * negatives);
 }

@@ -1,9 +1,12 @@
-//===- ShapeGrad.cpp - views and Concat forward and backward --------------===//
+//===- ShapeGrad.cpp - views, Concat and Gather forward and backward ------===//
 //
 // The forwards are the inference kernels (Flatten, Reshape, Squeeze,
-// Unsqueeze and Identity views; Concat in a common layout). The backward of
-// a view is the output gradient viewed with the input's shape; Concat's cuts
-// the output gradient into the inputs' slices along the axis.
+// Unsqueeze and Identity views; Concat in a common layout; Gather). The
+// backward of a view is the output gradient viewed with the input's shape;
+// Concat's cuts the output gradient into the inputs' slices along the axis;
+// Gather's adds each output row into the row of the table it came from (a
+// dense table gradient: large tables are trained as sparse parameter-server
+// tables instead, see PipelineTrain).
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,6 +67,43 @@ public:
   llvm::Error backward(llvm::ArrayRef<const Tensor *> inputs, const Tensor &,
                        const Tensor &dOutput, llvm::ArrayRef<bool> needGrad,
                        llvm::MutableArrayRef<Tensor> dInputs) override;
+
+private:
+  int64_t axis;
+};
+
+class GatherGradKernel : public InferenceForward {
+public:
+  GatherGradKernel(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
+                   int64_t axis)
+      : InferenceForward(std::move(kernel), std::move(ctx)), axis(axis) {}
+  llvm::Error backward(llvm::ArrayRef<const Tensor *> inputs, const Tensor &,
+                       const Tensor &dOutput, llvm::ArrayRef<bool>,
+                       llvm::MutableArrayRef<Tensor> dInputs) override {
+    const Tensor &data = *inputs[0], &indices = *inputs[1];
+    if (axis != 0 && axis != -data.rank())
+      return cpu::kernelError("the backward of Gather along axis " +
+                              llvm::Twine(axis) +
+                              " is not supported (axis 0 "
+                              "only)");
+    return cpu::guardDnnl([&]() -> llvm::Error {
+      Tensor dy = cpu::plainOf(dOutput, ctx);
+      Tensor dData(DType::F32, data.shape());
+      float *out = dData.data<float>();
+      std::fill_n(out, dData.numElements(), 0.f);
+      int64_t rows = data.dim(0),
+              row = data.numElements() / std::max<int64_t>(rows, 1);
+      const float *g = dy.data<float>();
+      const int64_t *ids = indices.data<int64_t>();
+      for (int64_t k = 0, n = indices.numElements(); k < n; ++k) {
+        float *target = out + (ids[k] < 0 ? ids[k] + rows : ids[k]) * row;
+        for (int64_t j = 0; j < row; ++j)
+          target[j] += g[k * row + j];
+      }
+      dInputs[0] = std::move(dData);
+      return llvm::Error::success();
+    });
+  }
 
 private:
   int64_t axis;
@@ -137,6 +177,17 @@ void train::registerShapeGrad(TrainRegistry &registry) {
     if (!kernel)
       return kernel.takeError();
     return std::make_unique<ConcatGradKernel>(std::move(*kernel), env.ctx,
+                                              *axis);
+  };
+  registry["Gather"] = [](const OpInfo &info, const TrainKernelEnv &env)
+      -> llvm::Expected<std::unique_ptr<TrainKernel>> {
+    auto axis = info.attrs.getInt("axis", 0);
+    if (!axis)
+      return axis.takeError();
+    auto kernel = env.inference->createKernel(info);
+    if (!kernel)
+      return kernel.takeError();
+    return std::make_unique<GatherGradKernel>(std::move(*kernel), env.ctx,
                                               *axis);
   };
 }

@@ -68,8 +68,8 @@ llvm::Error heterps::runtime::train::checkTrainingData(
   const plan::Value &in = program.values(program.inputs(0).value());
   Shape expected = valueShape(in);
   const Shape &got = data.inputs.shape();
-  bool fits = in.dtype() == plan::FLOAT && data.inputs.dtype() == DType::F32 &&
-              got.size() == expected.size();
+  DType inType = in.dtype() == plan::INT64 ? DType::I64 : DType::F32;
+  bool fits = data.inputs.dtype() == inType && got.size() == expected.size();
   for (size_t i = 1; fits && i < got.size(); ++i)
     fits = expected[i] == -1 || expected[i] == got[i];
   if (!fits)
@@ -77,7 +77,7 @@ llvm::Error heterps::runtime::train::checkTrainingData(
                       dtypeName(data.inputs.dtype()) +
                       shapeToString(Shape(got.begin() + 1, got.end())) +
                       ", but the model input '" + program.inputs(0).name() +
-                      "' is f32" + shapeToString(expected) +
+                      "' is " + dtypeName(inType) + shapeToString(expected) +
                       " (first dimension the batch)");
   const Shape &t = data.targets.shape();
   Shape outShape = valueShape(program.values(program.outputs(0).value()));
@@ -154,6 +154,7 @@ llvm::Expected<EvalResult> heterps::runtime::train::evaluateModel(
   if (!executor)
     return executor.takeError();
   EvalResult result;
+  std::vector<float> scores, labels;
   double lossSum = 0;
   int64_t n = data.size();
   for (int64_t begin = 0; begin < n; begin += batchSize) {
@@ -169,8 +170,11 @@ llvm::Expected<EvalResult> heterps::runtime::train::evaluateModel(
     lossSum += loss->loss * count;
     result.correct += loss->correct;
     result.judged += loss->judged;
+    collectScores(lossKind, (*outputs)[0],
+                  data::sampleRows(data.targets, begin, count), scores, labels);
   }
   result.loss = n ? lossSum / n : 0;
+  result.auc = rocAuc(scores, labels);
   return result;
 }
 

@@ -200,6 +200,13 @@ TEST(GradCheck, Concat) {
             {0, 1, 2}, Attrs().i("axis", 1));
 }
 
+// Repeated and negative ids: their rows' gradients add up.
+TEST(GradCheck, GatherRows) {
+  gradCheck("Gather",
+            {random({5, 3}, 40), Tensor::fromInts({2, 2}, {4, 0, -1, 2})}, {0},
+            Attrs().i("axis", 0));
+}
+
 TEST(GradCheck, BatchNormTraining) {
   Tensor mean = random({3}, 30), var = random({3}, 31, 0.5f, 2.f);
   gradCheck("BatchNormalization",

@@ -26,6 +26,14 @@
 // backward, in one of as many kernel sets as the schedule has micro-batches
 // in flight there: m under GPipe, at most p - s under 1F1B.
 //
+// Sparse tables: a Gather table (see gatherTables) left out of the weights
+// given to create() lives in a sparse PS table. Its rows start uniform in
+// [-sparseInitScale, sparseInitScale) from the seed and the row id (the
+// model's values are never read), a replica pulls the rows its
+// micro-batch's ids touch and pushes their gradients, and the server
+// applies sparseOptimizer (Adagrad by default) to those rows only: memory
+// grows with the rows training touches, not with the table.
+//
 // Dropout masks depend on the seed, the op, the step and the micro-batch,
 // not on the replica that draws them. Batch norm statistics are those of
 // each micro-batch, and running statistics are kept per replica (replica
@@ -41,6 +49,8 @@
 #include "heterps/Runtime/PipelineTrain/Schedule.h"
 #include "heterps/Runtime/PipelineTrain/Trace.h"
 #include "heterps/Runtime/Train/Trainer.h"
+
+#include <set>
 
 namespace heterps::runtime::pipeline {
 
@@ -60,6 +70,9 @@ struct PipelineTrainerOptions {
   train::OptimizerOptions optimizer;
   /// Initializer names whose values stay fixed.
   std::vector<std::string> frozen;
+  /// Sparse tables: their optimizer at the server and initial range.
+  ps::SparseOptimizerOptions sparseOptimizer;
+  float sparseInitScale = 0.01f;
   /// Records every task and PS call when set (outlives the trainer).
   TraceRecorder *trace = nullptr;
 };
@@ -100,11 +113,13 @@ public:
   /// accuracy counts (no gradient).
   llvm::Expected<train::LossResult> step(const Tensor &inputs,
                                          const Tensor &targets, float lr);
-  /// As Trainer::evaluate, on the server's current parameters.
+  /// As Trainer::evaluate, on the server's current parameters. With sparse
+  /// tables it runs the stages' training forwards on this thread.
   llvm::Expected<train::EvalResult> evaluate(const data::Dataset &data,
                                              int64_t batchSize);
   /// The current weights: parameters pulled from the server, the other
-  /// weights (running statistics) from each stage's replica 0.
+  /// weights (running statistics) from each stage's replica 0. Sparse
+  /// tables are not included.
   llvm::Expected<WeightMap> weights();
 
   /// Everything a step changes, for a checkpoint: the weights, the
@@ -124,6 +139,9 @@ public:
   const PipelineTrainerOptions &settings() const { return options; }
   const PipelineStepStats &lastStep() const { return stats; }
   int64_t stepsDone() const { return steps; }
+  /// Rows the server stores over all sparse tables (touched rows).
+  int64_t storedSparseRows() const;
+  llvm::ArrayRef<int32_t> sparse() const { return sparseTables; }
 
   class Worker;
   struct Exchange;
@@ -145,6 +163,8 @@ private:
   /// Stage by stage, replica by replica.
   std::vector<std::unique_ptr<Worker>> workers;
   std::unique_ptr<Exchange> exchange;
+  /// Value indices of the sparse tables.
+  std::vector<int32_t> sparseTables;
   /// Weights no op reads, kept to hand back by weights().
   WeightMap unread;
   /// An earlier step failed: the replicas are out of step with the server.
@@ -152,6 +172,11 @@ private:
   PipelineStepStats stats;
   int64_t steps = 0;
 };
+
+/// Initializers that are only ever the table (input 0) of Gather ops on
+/// axis 0, f32 [rows, dim] with rows >= minRows: the tables a pipelined run
+/// can serve sparsely.
+std::set<int32_t> gatherTables(const plan::Plan &plan, int64_t minRows);
 
 } // namespace heterps::runtime::pipeline
 

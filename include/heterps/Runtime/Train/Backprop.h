@@ -24,12 +24,17 @@ namespace heterps::runtime::train {
 /// the backend must outlive the sequence; one thread runs it at a time.
 class OpSequence {
 public:
+  /// A kernel the caller makes for plan op `op` instead of the backend's,
+  /// or null.
+  using KernelOverride =
+      llvm::function_ref<std::unique_ptr<TrainKernel>(int op)>;
+
   /// Kernels for the ops; `weights` are the plan's weights (kernels read
   /// shapes from them). An op without a backward is an error naming it.
   static llvm::Expected<OpSequence> create(const plan::Plan &plan,
                                            const WeightMap &weights, int begin,
-                                           int end,
-                                           const TrainBackend &backend);
+                                           int end, const TrainBackend &backend,
+                                           KernelOverride custom = nullptr);
 
   int begin() const { return first; }
   int end() const { return first + static_cast<int>(kernels.size()); }

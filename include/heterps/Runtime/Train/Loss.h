@@ -46,6 +46,15 @@ struct LossResult {
 llvm::Expected<LossResult> computeLoss(LossKind kind, const Tensor &output,
                                        const Tensor &targets);
 
+/// For bce-logits with one logit per sample: appends each sample's logit
+/// and target to `scores` and `labels`; nothing for other losses.
+void collectScores(LossKind kind, const Tensor &output, const Tensor &targets,
+                   std::vector<float> &scores, std::vector<float> &labels);
+
+/// The area under the ROC curve of `scores` against 0/1 `labels` (ties
+/// count half: the Mann-Whitney statistic); -1 without both classes.
+double rocAuc(llvm::ArrayRef<float> scores, llvm::ArrayRef<float> labels);
+
 } // namespace heterps::runtime::train
 
 #endif // HETERPS_RUNTIME_TRAIN_LOSS_H

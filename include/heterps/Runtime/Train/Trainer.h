@@ -43,6 +43,9 @@ struct EvalResult {
   /// Correct / judged predictions (see LossResult); judged is 0 for mse.
   int64_t correct = 0, judged = 0;
   double accuracy() const { return judged ? double(correct) / judged : 0; }
+  /// Area under the ROC curve (bce-logits with one logit per sample);
+  /// -1 otherwise.
+  double auc = -1;
 };
 
 class Trainer {
