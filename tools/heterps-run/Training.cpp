@@ -456,9 +456,6 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
     return fail("--save-model: the model has sparse tables (Gather tables "
                 "of at least --sparse-min-rows rows), which are not written "
                 "back yet");
-  if (!sparse.empty() && !checkpointDir.empty())
-    return fail("--checkpoint: checkpoints of sparse tables are not "
-                "supported yet");
   auto weights =
       loadWeights(plan, [&](int32_t v) { return sparse.count(v) > 0; });
   if (!weights)

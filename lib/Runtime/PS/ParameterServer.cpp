@@ -6,8 +6,10 @@
 
 #include "llvm/ADT/Twine.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <numeric>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::ps;
@@ -127,6 +129,73 @@ llvm::Error ParameterServer::restoreDense(const std::string &name,
                    llvm::Twine(state.values.numElements()));
   for (int s = 0; s < opts.numShards; ++s)
     (*table)->dense[s]->restore(state, info.shard_offsets(s));
+  return llvm::Error::success();
+}
+
+llvm::Expected<train::Trainer::SparseRows>
+ParameterServer::saveSparse(const std::string &name) {
+  llvm::Expected<Table *> table = lookup(name, 0);
+  if (!table)
+    return table.takeError();
+  const TableInfo &info = (*table)->info;
+  if (info.kind() != SPARSE)
+    return psError("table '" + name + "' is not sparse");
+  std::vector<int64_t> ids;
+  std::vector<float> rows, accs;
+  train::Trainer::SparseRows out;
+  for (int s = 0; s < opts.numShards; ++s)
+    out.version = (*table)->sparse[s]->save(ids, rows, accs);
+  // Ascending ids: the same rows make the same checkpoint.
+  std::vector<size_t> order(ids.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return ids[a] < ids[b]; });
+  int64_t n = static_cast<int64_t>(ids.size()), dim = info.dim();
+  out.values = Tensor(DType::F32, {n, dim});
+  if (!accs.empty())
+    out.accumulators = Tensor(DType::F32, {n, dim});
+  for (int64_t i = 0; i < n; ++i) {
+    size_t from = order[i];
+    out.ids.push_back(ids[from]);
+    std::memcpy(out.values.data<float>() + i * dim, rows.data() + from * dim,
+                dim * sizeof(float));
+    if (!accs.empty())
+      std::memcpy(out.accumulators.data<float>() + i * dim,
+                  accs.data() + from * dim, dim * sizeof(float));
+  }
+  return out;
+}
+
+llvm::Error
+ParameterServer::restoreSparse(const std::string &name,
+                               const train::Trainer::SparseRows &saved) {
+  llvm::Expected<Table *> table = lookup(name, 0);
+  if (!table)
+    return table.takeError();
+  const TableInfo &info = (*table)->info;
+  int64_t n = static_cast<int64_t>(saved.ids.size()), dim = info.dim();
+  bool adagrad = opts.sparse.kind == SparseOptimizerOptions::Kind::Adagrad;
+  if (info.kind() != SPARSE || saved.values.shape() != Shape{n, dim} ||
+      adagrad != !saved.accumulators.isNull())
+    return psError("table '" + name + "' holds rows of " + llvm::Twine(dim) +
+                   (adagrad ? " with" : " without") +
+                   " Adagrad accumulators; the saved rows do not fit");
+  std::vector<std::vector<int64_t>> ids(opts.numShards);
+  std::vector<std::vector<const float *>> rows(opts.numShards),
+      accs(opts.numShards);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t id = saved.ids[i];
+    if (id < 0 || id >= info.rows())
+      return psError("table '" + name + "': saved row id " + llvm::Twine(id) +
+                     " is outside [0, " + llvm::Twine(info.rows()) + ")");
+    int s = static_cast<int>(id % opts.numShards);
+    ids[s].push_back(id);
+    rows[s].push_back(saved.values.data<float>() + i * dim);
+    if (adagrad)
+      accs[s].push_back(saved.accumulators.data<float>() + i * dim);
+  }
+  for (int s = 0; s < opts.numShards; ++s)
+    (*table)->sparse[s]->restore(ids[s], rows[s], accs[s], saved.version);
   return llvm::Error::success();
 }
 

@@ -85,6 +85,13 @@ public:
   llvm::Error pull(const PullRequest &request, PullResponse &response);
   llvm::Error push(const PushRequest &request, PushResponse &response);
   int64_t storedRows();
+  /// Appends the stored rows' ids, values and accumulators (Adagrad);
+  /// returns the shard's version.
+  int64_t save(std::vector<int64_t> &ids, std::vector<float> &rows,
+               std::vector<float> &accumulators);
+  /// Replaces the stored rows (this shard's ids only) and the version.
+  void restore(llvm::ArrayRef<int64_t> ids, llvm::ArrayRef<const float *> rows,
+               llvm::ArrayRef<const float *> accumulators, int64_t version);
 
 private:
   llvm::Error checkId(int64_t id) const;

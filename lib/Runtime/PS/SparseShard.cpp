@@ -150,3 +150,37 @@ llvm::Error SparseShard::push(const PushRequest &request,
   response.set_version(gate.version());
   return llvm::Error::success();
 }
+
+int64_t SparseShard::save(std::vector<int64_t> &ids, std::vector<float> &rows,
+                          std::vector<float> &accs) {
+  std::shared_lock lock(mutex);
+  int64_t dim = info.dim();
+  for (const auto &[id, slot] : slots) {
+    ids.push_back(id);
+    rows.insert(rows.end(), values.begin() + slot * dim,
+                values.begin() + (slot + 1) * dim);
+    if (!accumulators.empty())
+      accs.insert(accs.end(), accumulators.begin() + slot * dim,
+                  accumulators.begin() + (slot + 1) * dim);
+  }
+  return gate.version();
+}
+
+void SparseShard::restore(llvm::ArrayRef<int64_t> ids,
+                          llvm::ArrayRef<const float *> rows,
+                          llvm::ArrayRef<const float *> accs, int64_t version) {
+  std::unique_lock lock(mutex);
+  int64_t dim = info.dim();
+  slots.clear();
+  values.clear();
+  accumulators.clear();
+  pendingSlots.clear();
+  pending.clear();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    slots.emplace(ids[i], static_cast<int64_t>(i));
+    values.insert(values.end(), rows[i], rows[i] + dim);
+    if (!accs.empty())
+      accumulators.insert(accumulators.end(), accs[i], accs[i] + dim);
+  }
+  gate.reset(version);
+}

@@ -371,14 +371,20 @@ heterps::runtime::pipeline::gatherTables(const plan::Plan &plan,
 }
 
 llvm::Expected<train::Trainer::State> PipelineTrainer::state() {
-  if (!sparseTables.empty())
-    return pipelineError("checkpoints of sparse tables are not supported yet");
   train::Trainer::State s;
+  for (int32_t v : sparseTables) {
+    auto rows = server->saveSparse(program.values(v).name());
+    if (!rows)
+      return rows.takeError();
+    s.sparse[v] = std::move(*rows);
+  }
   auto current = weights();
   if (!current)
     return current.takeError();
   s.weights = std::move(*current);
   for (int32_t v : paths.paramValues) {
+    if (llvm::is_contained(sparseTables, v))
+      continue;
     auto saved = server->saveDense(program.values(v).name());
     if (!saved)
       return saved.takeError();
@@ -412,7 +418,21 @@ llvm::Error PipelineTrainer::restore(train::Trainer::State s,
       return pipelineError("value '" + program.values(v).name() +
                            "' does not fit the plan's weights");
   }
+  for (int32_t v : sparseTables)
+    if (!s.sparse.count(v))
+      return pipelineError("the state has no rows for sparse table '" +
+                           program.values(v).name() + "'");
+  for (auto &[v, rows] : s.sparse) {
+    if (!llvm::is_contained(sparseTables, v))
+      return pipelineError("'" + program.values(v).name() +
+                           "' is a sparse table there, not here");
+    rows.version = stepsDone;
+    if (llvm::Error e = server->restoreSparse(program.values(v).name(), rows))
+      return e;
+  }
   for (int32_t v : paths.paramValues) {
+    if (llvm::is_contained(sparseTables, v))
+      continue;
     ps::DenseTableState table;
     const Tensor &w = s.weights.at(v);
     table.values = w.reshaped({w.numElements()});

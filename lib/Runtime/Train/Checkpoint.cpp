@@ -89,6 +89,16 @@ llvm::Error train::saveCheckpoint(llvm::StringRef dir, const plan::Plan &plan,
   }
   for (uint64_t draws : state.randomDraws)
     c.add_random_draws(draws);
+  for (const auto &[v, rows] : state.sparse) {
+    SparseTable *out = c.add_sparse_tables();
+    out->set_name(plan.values(v).name());
+    out->mutable_ids()->Add(rows.ids.begin(), rows.ids.end());
+    toMessage("values", rows.values, *out->mutable_values());
+    if (!rows.accumulators.isNull())
+      toMessage("accumulators", rows.accumulators,
+                *out->mutable_accumulators());
+    out->set_version(rows.version);
+  }
 
   CheckpointFile file;
   file.set_format(kFormat);
@@ -191,6 +201,24 @@ stateOf(const Checkpoint &c, const plan::Plan &plan, const WeightMap &current) {
                            llvm::Twine(c.random_draws_size()) +
                            " ops, this one has " + llvm::Twine(ops));
   state.randomDraws.assign(c.random_draws().begin(), c.random_draws().end());
+  for (const SparseTable &m : c.sparse_tables()) {
+    llvm::Expected<int32_t> v = lookup(m.name());
+    if (!v)
+      return v.takeError();
+    Trainer::SparseRows &rows = state.sparse[*v];
+    rows.ids.assign(m.ids().begin(), m.ids().end());
+    rows.version = m.version();
+    llvm::Expected<Tensor> values = fromMessage(m.values());
+    if (!values)
+      return values.takeError();
+    rows.values = std::move(*values);
+    if (m.has_accumulators()) {
+      llvm::Expected<Tensor> accs = fromMessage(m.accumulators());
+      if (!accs)
+        return accs.takeError();
+      rows.accumulators = std::move(*accs);
+    }
+  }
   return state;
 }
 

@@ -25,6 +25,7 @@
 
 #include "heterps/Runtime/PS/PS.pb.h"
 #include "heterps/Runtime/Train/Optimizer.h"
+#include "heterps/Runtime/Train/Trainer.h"
 
 #include "llvm/Support/Error.h"
 
@@ -103,6 +104,14 @@ public:
   /// version are dropped.
   llvm::Error restoreDense(const std::string &name,
                            const DenseTableState &state);
+
+  /// A sparse table's stored rows and version, gathered from its shards
+  /// (a quiescent server, as for saveDense).
+  llvm::Expected<train::Trainer::SparseRows>
+  saveSparse(const std::string &name);
+  /// Puts saved rows back (every other row returns to its initial value).
+  llvm::Error restoreSparse(const std::string &name,
+                            const train::Trainer::SparseRows &rows);
 
   /// Sparse rows stored (updated at least once) over all shards.
   int64_t storedRows(const std::string &table) const;

@@ -79,12 +79,22 @@ public:
   llvm::ArrayRef<int32_t> parameterValues() const { return paths.paramValues; }
   const TrainerOptions &settings() const { return options; }
 
+  /// The rows a sparse (parameter-server) table stores: ids ascending,
+  /// their values and Adagrad accumulators ([n, dim]; no accumulators
+  /// under SGD), and the table's version.
+  struct SparseRows {
+    std::vector<int64_t> ids;
+    Tensor values, accumulators;
+    int64_t version = 0;
+  };
   /// Everything a step changes: the weights, the optimizer's state (by
-  /// parameter value index) and each kernel's random draws.
+  /// parameter value index), each kernel's random draws and, in pipelined
+  /// runs, the sparse tables' stored rows (by value index).
   struct State {
     WeightMap weights;
     std::map<int, Optimizer::State> optimizer;
     std::vector<uint64_t> randomDraws;
+    std::map<int32_t, SparseRows> sparse;
   };
   /// A deep copy of the current state.
   State state() const;
