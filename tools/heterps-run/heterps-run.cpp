@@ -21,11 +21,14 @@
 #include "heterps/Runtime/ONNXTensor.h"
 #include "heterps/Runtime/Pipeline.h"
 #include "heterps/Runtime/Plan.h"
+#include "heterps/Planner/ClusterSpec.h"
 #include "heterps/Target/ONNX/ImportONNX.h"
 #include "heterps/Transforms/LowerToRuntime.h"
+#include "heterps/Transforms/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -93,6 +96,29 @@ cl::opt<std::string> profileDevice(
     "profile-device",
     cl::desc("Device type name the profile is for (default: cpu)"),
     cl::init("cpu"), cl::cat(category));
+cl::opt<std::string> clusterFile(
+    "cluster",
+    cl::desc("Place the model on this cluster spec (YAML) before running: "
+             "costs, --strategy, stages and replicas, as heterps-opt's "
+             "hps-annotate-costs, hps-place, hps-form-stages and "
+             "hps-provision do"),
+    cl::value_desc("FILE.yaml"), cl::cat(category));
+cl::opt<std::string> strategy(
+    "strategy",
+    cl::desc("Placement strategy with --cluster (all-<type>, greedy, rl, "
+             "exact, ...; default: all-<the spec's first CPU type>, this "
+             "machine's CPU)"),
+    cl::cat(category));
+cl::opt<std::string> placementFile(
+    "placement",
+    cl::desc("With --cluster: a device type per layer (JSON, as hps-place "
+             "saves it); implies --strategy manual"),
+    cl::value_desc("FILE.json"), cl::cat(category));
+cl::opt<std::string> costProfile(
+    "cost-profile",
+    cl::desc("With --cluster: measured layer costs (the JSON --profile-out "
+             "writes) instead of the analytic ones"),
+    cl::value_desc("FILE.json"), cl::cat(category));
 cl::opt<std::string> reportPath("report",
                                 cl::desc("Write the run's figures as JSON"),
                                 cl::value_desc("FILE.json"), cl::cat(category));
@@ -105,6 +131,55 @@ int fail(const llvm::Twine &message) {
 }
 
 /// Imports and lowers an ONNX model; MLIR diagnostics become the error.
+/// --cluster's passes: costs, placement (--strategy, by default every layer
+/// on the spec's first CPU type), stages and replicas.
+llvm::Error addPlacementPasses(mlir::PassManager &pm) {
+  std::string chosen = strategy;
+  if (chosen.empty() && !placementFile.empty())
+    chosen = "manual";
+  if (chosen.empty()) {
+    auto spec = heterps::planner::loadClusterSpec(clusterFile);
+    if (!spec)
+      return spec.takeError();
+    for (const heterps::planner::DeviceType &d : spec->deviceTypes)
+      if (d.kind == "cpu") {
+        chosen = "all-" + d.name;
+        break;
+      }
+    if (chosen.empty())
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "--cluster " + clusterFile +
+              ": the spec has no CPU device type; choose a --strategy");
+  }
+  pm.addPass(mlir::hps::createAnnotateCosts({clusterFile, costProfile}));
+  mlir::hps::PlaceOptions place;
+  place.strategy = chosen;
+  place.placement = placementFile;
+  pm.addPass(mlir::hps::createPlace(place));
+  pm.addPass(mlir::hps::createFormStages());
+  pm.addPass(mlir::hps::createProvision());
+  return llvm::Error::success();
+}
+
+/// "2 stages: 0 cpu x1 (ops 0-5), 1 v100 x3 (ops 6-9)".
+std::string describeStages(const plan::Plan &plan) {
+  std::vector<std::pair<int, int>> ranges = stageRanges(plan);
+  std::string text = std::to_string(ranges.size()) + " stage" +
+                     (ranges.size() == 1 ? "" : "s") + ":";
+  for (auto [s, range] : llvm::enumerate(ranges)) {
+    const plan::Op &op = plan.ops(range.first);
+    int stage = op.stage();
+    std::string device = op.device().empty() ? "cpu" : op.device();
+    int replicas =
+        stage < plan.stages_size() ? plan.stages(stage).replicas() : 1;
+    text += llvm::formatv("{0} {1} {2} x{3} (ops {4}-{5})", s ? "," : "", s,
+                          device, replicas, range.first, range.second - 1)
+                .str();
+  }
+  return text;
+}
+
 llvm::Expected<plan::Plan> planFromONNX(llvm::StringRef path) {
   mlir::DialectRegistry registry;
   mlir::hps::registerAllDialects(registry);
@@ -120,6 +195,14 @@ llvm::Expected<plan::Plan> planFromONNX(llvm::StringRef path) {
   auto module = mlir::hps::importONNXFile(path, &context);
   if (!module)
     return module.takeError();
+  if (!clusterFile.empty()) {
+    mlir::PassManager pm(&context);
+    if (llvm::Error e = addPlacementPasses(pm))
+      return e;
+    if (mlir::failed(pm.run(**module)))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     path + ": " + diagnostic);
+  }
   mlir::FailureOr<plan::Plan> plan = mlir::hps::lowerToRuntimePlan(**module);
   if (mlir::failed(plan))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -333,6 +416,9 @@ int main(int argc, char **argv) {
                                         : loadPlan(modelPath);
   if (!plan)
     return fail(llvm::toString(plan.takeError()));
+  if (!clusterFile.empty())
+    llvm::errs() << kTool << ": placed on " << clusterFile << ": "
+                 << describeStages(*plan) << "\n";
   if (splitStages < 0)
     return fail("--split-stages takes a positive count");
   if (splitStages > 0 && streamLength == 0 &&

@@ -456,3 +456,95 @@ TEST_F(KernelTest, GatherIndexOutOfRangeIsAnError) {
                       "f32[4, 2]"),
             std::string::npos);
 }
+
+//===----------------------------------------------------------------------===//
+// Reductions, ConvTranspose, LayerNormalization, Split, Slice
+//===----------------------------------------------------------------------===//
+
+TEST_F(KernelTest, Reductions) {
+  Tensor x = Tensor::fromFloats({2, 3}, {1, 5, 3, -2, 0, 8});
+  EXPECT_TRUE(allClose(runOp("ReduceMean", {in(x)}, {2},
+                             Attrs().ints("axes", {1}).i("keepdims", 0)),
+                       Tensor::fromFloats({2}, {3, 2})));
+  EXPECT_TRUE(allClose(runOp("ReduceSum", {in(x)}, {1, 3},
+                             Attrs().ints("axes", {-2}).i("keepdims", 1)),
+                       Tensor::fromFloats({1, 3}, {-1, 5, 11})));
+  EXPECT_TRUE(allClose(runOp("ReduceMax", {in(x)}, {1, 1},
+                             Attrs().ints("axes", {}).i("keepdims", 1)),
+                       Tensor::fromFloats({1, 1}, {8})));
+  EXPECT_TRUE(allClose(runOp("ReduceMin", {in(x)}, {},
+                             Attrs().ints("axes", {}).i("keepdims", 0)),
+                       Tensor::fromFloats({}, {-2})));
+}
+
+TEST_F(KernelTest, ConvTransposeStridedWithOutputPadding) {
+  // Each input value spreads over a 2x2 block of a 5x5 output (stride 2,
+  // one row and column of output padding, which hold the bias only).
+  Tensor x = Tensor::fromFloats({1, 1, 2, 2}, {1, 2, 3, 4});
+  Tensor w = Tensor::fromFloats({1, 1, 2, 2}, {1, 1, 1, 1});
+  Tensor b = Tensor::fromFloats({1}, {0.5f});
+  Tensor y = runOp("ConvTranspose", {in(x), wt(w), wt(b)}, {1, 1, 5, 5},
+                   Attrs()
+                       .ints("strides", {2, 2})
+                       .ints("output_padding", {1, 1})
+                       .ints("pads", {0, 0, 0, 0}));
+  std::vector<float> expected(25, 0.5f);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      expected[i * 5 + j] += x.data<float>()[(i / 2) * 2 + j / 2];
+  EXPECT_TRUE(allClose(y, Tensor::fromFloats({1, 1, 5, 5}, expected)));
+}
+
+TEST_F(KernelTest, LayerNormalization) {
+  Tensor x = Tensor::fromFloats({2, 2}, {1, 3, 2, 6});
+  Tensor scale = Tensor::fromFloats({2}, {1, 2}),
+         bias = Tensor::fromFloats({2}, {0, 1});
+  float e = 1e-5f, s1 = 1 / std::sqrt(1 + e), s2 = 1 / std::sqrt(4 + e);
+  EXPECT_TRUE(allClose(
+      runOp("LayerNormalization", {in(x), wt(scale), wt(bias)}, {2, 2},
+            Attrs().i("axis", -1).f("epsilon", e)),
+      Tensor::fromFloats({2, 2}, {-s1, 1 + 2 * s1, -2 * s2, 1 + 4 * s2})));
+}
+
+TEST_F(KernelTest, SplitAndSlice) {
+  PlanBuilder b;
+  int x = b.input("x", {2, 3});
+  int a =
+      b.op("Split", {x}, {2, 1}, Attrs().i("axis", 1).ints("split", {1, 2}));
+  // The builder makes one output; Split's second is added by hand.
+  plan::Plan plan = b.build();
+  plan::Value *second = plan.add_values();
+  second->set_name("second");
+  second->set_dtype(plan::FLOAT);
+  second->add_dims(2);
+  second->add_dims(2);
+  plan.mutable_ops(0)->add_outputs(plan.values_size() - 1);
+  for (int v : {a, plan.values_size() - 1}) {
+    plan::Binding *out = plan.add_outputs();
+    out->set_name(plan.values(v).name());
+    out->set_value(v);
+  }
+  auto exec = Executor::create(plan);
+  ASSERT_TRUE(bool(exec)) << llvm::toString(exec.takeError());
+  auto outs = (*exec)->run({Tensor::fromFloats({2, 3}, {1, 2, 3, 4, 5, 6})});
+  ASSERT_TRUE(bool(outs)) << llvm::toString(outs.takeError());
+  EXPECT_TRUE(allClose((*outs)[0], Tensor::fromFloats({2, 1}, {1, 4})));
+  EXPECT_TRUE(allClose((*outs)[1], Tensor::fromFloats({2, 2}, {2, 3, 5, 6})));
+
+  // Backwards from index 8 by 3 (8, 5, 2), and a clamped end.
+  Tensor r = Tensor::fromFloats({10}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  EXPECT_TRUE(allClose(runOp("Slice", {in(r)}, {3},
+                             Attrs()
+                                 .ints("starts", {8})
+                                 .ints("ends", {1})
+                                 .ints("axes", {0})
+                                 .ints("steps", {-3})),
+                       Tensor::fromFloats({3}, {8, 5, 2})));
+  EXPECT_TRUE(allClose(runOp("Slice", {in(r)}, {3},
+                             Attrs()
+                                 .ints("starts", {-3})
+                                 .ints("ends", {100})
+                                 .ints("axes", {0})
+                                 .ints("steps", {1})),
+                       Tensor::fromFloats({3}, {7, 8, 9})));
+}

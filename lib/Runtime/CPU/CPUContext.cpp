@@ -15,6 +15,10 @@ CPUBackend::CPUBackend(CPUBackendOptions options)
   registerConvKernel(registry, context);
   registerEltwiseKernels(registry, context);
   registerGatherKernel(registry, context);
+  registerConvTransposeKernel(registry, context);
+  registerLayerNormKernel(registry, context);
+  registerReduceKernels(registry, context);
+  registerSliceKernels(registry, context);
   registerMatMulKernels(registry, context);
   registerNormKernels(registry, context);
   registerPadKernel(registry, context);

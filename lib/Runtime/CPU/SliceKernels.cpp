@@ -1,0 +1,173 @@
+//===- SliceKernels.cpp - Split and Slice ---------------------------------===//
+//
+// Plain copies of any element type. Split cuts its input along `axis` into
+// consecutive pieces of the `split` sizes (equal pieces when empty); Slice
+// takes every `steps`-th index from `starts` towards `ends` on each of its
+// `axes` (ONNX's clamping rules; a negative step walks backwards).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CPUKernels.h"
+
+#include <cstring>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cpu;
+
+namespace {
+
+/// Elements before `axis`, and bytes of one index of `axis` onwards.
+std::pair<int64_t, int64_t> outerAndRow(const Tensor &x, int64_t axis) {
+  int64_t outer = 1, row = dtypeSize(x.dtype());
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= x.dim(i);
+  for (int64_t i = axis + 1; i < x.rank(); ++i)
+    row *= x.dim(i);
+  return {outer, row};
+}
+
+class SplitKernel : public Kernel {
+public:
+  SplitKernel(int64_t axis, std::vector<int64_t> sizes)
+      : axis(axis), sizes(std::move(sizes)) {}
+
+  llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                  llvm::MutableArrayRef<Tensor> outputs) override {
+    const Tensor &x = *inputs[0];
+    auto a = normalizeAxis(axis, x.rank());
+    if (!a)
+      return a.takeError();
+    int64_t n = x.dim(*a), pieces = static_cast<int64_t>(outputs.size());
+    std::vector<int64_t> size = sizes;
+    if (size.empty()) {
+      if (n % pieces != 0)
+        return kernelError("Split of " + x.typeString() + " along axis " +
+                           llvm::Twine(*a) + " into " + llvm::Twine(pieces) +
+                           " equal pieces");
+      size.assign(pieces, n / pieces);
+    }
+    int64_t total = 0;
+    for (int64_t s : size)
+      total += s;
+    if (static_cast<int64_t>(size.size()) != pieces || total != n)
+      return kernelError("Split sizes do not add up to axis " +
+                         llvm::Twine(*a) + " of " + x.typeString());
+    auto [outer, row] = outerAndRow(x, *a);
+    const auto *src = static_cast<const uint8_t *>(x.rawData());
+    int64_t offset = 0;
+    for (int64_t p = 0; p < pieces; ++p) {
+      Shape shape = x.shape();
+      shape[*a] = size[p];
+      Tensor y(x.dtype(), shape);
+      auto *dst = static_cast<uint8_t *>(y.rawData());
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(dst + o * size[p] * row, src + (o * n + offset) * row,
+                    size[p] * row);
+      offset += size[p];
+      outputs[p] = std::move(y);
+    }
+    return llvm::Error::success();
+  }
+
+private:
+  int64_t axis;
+  std::vector<int64_t> sizes;
+};
+
+class SliceKernel : public Kernel {
+public:
+  SliceKernel(std::vector<int64_t> starts, std::vector<int64_t> ends,
+              std::vector<int64_t> axes, std::vector<int64_t> steps)
+      : starts(std::move(starts)), ends(std::move(ends)), axes(std::move(axes)),
+        steps(std::move(steps)) {}
+
+  llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                  llvm::MutableArrayRef<Tensor> outputs) override {
+    const Tensor &x = *inputs[0];
+    int64_t rank = x.rank();
+    // Per axis: first index, step and count.
+    std::vector<int64_t> first(rank, 0), step(rank, 1), count(x.shape());
+    for (size_t i = 0; i < starts.size(); ++i) {
+      int64_t a = axes.empty() ? static_cast<int64_t>(i) : axes[i];
+      if (a < 0)
+        a += rank;
+      int64_t s = steps.empty() ? 1 : steps[i], n = x.dim(a);
+      if (a < 0 || a >= rank || s == 0)
+        return kernelError("Slice axis " + llvm::Twine(a) + " with step " +
+                           llvm::Twine(s) + " on " + x.typeString());
+      auto clampIndex = [&](int64_t v) {
+        if (v < 0)
+          v += n;
+        return s > 0 ? std::clamp<int64_t>(v, 0, n)
+                     : std::clamp<int64_t>(v, -1, n - 1);
+      };
+      int64_t begin = clampIndex(starts[i]), end = clampIndex(ends[i]);
+      first[a] = begin;
+      step[a] = s;
+      count[a] = s > 0 ? std::max<int64_t>(0, (end - begin + s - 1) / s)
+                       : std::max<int64_t>(0, (begin - end - s - 1) / -s);
+    }
+    Tensor y(x.dtype(), count);
+    int64_t elementBytes = dtypeSize(x.dtype());
+    std::vector<int64_t> strides(rank, 1);
+    for (int64_t a = rank - 2; a >= 0; --a)
+      strides[a] = strides[a + 1] * x.dim(a + 1);
+    const auto *src = static_cast<const uint8_t *>(x.rawData());
+    auto *dst = static_cast<uint8_t *>(y.rawData());
+    std::vector<int64_t> index(rank, 0);
+    for (int64_t k = 0, total = y.numElements(); k < total; ++k) {
+      int64_t offset = 0;
+      for (int64_t a = 0; a < rank; ++a)
+        offset += (first[a] + index[a] * step[a]) * strides[a];
+      std::memcpy(dst + k * elementBytes, src + offset * elementBytes,
+                  elementBytes);
+      for (int64_t a = rank - 1; a >= 0 && ++index[a] == count[a]; --a)
+        index[a] = 0;
+    }
+    outputs[0] = std::move(y);
+    return llvm::Error::success();
+  }
+
+private:
+  std::vector<int64_t> starts, ends, axes, steps;
+};
+
+} // namespace
+
+void cpu::registerSliceKernels(KernelRegistry &registry, CPUContextPtr) {
+  registry.add(
+      "Split",
+      [](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
+        if (info.numInputs() != 1 || info.numOutputs() < 1)
+          return kernelError("Split takes one input and gives at least one "
+                             "output");
+        auto axis = info.attrs.getInt("axis", 0);
+        if (!axis)
+          return axis.takeError();
+        auto sizes = info.attrs.getInts("split", std::vector<int64_t>());
+        if (!sizes)
+          return sizes.takeError();
+        return std::make_unique<SplitKernel>(*axis, std::move(*sizes));
+      });
+  registry.add(
+      "Slice",
+      [](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
+        if (llvm::Error e = info.checkArity(1, 1))
+          return e;
+        std::vector<int64_t> lists[4];
+        const char *names[4] = {"starts", "ends", "axes", "steps"};
+        for (int i = 0; i < 4; ++i) {
+          auto values = info.attrs.getInts(names[i], std::vector<int64_t>());
+          if (!values)
+            return values.takeError();
+          lists[i] = std::move(*values);
+        }
+        if (lists[1].size() != lists[0].size() ||
+            (!lists[2].empty() && lists[2].size() != lists[0].size()) ||
+            (!lists[3].empty() && lists[3].size() != lists[0].size()))
+          return kernelError(
+              "Slice needs as many ends, axes and steps as starts");
+        return std::make_unique<SliceKernel>(lists[0], lists[1], lists[2],
+                                             lists[3]);
+      });
+}
