@@ -30,7 +30,6 @@ llvm::Expected<std::unique_ptr<PSClient>> PSClient::create(Transport &transport,
   client->shards = list->num_shards();
   client->isBsp = list->bsp();
   client->responses.resize(client->shards);
-  client->positions.resize(client->shards);
   client->thread = std::thread([c = client.get()] { c->run(); });
   return client;
 }
@@ -268,39 +267,59 @@ Ticket PSClient::pullSparse(const std::string &name, std::vector<int64_t> ids,
     return failed(std::move(e));
   return submit([this, info = *info, ids = std::move(ids), out = &out,
                  minVersion]() -> llvm::Error {
-    int64_t dim = info.dim();
-    int numShards = static_cast<int>(positions.size());
-    // Where each shard's rows go in `out`.
-    for (auto &p : positions)
-      p.clear();
-    for (size_t i = 0; i < ids.size(); ++i)
-      positions[shardOf(ids[i], numShards)].push_back(static_cast<int64_t>(i));
-    float *dst = out->data<float>();
-    Request &request = pullScratch;
-    PullRequest *pull = request.mutable_pull();
-    pull->set_table(info.name());
-    pull->set_min_version(minVersion);
-    for (int s = 0; s < numShards; ++s) {
-      if (positions[s].empty())
-        continue;
-      request.set_shard(s);
-      pull->clear_ids();
-      for (int64_t i : positions[s])
-        pull->add_ids(ids[i]);
-      llvm::Expected<const Response *> response = send(request);
-      if (!response)
-        return response.takeError();
-      const std::string &values = (*response)->pull().values();
-      if (values.size() != positions[s].size() * dim * sizeof(float))
-        return psError("table '" + info.name() + "': shard " + llvm::Twine(s) +
-                       " sent the wrong number of rows");
-      const auto *rows = reinterpret_cast<const float *>(values.data());
-      for (size_t k = 0; k < positions[s].size(); ++k)
-        std::memcpy(dst + positions[s][k] * dim, rows + k * dim,
-                    dim * sizeof(float));
-    }
-    return llvm::Error::success();
+    return fetchSparse(info, ids, *out, minVersion, commScratch);
   });
+}
+
+llvm::Error PSClient::pullSparseNow(const std::string &name,
+                                    llvm::ArrayRef<int64_t> ids, Tensor &out,
+                                    int64_t minVersion) {
+  llvm::Expected<TableInfo> info = expectKind(table(name), SPARSE);
+  if (!info)
+    return info.takeError();
+  if (llvm::Error e = checkBuffer(
+          *info, out, static_cast<int64_t>(ids.size()) * info->dim(),
+          "the output"))
+    return e;
+  std::lock_guard lock(nowMutex);
+  return fetchSparse(*info, ids, out, minVersion, nowScratch);
+}
+
+llvm::Error PSClient::fetchSparse(const TableInfo &info,
+                                  llvm::ArrayRef<int64_t> ids, Tensor &out,
+                                  int64_t minVersion, SparseScratch &scratch) {
+  int64_t dim = info.dim();
+  std::vector<std::vector<int64_t>> &positions = scratch.positions;
+  positions.resize(shards);
+  // Where each shard's rows go in `out`.
+  for (auto &p : positions)
+    p.clear();
+  for (size_t i = 0; i < ids.size(); ++i)
+    positions[shardOf(ids[i], shards)].push_back(static_cast<int64_t>(i));
+  float *dst = out.data<float>();
+  Request &request = scratch.request;
+  PullRequest *pull = request.mutable_pull();
+  pull->set_table(info.name());
+  pull->set_min_version(minVersion);
+  for (int s = 0; s < shards; ++s) {
+    if (positions[s].empty())
+      continue;
+    request.set_shard(s);
+    pull->clear_ids();
+    for (int64_t i : positions[s])
+      pull->add_ids(ids[i]);
+    if (llvm::Error e = exchange(transport, request, scratch.response))
+      return e;
+    const std::string &values = scratch.response.pull().values();
+    if (values.size() != positions[s].size() * dim * sizeof(float))
+      return psError("table '" + info.name() + "': shard " + llvm::Twine(s) +
+                     " sent the wrong number of rows");
+    const auto *rows = reinterpret_cast<const float *>(values.data());
+    for (size_t k = 0; k < positions[s].size(); ++k)
+      std::memcpy(dst + positions[s][k] * dim, rows + k * dim,
+                  dim * sizeof(float));
+  }
+  return llvm::Error::success();
 }
 
 Ticket PSClient::pushSparse(const std::string &name,

@@ -59,8 +59,7 @@ llvm::Error SparseGatherKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
     positionOf[k] = it->second;
   }
   Tensor rows(DType::F32, {static_cast<int64_t>(distinct.size()), dim});
-  if (llvm::Error e =
-          client.wait(client.pullSparse(table, distinct, rows, version)))
+  if (llvm::Error e = client.pullSparseNow(table, distinct, rows, version))
     return e;
   Shape shape = indices.shape();
   shape.push_back(dim);

@@ -83,6 +83,11 @@ public:
   /// Rows `ids` of a sparse table into `out`, [ids.size(), dim].
   Ticket pullSparse(const std::string &table, std::vector<int64_t> ids,
                     Tensor &out, int64_t minVersion = 0);
+  /// As pullSparse, but now, on the calling thread: for a lookup that needs
+  /// its rows at once, without the hand-over to the communication thread.
+  llvm::Error pullSparseNow(const std::string &table,
+                            llvm::ArrayRef<int64_t> ids, Tensor &out,
+                            int64_t minVersion = 0);
   /// Gradients of rows `ids` ([ids.size(), dim]; repeated ids are summed).
   Ticket pushSparse(const std::string &table, const std::vector<int64_t> &ids,
                     const Tensor &grads, int64_t step, float lr);
@@ -113,6 +118,16 @@ private:
   PushRequest *startPush(Request &request, int shard, const std::string &table,
                          int64_t step, float lr) const;
 
+  /// Buffers of a sparse pull, reused from call to call.
+  struct SparseScratch {
+    Request request;
+    Response response;
+    std::vector<std::vector<int64_t>> positions;
+  };
+  llvm::Error fetchSparse(const TableInfo &info, llvm::ArrayRef<int64_t> ids,
+                          Tensor &out, int64_t minVersion,
+                          SparseScratch &scratch);
+
   Transport &transport;
   int workerIndex;
   int shards = 1;
@@ -125,7 +140,10 @@ private:
   /// Used by the communication thread only.
   std::vector<Response> responses;
   Request pullScratch;
-  std::vector<std::vector<int64_t>> positions;
+  SparseScratch commScratch;
+  /// pullSparseNow's, for one caller at a time.
+  std::mutex nowMutex;
+  SparseScratch nowScratch;
 
   std::mutex queueMutex;
   std::condition_variable queueChanged;
