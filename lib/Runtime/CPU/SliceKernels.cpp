@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CPUKernels.h"
+#include "SliceGeometry.h"
 
 #include <cstring>
 
@@ -84,46 +85,16 @@ public:
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override {
     const Tensor &x = *inputs[0];
-    int64_t rank = x.rank();
-    // Per axis: first index, step and count.
-    std::vector<int64_t> first(rank, 0), step(rank, 1), count(x.shape());
-    for (size_t i = 0; i < starts.size(); ++i) {
-      int64_t a = axes.empty() ? static_cast<int64_t>(i) : axes[i];
-      if (a < 0)
-        a += rank;
-      int64_t s = steps.empty() ? 1 : steps[i], n = x.dim(a);
-      if (a < 0 || a >= rank || s == 0)
-        return kernelError("Slice axis " + llvm::Twine(a) + " with step " +
-                           llvm::Twine(s) + " on " + x.typeString());
-      auto clampIndex = [&](int64_t v) {
-        if (v < 0)
-          v += n;
-        return s > 0 ? std::clamp<int64_t>(v, 0, n)
-                     : std::clamp<int64_t>(v, -1, n - 1);
-      };
-      int64_t begin = clampIndex(starts[i]), end = clampIndex(ends[i]);
-      first[a] = begin;
-      step[a] = s;
-      count[a] = s > 0 ? std::max<int64_t>(0, (end - begin + s - 1) / s)
-                       : std::max<int64_t>(0, (begin - end - s - 1) / -s);
-    }
-    Tensor y(x.dtype(), count);
-    int64_t elementBytes = dtypeSize(x.dtype());
-    std::vector<int64_t> strides(rank, 1);
-    for (int64_t a = rank - 2; a >= 0; --a)
-      strides[a] = strides[a + 1] * x.dim(a + 1);
+    auto g = sliceGeometry(x.shape(), starts, ends, axes, steps);
+    if (!g)
+      return g.takeError();
+    Tensor y(x.dtype(), g->count);
+    int64_t bytes = dtypeSize(x.dtype());
     const auto *src = static_cast<const uint8_t *>(x.rawData());
     auto *dst = static_cast<uint8_t *>(y.rawData());
-    std::vector<int64_t> index(rank, 0);
-    for (int64_t k = 0, total = y.numElements(); k < total; ++k) {
-      int64_t offset = 0;
-      for (int64_t a = 0; a < rank; ++a)
-        offset += (first[a] + index[a] * step[a]) * strides[a];
-      std::memcpy(dst + k * elementBytes, src + offset * elementBytes,
-                  elementBytes);
-      for (int64_t a = rank - 1; a >= 0 && ++index[a] == count[a]; --a)
-        index[a] = 0;
-    }
+    g->forEach(x.shape(), [&](int64_t k, int64_t offset) {
+      std::memcpy(dst + k * bytes, src + offset * bytes, bytes);
+    });
     outputs[0] = std::move(y);
     return llvm::Error::success();
   }

@@ -1,13 +1,16 @@
-//===- BinaryGrad.cpp - Add, Sub and Mul forward and backward -------------===//
+//===- BinaryGrad.cpp - binary arithmetic forward and backward ------------===//
 //
-// Same-shape operands in one layout (residual Adds between convolutions)
-// run on oneDNN's binary primitive in that layout; broadcasting ones run as
-// plain loops. The backward sums the output gradient over the dimensions
-// an operand was broadcast along.
+// Add, Sub, Mul, Div, Max, Min and Pow. Same-shape operands in one layout
+// (residual Adds between convolutions) run on oneDNN's binary primitive in
+// that layout; broadcasting ones (and Pow) run as plain loops. The backward
+// sums the output gradient over the dimensions an operand was broadcast along.
 //
 //===----------------------------------------------------------------------===//
 
 #include "TrainKernels.h"
+
+#include <cmath>
+#include <optional>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
@@ -64,7 +67,74 @@ Tensor train::reduceToShape(const Tensor &dy, const Shape &shape) {
 
 namespace {
 
-enum class BinaryKind { Add, Sub, Mul };
+enum class BinaryKind { Add, Sub, Mul, Div, Max, Min, Pow };
+
+float apply(BinaryKind kind, float x, float y) {
+  switch (kind) {
+  case BinaryKind::Add:
+    return x + y;
+  case BinaryKind::Sub:
+    return x - y;
+  case BinaryKind::Mul:
+    return x * y;
+  case BinaryKind::Div:
+    return x / y;
+  case BinaryKind::Max:
+    return std::max(x, y);
+  case BinaryKind::Min:
+    return std::min(x, y);
+  case BinaryKind::Pow:
+    return std::pow(x, y);
+  }
+  return 0;
+}
+
+/// d(x op y)/dx (`wrtFirst`) or d(x op y)/dy. Max and Min split a tie
+/// evenly, as PyTorch does; Pow's exponent gradient is 0 where x <= 0.
+float partial(BinaryKind kind, bool wrtFirst, float x, float y) {
+  switch (kind) {
+  case BinaryKind::Add:
+    return 1;
+  case BinaryKind::Sub:
+    return wrtFirst ? 1 : -1;
+  case BinaryKind::Mul:
+    return wrtFirst ? y : x;
+  case BinaryKind::Div:
+    return wrtFirst ? 1 / y : -x / (y * y);
+  case BinaryKind::Max:
+  case BinaryKind::Min: {
+    if (x == y)
+      return 0.5f;
+    bool firstWins = kind == BinaryKind::Max ? x > y : x < y;
+    return firstWins == wrtFirst ? 1 : 0;
+  }
+  case BinaryKind::Pow:
+    if (wrtFirst)
+      return y * std::pow(x, y - 1);
+    return x > 0 ? std::pow(x, y) * std::log(x) : 0;
+  }
+  return 0;
+}
+
+std::optional<dnnl::algorithm> dnnlAlgorithm(BinaryKind kind) {
+  switch (kind) {
+  case BinaryKind::Add:
+    return dnnl::algorithm::binary_add;
+  case BinaryKind::Sub:
+    return dnnl::algorithm::binary_sub;
+  case BinaryKind::Mul:
+    return dnnl::algorithm::binary_mul;
+  case BinaryKind::Div:
+    return dnnl::algorithm::binary_div;
+  case BinaryKind::Max:
+    return dnnl::algorithm::binary_max;
+  case BinaryKind::Min:
+    return dnnl::algorithm::binary_min;
+  case BinaryKind::Pow:
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
 
 class BinaryGradKernel : public TrainKernel {
 public:
@@ -93,17 +163,14 @@ llvm::Error BinaryGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
     return e;
   return cpu::guardDnnl([&]() -> llvm::Error {
     const Tensor &a = *inputs[0], &b = *inputs[1];
-    if (a.shape() == b.shape()) {
+    std::optional<dnnl::algorithm> algorithm = dnnlAlgorithm(kind);
+    if (a.shape() == b.shape() && algorithm) {
       memory::desc md = cpu::descOf(a);
       Tensor rhs = cpu::reorderTo(b, md, ctx);
       std::string key = cpu::shapeKey({&a});
       auto it = sameLayout.find(key);
       if (it == sameLayout.end()) {
-        auto algorithm = kind == BinaryKind::Add ? dnnl::algorithm::binary_add
-                         : kind == BinaryKind::Sub
-                             ? dnnl::algorithm::binary_sub
-                             : dnnl::algorithm::binary_mul;
-        dnnl::binary::primitive_desc pd({algorithm, md, md, md}, ctx->engine);
+        dnnl::binary::primitive_desc pd({*algorithm, md, md, md}, ctx->engine);
         it = sameLayout.emplace(key, dnnl::binary(pd)).first;
       }
       output = cpu::allocate(md, a.shape(), ctx);
@@ -122,9 +189,7 @@ llvm::Error BinaryGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
     float *z = output.data<float>();
     forEachBroadcast(*shape, a.shape(), b.shape(),
                      [&](int64_t o, int64_t i, int64_t j) {
-                       z[o] = kind == BinaryKind::Add   ? x[i] + y[j]
-                              : kind == BinaryKind::Sub ? x[i] - y[j]
-                                                        : x[i] * y[j];
+                       z[o] = apply(kind, x[i], y[j]);
                      });
     return llvm::Error::success();
   });
@@ -136,8 +201,7 @@ llvm::Error BinaryGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
                                        llvm::MutableArrayRef<Tensor> dInputs) {
   return cpu::guardDnnl([&]() -> llvm::Error {
     const Tensor &a = *inputs[0], &b = *inputs[1];
-    bool same = a.shape() == b.shape();
-    if (kind == BinaryKind::Add && same) {
+    if (kind == BinaryKind::Add && a.shape() == b.shape()) {
       // The gradient passes through to both, layout and all.
       for (int i = 0; i < 2; ++i)
         if (needGrad[i])
@@ -145,21 +209,20 @@ llvm::Error BinaryGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
       return llvm::Error::success();
     }
     Tensor dy = cpu::plainOf(dOutput, ctx);
-    const float *g = dy.data<float>();
+    Tensor pa = cpu::plainOf(a, ctx), pb = cpu::plainOf(b, ctx);
+    const float *g = dy.data<float>(), *x = pa.data<float>(),
+                *y = pb.data<float>();
     for (int i = 0; i < 2; ++i) {
       if (!needGrad[i])
         continue;
-      const Tensor &self = *inputs[i];
-      Tensor other = cpu::plainOf(*inputs[1 - i], ctx);
-      const float *v = other.data<float>();
-      Tensor d(DType::F32, self.shape());
+      Tensor d(DType::F32, inputs[i]->shape());
       float *dv = d.data<float>();
       std::fill(dv, dv + d.numElements(), 0.f);
-      float sign = kind == BinaryKind::Sub && i == 1 ? -1.f : 1.f;
-      forEachBroadcast(dy.shape(), self.shape(), other.shape(),
-                       [&](int64_t o, int64_t si, int64_t oi) {
-                         dv[si] += kind == BinaryKind::Mul ? g[o] * v[oi]
-                                                           : sign * g[o];
+      bool first = i == 0;
+      forEachBroadcast(dy.shape(), a.shape(), b.shape(),
+                       [&](int64_t o, int64_t ia, int64_t ib) {
+                         dv[first ? ia : ib] +=
+                             g[o] * partial(kind, first, x[ia], y[ib]);
                        });
       dInputs[i] = std::move(d);
     }
@@ -168,9 +231,11 @@ llvm::Error BinaryGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
 }
 
 void train::registerBinaryGrad(TrainRegistry &registry) {
-  std::pair<const char *, BinaryKind> kinds[] = {{"Add", BinaryKind::Add},
-                                                 {"Sub", BinaryKind::Sub},
-                                                 {"Mul", BinaryKind::Mul}};
+  std::pair<const char *, BinaryKind> kinds[] = {
+      {"Add", BinaryKind::Add}, {"Sub", BinaryKind::Sub},
+      {"Mul", BinaryKind::Mul}, {"Div", BinaryKind::Div},
+      {"Max", BinaryKind::Max}, {"Min", BinaryKind::Min},
+      {"Pow", BinaryKind::Pow}};
   for (auto [type, kind] : kinds)
     registry[type] = [kind = kind](const OpInfo &info,
                                    const TrainKernelEnv &env)

@@ -12,34 +12,12 @@
 
 #include "TrainKernels.h"
 
+#include "../CPU/SliceGeometry.h"
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
 
 namespace {
-
-/// Runs an inference kernel as the forward (plain inputs unless it takes
-/// layouts).
-class InferenceForward : public TrainKernel {
-public:
-  InferenceForward(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx)
-      : kernel(std::move(kernel)), ctx(std::move(ctx)) {}
-  llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
-                      Tensor &output) override {
-    std::vector<Tensor> plain;
-    std::vector<const Tensor *> args(inputs.begin(), inputs.end());
-    if (!kernel->acceptsLayouts()) {
-      plain.reserve(inputs.size());
-      for (const Tensor *&t : args)
-        if (t && !t->isPlain())
-          t = &plain.emplace_back(cpu::plainOf(*t, ctx));
-    }
-    return kernel->run(args, llvm::MutableArrayRef<Tensor>(output));
-  }
-
-protected:
-  std::unique_ptr<Kernel> kernel;
-  CPUContextPtr ctx;
-};
 
 class ViewGradKernel : public InferenceForward {
 public:
@@ -107,6 +85,101 @@ public:
 
 private:
   int64_t axis;
+};
+
+/// Transpose: the output gradient transposed back.
+class TransposeGradKernel : public InferenceForward {
+public:
+  TransposeGradKernel(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
+                      std::vector<int64_t> perm)
+      : InferenceForward(std::move(kernel), std::move(ctx)),
+        perm(std::move(perm)) {}
+  static llvm::Expected<std::unique_ptr<TrainKernel>>
+  create(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
+         const OpInfo &info) {
+    auto perm = info.attrs.getInts("perm", std::vector<int64_t>{});
+    if (!perm)
+      return perm.takeError();
+    return std::make_unique<TransposeGradKernel>(
+        std::move(kernel), std::move(ctx), std::move(*perm));
+  }
+  llvm::Error backward(llvm::ArrayRef<const Tensor *> inputs, const Tensor &,
+                       const Tensor &dOutput, llvm::ArrayRef<bool>,
+                       llvm::MutableArrayRef<Tensor> dInputs) override {
+    return cpu::guardDnnl([&]() -> llvm::Error {
+      const Shape &shape = inputs[0]->shape();
+      int64_t rank = static_cast<int64_t>(shape.size());
+      std::vector<int64_t> p = perm;
+      if (p.empty())
+        for (int64_t i = rank - 1; i >= 0; --i)
+          p.push_back(i);
+      // Output axis i is input axis p[i]: walk the output in order.
+      std::vector<int64_t> stride(rank, 1), index(rank, 0);
+      for (int64_t a = rank - 2; a >= 0; --a)
+        stride[a] = stride[a + 1] * shape[a + 1];
+      Tensor g = cpu::plainOf(dOutput, ctx), dx(DType::F32, shape);
+      const float *gv = g.data<float>();
+      float *out = dx.data<float>();
+      for (int64_t k = 0, n = g.numElements(); k < n; ++k) {
+        int64_t offset = 0;
+        for (int64_t i = 0; i < rank; ++i)
+          offset += index[i] * stride[p[i]];
+        out[offset] = gv[k];
+        for (int64_t i = rank - 1; i >= 0 && ++index[i] == shape[p[i]]; --i)
+          index[i] = 0;
+      }
+      dInputs[0] = std::move(dx);
+      return llvm::Error::success();
+    });
+  }
+
+private:
+  std::vector<int64_t> perm;
+};
+
+/// Slice: the output gradient scattered into zeros where the slice took
+/// its elements.
+class SliceGradKernel : public InferenceForward {
+public:
+  SliceGradKernel(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
+                  std::vector<std::vector<int64_t>> lists)
+      : InferenceForward(std::move(kernel), std::move(ctx)),
+        lists(std::move(lists)) {}
+  static llvm::Expected<std::unique_ptr<TrainKernel>>
+  create(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
+         const OpInfo &info) {
+    std::vector<std::vector<int64_t>> lists;
+    for (const char *name : {"starts", "ends", "axes", "steps"}) {
+      auto values = info.attrs.getInts(name, std::vector<int64_t>{});
+      if (!values)
+        return values.takeError();
+      lists.push_back(std::move(*values));
+    }
+    return std::make_unique<SliceGradKernel>(std::move(kernel), std::move(ctx),
+                                             std::move(lists));
+  }
+  llvm::Error backward(llvm::ArrayRef<const Tensor *> inputs, const Tensor &,
+                       const Tensor &dOutput, llvm::ArrayRef<bool>,
+                       llvm::MutableArrayRef<Tensor> dInputs) override {
+    return cpu::guardDnnl([&]() -> llvm::Error {
+      const Shape &shape = inputs[0]->shape();
+      auto geometry =
+          cpu::sliceGeometry(shape, lists[0], lists[1], lists[2], lists[3]);
+      if (!geometry)
+        return geometry.takeError();
+      Tensor g = cpu::plainOf(dOutput, ctx), dx(DType::F32, shape);
+      float *out = dx.data<float>();
+      std::fill_n(out, dx.numElements(), 0.f);
+      const float *gv = g.data<float>();
+      geometry->forEach(
+          shape, [&](int64_t k, int64_t offset) { out[offset] = gv[k]; });
+      dInputs[0] = std::move(dx);
+      return llvm::Error::success();
+    });
+  }
+
+private:
+  std::vector<std::vector<int64_t>> lists;
 };
 
 } // namespace
@@ -179,6 +252,8 @@ void train::registerShapeGrad(TrainRegistry &registry) {
     return std::make_unique<ConcatGradKernel>(std::move(*kernel), env.ctx,
                                               *axis);
   };
+  registry["Transpose"] = inferenceForward<TransposeGradKernel>();
+  registry["Slice"] = inferenceForward<SliceGradKernel>();
   registry["Gather"] = [](const OpInfo &info, const TrainKernelEnv &env)
       -> llvm::Expected<std::unique_ptr<TrainKernel>> {
     auto axis = info.attrs.getInt("axis", 0);

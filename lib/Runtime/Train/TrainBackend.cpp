@@ -29,6 +29,10 @@ struct TrainBackend::Impl {
     registerGemmGrad(registry);
     registerPoolGrad(registry);
     registerShapeGrad(registry);
+    registerUnaryGrad(registry);
+    registerSoftmaxGrad(registry);
+    registerReduceGrad(registry);
+    registerLayerNormGrad(registry);
   }
 };
 

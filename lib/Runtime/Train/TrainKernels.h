@@ -44,6 +44,46 @@ void registerBinaryGrad(TrainRegistry &registry);
 void registerShapeGrad(TrainRegistry &registry);
 void registerBatchNormGrad(TrainRegistry &registry);
 void registerDropoutGrad(TrainRegistry &registry);
+void registerUnaryGrad(TrainRegistry &registry);
+void registerSoftmaxGrad(TrainRegistry &registry);
+void registerReduceGrad(TrainRegistry &registry);
+void registerLayerNormGrad(TrainRegistry &registry);
+
+/// Runs an inference kernel as the forward (plain inputs unless it takes
+/// layouts); the backward is the subclass's.
+class InferenceForward : public TrainKernel {
+public:
+  InferenceForward(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx)
+      : kernel(std::move(kernel)), ctx(std::move(ctx)) {}
+  llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
+                      Tensor &output) override {
+    std::vector<Tensor> plain;
+    std::vector<const Tensor *> args(inputs.begin(), inputs.end());
+    if (!kernel->acceptsLayouts()) {
+      plain.reserve(inputs.size());
+      for (const Tensor *&t : args)
+        if (t && !t->isPlain())
+          t = &plain.emplace_back(cpu::plainOf(*t, ctx));
+    }
+    return kernel->run(args, llvm::MutableArrayRef<Tensor>(output));
+  }
+
+protected:
+  std::unique_ptr<Kernel> kernel;
+  CPUContextPtr ctx;
+};
+
+/// A factory for an InferenceForward subclass `K` constructed from the
+/// inference kernel, the context and the op's info.
+template <typename K> TrainKernelFactory inferenceForward() {
+  return [](const OpInfo &info, const TrainKernelEnv &env)
+             -> llvm::Expected<std::unique_ptr<TrainKernel>> {
+    auto kernel = env.inference->createKernel(info);
+    if (!kernel)
+      return kernel.takeError();
+    return K::create(std::move(*kernel), env.ctx, info);
+  };
+}
 
 /// `dy` reduced (summed) over broadcast dimensions to `shape`, the shape of
 /// an input that numpy broadcasting expanded to dy's; plain f32.

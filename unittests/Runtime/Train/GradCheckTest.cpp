@@ -291,12 +291,67 @@ TEST(DropoutTraining, MasksAndScalesConsistently) {
 TEST(TrainBackend, UntrainableOpIsNamed) {
   TrainBackend backend;
   Tensor x = random({2, 2}, 38);
-  plan::Op op = makeOp("Softmax", 1, {x}, Attrs());
+  plan::Op op = makeOp("LRN", 1, {x}, Attrs());
   OpInfo info(op, {nullptr});
   auto kernel = backend.createKernel(info, 0);
   ASSERT_FALSE(bool(kernel));
   EXPECT_EQ(llvm::toString(kernel.takeError()),
-            "op type 'Softmax' cannot be trained yet (no backward kernel)");
+            "op type 'LRN' cannot be trained yet (no backward kernel)");
 }
 
 } // namespace
+
+TEST(GradCheck, DivMaxMinPow) {
+  Tensor a = distinct({2, 3, 4}, 41), b = distinct({3, 4}, 42);
+  gradCheck("Div", {random({2, 3, 4}, 43), random({3, 1}, 44, 0.5f, 2.f)},
+            {0, 1});
+  // Distinct values on both sides: no ties within the step.
+  for (float &v : llvm::MutableArrayRef(b.data<float>(), b.numElements()))
+    v += 0.025f;
+  gradCheck("Max", {a, b}, {0, 1});
+  gradCheck("Min", {a, b}, {0, 1});
+  gradCheck("Pow", {random({2, 3}, 45, 0.5f, 2.f), random({2, 3}, 46)}, {0, 1},
+            Attrs(), 1e-3f);
+}
+
+TEST(GradCheck, MoreElementwise) {
+  for (const char *type : {"Neg", "Selu", "Softsign", "Erf"})
+    gradCheck(type, {awayFromZero({2, 3, 4}, 47)}, {0});
+  gradCheck("Reciprocal", {random({2, 3}, 48, 0.5f, 2.f)}, {0});
+  gradCheck("HardSigmoid", {random({2, 3, 4}, 49, -2.f, 2.f)}, {0},
+            Attrs().f("alpha", 0.2f).f("beta", 0.5f));
+}
+
+TEST(GradCheck, SoftmaxAndLogSoftmax) {
+  for (const char *type : {"Softmax", "LogSoftmax"}) {
+    gradCheck(type, {random({2, 3, 4}, 50)}, {0}, Attrs().i("axis", 1));
+    gradCheck(type, {random({3, 5}, 51)}, {0}, Attrs().i("axis", -1));
+  }
+}
+
+TEST(GradCheck, TransposeAndSlice) {
+  gradCheck("Transpose", {random({2, 3, 4}, 52)}, {0},
+            Attrs().ints("perm", {2, 0, 1}));
+  gradCheck("Slice", {random({4, 6}, 53)}, {0},
+            Attrs()
+                .ints("starts", {1, 5})
+                .ints("ends", {4, 0})
+                .ints("axes", {0, 1})
+                .ints("steps", {2, -2}));
+}
+
+TEST(GradCheck, Reductions) {
+  gradCheck("ReduceMean", {random({2, 3, 4}, 54)}, {0},
+            Attrs().ints("axes", {1}).i("keepdims", 1));
+  gradCheck("ReduceSum", {random({2, 3, 4}, 55)}, {0},
+            Attrs().ints("axes", {0, 2}).i("keepdims", 0));
+  for (const char *type : {"ReduceMax", "ReduceMin"})
+    gradCheck(type, {distinct({2, 3, 4}, 56)}, {0},
+              Attrs().ints("axes", {-1}).i("keepdims", 0));
+}
+
+TEST(GradCheck, LayerNormalization) {
+  gradCheck("LayerNormalization",
+            {random({2, 3, 4}, 57), random({3, 4}, 58), random({3, 4}, 59)},
+            {0, 1, 2}, Attrs().i("axis", 1).f("epsilon", 1e-5f));
+}
