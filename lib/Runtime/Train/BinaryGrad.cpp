@@ -1,8 +1,9 @@
 //===- BinaryGrad.cpp - binary arithmetic forward and backward ------------===//
 //
-// Add, Sub, Mul, Div, Max, Min and Pow. Same-shape operands in one layout
-// (residual Adds between convolutions) run on oneDNN's binary primitive in
-// that layout; broadcasting ones (and Pow) run as plain loops. The backward
+// Add, Sub, Mul, Div, Max, Min, Pow and PRelu (x, or slope * x where x <=
+// 0). Same-shape operands in one layout (residual Adds between
+// convolutions) run on oneDNN's binary primitive in that layout;
+// broadcasting ones (and Pow and PRelu) run as plain loops. The backward
 // sums the output gradient over the dimensions an operand was broadcast along.
 //
 //===----------------------------------------------------------------------===//
@@ -67,7 +68,7 @@ Tensor train::reduceToShape(const Tensor &dy, const Shape &shape) {
 
 namespace {
 
-enum class BinaryKind { Add, Sub, Mul, Div, Max, Min, Pow };
+enum class BinaryKind { Add, Sub, Mul, Div, Max, Min, Pow, PRelu };
 
 float apply(BinaryKind kind, float x, float y) {
   switch (kind) {
@@ -85,6 +86,8 @@ float apply(BinaryKind kind, float x, float y) {
     return std::min(x, y);
   case BinaryKind::Pow:
     return std::pow(x, y);
+  case BinaryKind::PRelu:
+    return x > 0 ? x : x * y;
   }
   return 0;
 }
@@ -112,6 +115,10 @@ float partial(BinaryKind kind, bool wrtFirst, float x, float y) {
     if (wrtFirst)
       return y * std::pow(x, y - 1);
     return x > 0 ? std::pow(x, y) * std::log(x) : 0;
+  case BinaryKind::PRelu:
+    if (wrtFirst)
+      return x > 0 ? 1 : y;
+    return x > 0 ? 0 : x;
   }
   return 0;
 }
@@ -131,6 +138,7 @@ std::optional<dnnl::algorithm> dnnlAlgorithm(BinaryKind kind) {
   case BinaryKind::Min:
     return dnnl::algorithm::binary_min;
   case BinaryKind::Pow:
+  case BinaryKind::PRelu:
     return std::nullopt;
   }
   return std::nullopt;
@@ -235,7 +243,7 @@ void train::registerBinaryGrad(TrainRegistry &registry) {
       {"Add", BinaryKind::Add}, {"Sub", BinaryKind::Sub},
       {"Mul", BinaryKind::Mul}, {"Div", BinaryKind::Div},
       {"Max", BinaryKind::Max}, {"Min", BinaryKind::Min},
-      {"Pow", BinaryKind::Pow}};
+      {"Pow", BinaryKind::Pow}, {"PRelu", BinaryKind::PRelu}};
   for (auto [type, kind] : kinds)
     registry[type] = [kind = kind](const OpInfo &info,
                                    const TrainKernelEnv &env)

@@ -182,6 +182,70 @@ private:
   std::vector<std::vector<int64_t>> lists;
 };
 
+/// Pad (constant mode): each input element's gradient is the output
+/// gradient where the pad put it; cropped elements (negative pads) get 0.
+class PadGradKernel : public InferenceForward {
+public:
+  PadGradKernel(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
+                std::vector<int64_t> pads)
+      : InferenceForward(std::move(kernel), std::move(ctx)),
+        pads(std::move(pads)) {}
+  static llvm::Expected<std::unique_ptr<TrainKernel>>
+  create(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
+         const OpInfo &info) {
+    auto mode = info.attrs.getString("mode", "constant");
+    if (!mode)
+      return mode.takeError();
+    if (*mode != "constant")
+      return cpu::kernelError("the backward of Pad in mode '" + *mode +
+                              "' is not supported (constant only)");
+    auto pads = info.attrs.getInts("pads", std::vector<int64_t>{});
+    if (!pads)
+      return pads.takeError();
+    return std::make_unique<PadGradKernel>(std::move(kernel), std::move(ctx),
+                                           std::move(*pads));
+  }
+  llvm::Error backward(llvm::ArrayRef<const Tensor *> inputs, const Tensor &,
+                       const Tensor &dOutput, llvm::ArrayRef<bool>,
+                       llvm::MutableArrayRef<Tensor> dInputs) override {
+    return cpu::guardDnnl([&]() -> llvm::Error {
+      const Shape &shape = inputs[0]->shape();
+      int64_t rank = static_cast<int64_t>(shape.size());
+      std::vector<int64_t> p = pads;
+      if (p.empty() && inputs.size() > 1 && inputs[1])
+        p.assign(inputs[1]->data<int64_t>(),
+                 inputs[1]->data<int64_t>() + inputs[1]->numElements());
+      if (static_cast<int64_t>(p.size()) != 2 * rank)
+        return cpu::kernelError("Pad backward: pads do not fit " +
+                                inputs[0]->typeString());
+      Tensor g = cpu::plainOf(dOutput, ctx), dx(DType::F32, shape);
+      const Shape &out = g.shape();
+      std::vector<int64_t> stride(rank, 1), index(rank, 0);
+      for (int64_t a = rank - 2; a >= 0; --a)
+        stride[a] = stride[a + 1] * out[a + 1];
+      const float *gv = g.data<float>();
+      float *dv = dx.data<float>();
+      for (int64_t k = 0, n = dx.numElements(); k < n; ++k) {
+        int64_t offset = 0;
+        bool inside = true;
+        for (int64_t a = 0; a < rank; ++a) {
+          int64_t o = index[a] + p[a];
+          inside &= o >= 0 && o < out[a];
+          offset += o * stride[a];
+        }
+        dv[k] = inside ? gv[offset] : 0.f;
+        for (int64_t a = rank - 1; a >= 0 && ++index[a] == shape[a]; --a)
+          index[a] = 0;
+      }
+      dInputs[0] = std::move(dx);
+      return llvm::Error::success();
+    });
+  }
+
+private:
+  std::vector<int64_t> pads;
+};
+
 } // namespace
 
 llvm::Error ConcatGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
@@ -254,6 +318,7 @@ void train::registerShapeGrad(TrainRegistry &registry) {
   };
   registry["Transpose"] = inferenceForward<TransposeGradKernel>();
   registry["Slice"] = inferenceForward<SliceGradKernel>();
+  registry["Pad"] = inferenceForward<PadGradKernel>();
   registry["Gather"] = [](const OpInfo &info, const TrainKernelEnv &env)
       -> llvm::Expected<std::unique_ptr<TrainKernel>> {
     auto axis = info.attrs.getInt("axis", 0);

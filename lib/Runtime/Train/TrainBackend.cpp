@@ -33,6 +33,8 @@ struct TrainBackend::Impl {
     registerSoftmaxGrad(registry);
     registerReduceGrad(registry);
     registerLayerNormGrad(registry);
+    registerLRNGrad(registry);
+    registerConvTransposeGrad(registry);
   }
 };
 

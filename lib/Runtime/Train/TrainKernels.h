@@ -48,6 +48,8 @@ void registerUnaryGrad(TrainRegistry &registry);
 void registerSoftmaxGrad(TrainRegistry &registry);
 void registerReduceGrad(TrainRegistry &registry);
 void registerLayerNormGrad(TrainRegistry &registry);
+void registerLRNGrad(TrainRegistry &registry);
+void registerConvTransposeGrad(TrainRegistry &registry);
 
 /// Runs an inference kernel as the forward (plain inputs unless it takes
 /// layouts); the backward is the subclass's.

@@ -291,12 +291,13 @@ TEST(DropoutTraining, MasksAndScalesConsistently) {
 TEST(TrainBackend, UntrainableOpIsNamed) {
   TrainBackend backend;
   Tensor x = random({2, 2}, 38);
-  plan::Op op = makeOp("LRN", 1, {x}, Attrs());
+  plan::Op op = makeOp("NonMaxSuppression", 1, {x}, Attrs());
   OpInfo info(op, {nullptr});
   auto kernel = backend.createKernel(info, 0);
   ASSERT_FALSE(bool(kernel));
-  EXPECT_EQ(llvm::toString(kernel.takeError()),
-            "op type 'LRN' cannot be trained yet (no backward kernel)");
+  EXPECT_EQ(
+      llvm::toString(kernel.takeError()),
+      "op type 'NonMaxSuppression' cannot be trained yet (no backward kernel)");
 }
 
 } // namespace
@@ -354,4 +355,25 @@ TEST(GradCheck, LayerNormalization) {
   gradCheck("LayerNormalization",
             {random({2, 3, 4}, 57), random({3, 4}, 58), random({3, 4}, 59)},
             {0, 1, 2}, Attrs().i("axis", 1).f("epsilon", 1e-5f));
+}
+
+TEST(GradCheck, LRNPadPRelu) {
+  gradCheck(
+      "LRN", {random({2, 5, 3, 3}, 60)}, {0},
+      Attrs().i("size", 3).f("alpha", 1e-2f).f("beta", 0.75f).f("bias", 1.f));
+  gradCheck("Pad", {random({2, 3, 4}, 61)}, {0},
+            Attrs().s("mode", "constant").ints("pads", {0, 1, -1, 1, 2, 0}));
+  gradCheck("PRelu", {awayFromZero({2, 3, 4}, 62), random({3, 1}, 63)}, {0, 1});
+}
+
+TEST(GradCheck, ConvTranspose) {
+  gradCheck(
+      "ConvTranspose",
+      {random({1, 4, 3, 3}, 64), random({4, 3, 2, 2}, 65), random({6}, 66)},
+      {0, 1, 2},
+      Attrs()
+          .ints("strides", {2, 2})
+          .ints("pads", {0, 1, 1, 0})
+          .ints("output_padding", {1, 1})
+          .i("group", 2));
 }
