@@ -509,21 +509,12 @@ TEST_F(KernelTest, LayerNormalization) {
 TEST_F(KernelTest, SplitAndSlice) {
   PlanBuilder b;
   int x = b.input("x", {2, 3});
-  int a =
-      b.op("Split", {x}, {2, 1}, Attrs().i("axis", 1).ints("split", {1, 2}));
-  // The builder makes one output; Split's second is added by hand.
+  std::vector<int> pieces =
+      b.multiOp("Split", {x}, {{2, 1}, {2, 2}},
+                Attrs().i("axis", 1).ints("split", {1, 2}));
+  b.output("first", pieces[0]);
+  b.output("second", pieces[1]);
   plan::Plan plan = b.build();
-  plan::Value *second = plan.add_values();
-  second->set_name("second");
-  second->set_dtype(plan::FLOAT);
-  second->add_dims(2);
-  second->add_dims(2);
-  plan.mutable_ops(0)->add_outputs(plan.values_size() - 1);
-  for (int v : {a, plan.values_size() - 1}) {
-    plan::Binding *out = plan.add_outputs();
-    out->set_name(plan.values(v).name());
-    out->set_value(v);
-  }
   auto exec = Executor::create(plan);
   ASSERT_TRUE(bool(exec)) << llvm::toString(exec.takeError());
   auto outs = (*exec)->run({Tensor::fromFloats({2, 3}, {1, 2, 3, 4, 5, 6})});

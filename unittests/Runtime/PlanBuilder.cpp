@@ -83,6 +83,21 @@ int PlanBuilder::op(const std::string &type, std::vector<int> inputs,
   return out;
 }
 
+std::vector<int> PlanBuilder::multiOp(const std::string &type,
+                                      std::vector<int> inputs,
+                                      std::vector<Shape> outDims,
+                                      const Attrs &attrs) {
+  int first = op(type, std::move(inputs), outDims.front(), attrs);
+  std::vector<int> outs = {first};
+  plan::Op *o = plan.mutable_ops(plan.ops_size() - 1);
+  for (size_t i = 1; i < outDims.size(); ++i) {
+    outs.push_back(
+        value(o->name() + ".out" + std::to_string(i), outDims[i], DType::F32));
+    o->add_outputs(outs.back());
+  }
+  return outs;
+}
+
 PlanBuilder &PlanBuilder::place(const std::string &device, int stage) {
   plan::Op *op = plan.mutable_ops(plan.ops_size() - 1);
   op->set_device(device);

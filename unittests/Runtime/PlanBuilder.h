@@ -45,6 +45,10 @@ public:
   /// An op with one output of `outDims`; returns the output's value index.
   int op(const std::string &type, std::vector<int> inputs, Shape outDims,
          const Attrs &attrs = Attrs(), DType outType = DType::F32);
+  /// An op with an output per entry of `outDims`; returns their indices.
+  std::vector<int> multiOp(const std::string &type, std::vector<int> inputs,
+                           std::vector<Shape> outDims,
+                           const Attrs &attrs = Attrs());
   /// Places the last op.
   PlanBuilder &place(const std::string &device, int stage);
   void output(const std::string &name, int value);

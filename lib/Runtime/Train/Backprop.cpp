@@ -17,18 +17,47 @@ static llvm::Error trainError(const llvm::Twine &what) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
 }
 
+/// The Slices that make output j of `split` (sizes from the outputs' plan
+/// shapes, which must be static along the axis).
+static llvm::Expected<std::vector<std::unique_ptr<plan::Op>>>
+splitAsSlices(const plan::Plan &plan, const plan::Op &split) {
+  int64_t axis = 0;
+  for (const plan::Attribute &a : split.attributes())
+    if (a.name() == "axis")
+      axis = a.i();
+  std::vector<std::unique_ptr<plan::Op>> pieces;
+  int64_t offset = 0;
+  for (int32_t out : split.outputs()) {
+    const plan::Value &v = plan.values(out);
+    int64_t a = axis < 0 ? axis + v.dims_size() : axis;
+    if (a < 0 || a >= v.dims_size() || v.dims(a) < 0)
+      return trainError("a Split whose piece sizes are not static cannot be "
+                        "trained");
+    auto piece = std::make_unique<plan::Op>();
+    piece->set_name(split.name());
+    piece->set_type("Slice");
+    piece->add_inputs(split.inputs(0));
+    piece->add_outputs(out);
+    for (auto [name, value] :
+         {std::pair("starts", offset), std::pair("ends", offset + v.dims(a)),
+          std::pair("axes", a), std::pair("steps", 1L)}) {
+      plan::Attribute *attr = piece->add_attributes();
+      attr->set_name(name);
+      attr->mutable_ints()->add_values(value);
+    }
+    offset += v.dims(a);
+    pieces.push_back(std::move(piece));
+  }
+  return pieces;
+}
+
 llvm::Expected<OpSequence> OpSequence::create(const plan::Plan &plan,
                                               const WeightMap &weights,
                                               int begin, int end,
                                               const TrainBackend &backend,
                                               KernelOverride custom) {
-  OpSequence seq(plan, backend, begin);
-  for (int i = begin; i < end; ++i) {
-    if (std::unique_ptr<TrainKernel> own = custom ? custom(i) : nullptr) {
-      seq.kernels.push_back(std::move(own));
-      continue;
-    }
-    const plan::Op &op = plan.ops(i);
+  OpSequence seq(plan, backend, begin, end);
+  auto add = [&](const plan::Op &op, int i, int output) -> llvm::Error {
     std::vector<const Tensor *> constants;
     for (int32_t in : op.inputs()) {
       auto it = weights.find(in);
@@ -39,20 +68,44 @@ llvm::Expected<OpSequence> OpSequence::create(const plan::Plan &plan,
     if (!kernel)
       return trainError(describeOp(plan, i) + ": " +
                         llvm::toString(kernel.takeError()));
-    seq.kernels.push_back(std::move(*kernel));
+    seq.steps.push_back({i, output, std::move(*kernel)});
+    return llvm::Error::success();
+  };
+  for (int i = begin; i < end; ++i) {
+    seq.firstStep.push_back(seq.steps.size());
+    if (std::unique_ptr<TrainKernel> own = custom ? custom(i) : nullptr) {
+      seq.steps.push_back({i, 0, std::move(own)});
+      continue;
+    }
+    const plan::Op &op = plan.ops(i);
+    if (op.type() != "Split") {
+      if (llvm::Error e = add(op, i, 0))
+        return std::move(e);
+      continue;
+    }
+    auto pieces = splitAsSlices(plan, op);
+    if (!pieces)
+      return trainError(describeOp(plan, i) + ": " +
+                        llvm::toString(pieces.takeError()));
+    for (auto [j, piece] : llvm::enumerate(*pieces)) {
+      if (llvm::Error e = add(*piece, i, static_cast<int>(j)))
+        return std::move(e);
+      seq.splitPieces.push_back(std::move(piece));
+    }
   }
   return std::move(seq);
 }
 
 llvm::Error OpSequence::forward(std::vector<Tensor> &values) const {
   std::vector<const Tensor *> args;
-  for (int i = begin(); i < end(); ++i) {
-    const plan::Op &op = program->ops(i);
+  for (const Step &step : steps) {
+    const plan::Op &op = program->ops(step.op);
     args.clear();
     for (int32_t in : op.inputs())
       args.push_back(in >= 0 ? &values[in] : nullptr);
-    if (llvm::Error e = kernel(i).forward(args, values[op.outputs(0)]))
-      return trainError(describeOp(*program, i) + ": " +
+    if (llvm::Error e =
+            step.kernel->forward(args, values[op.outputs(step.output)]))
+      return trainError(describeOp(*program, step.op) + ": " +
                         llvm::toString(std::move(e)));
   }
   return llvm::Error::success();
@@ -61,10 +114,13 @@ llvm::Error OpSequence::forward(std::vector<Tensor> &values) const {
 llvm::Error OpSequence::backward(std::vector<Tensor> &values,
                                  std::vector<Tensor> &grads,
                                  const std::vector<bool> &requiresGrad) const {
-  for (int i = end() - 1; i >= begin(); --i) {
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    const Step &step = *it;
+    int i = step.op;
     const plan::Op &op = program->ops(i);
-    Tensor dy = std::move(grads[op.outputs(0)]);
-    TrainKernel &k = kernel(i);
+    int32_t outValue = op.outputs(step.output);
+    Tensor dy = std::move(grads[outValue]);
+    TrainKernel &k = *step.kernel;
     std::vector<const Tensor *> args;
     llvm::SmallVector<bool, 8> need;
     for (auto [j, in] : llvm::enumerate(op.inputs())) {
@@ -74,8 +130,7 @@ llvm::Error OpSequence::backward(std::vector<Tensor> &values,
     }
     if (llvm::any_of(need, [](bool n) { return n; })) {
       std::vector<Tensor> dInputs(op.inputs_size());
-      if (llvm::Error e =
-              k.backward(args, values[op.outputs(0)], dy, need, dInputs))
+      if (llvm::Error e = k.backward(args, values[outValue], dy, need, dInputs))
         return trainError(describeOp(*program, i) +
                           " (backward): " + llvm::toString(std::move(e)));
       for (auto [j, in] : llvm::enumerate(op.inputs())) {
@@ -89,7 +144,7 @@ llvm::Error OpSequence::backward(std::vector<Tensor> &values,
       }
     }
     // Activations are dead once their op's backward has run.
-    values[op.outputs(0)] = Tensor();
+    values[outValue] = Tensor();
   }
   return llvm::Error::success();
 }
@@ -136,7 +191,8 @@ llvm::Expected<GradientPaths> heterps::runtime::train::findGradientPaths(
       }
       anyGrad |= paths.requiresGrad[in];
     }
-    paths.requiresGrad[op.outputs(0)] = anyGrad;
+    for (int32_t out : op.outputs())
+      paths.requiresGrad[out] = anyGrad;
   }
   for (int32_t v : trainable) {
     paths.paramValues.push_back(v);

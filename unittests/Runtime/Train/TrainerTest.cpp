@@ -85,6 +85,55 @@ TEST(Trainer, FrozenParametersStay) {
             "--freeze nope: the model has no initializer of that name");
 }
 
+// A Split trains as Slices of its input: the same steps as a model
+// written with two Slices.
+TEST(Trainer, SplitTrainsAsSlices) {
+  TempDir dir;
+  MLP base = makeMLP(dir.file("mlp.onnx"), /*dropout=*/false);
+  data::Dataset data = makeData(16, 3);
+  auto build = [&](bool split) {
+    PlanBuilder b;
+    int x = b.input("x", {-1, 4});
+    int h = b.op("Gemm", {x, b.weightRef("w1", {8, 4}), b.weightRef("b1", {8})},
+                 {-1, 8}, Attrs().i("trans_b", 1));
+    std::vector<int> parts;
+    if (split) {
+      parts = b.multiOp("Split", {h}, {{-1, 3}, {-1, 5}},
+                        Attrs().i("axis", 1).ints("split", {3, 5}));
+    } else {
+      for (auto [from, to] : {std::pair(0, 3), std::pair(3, 8)})
+        parts.push_back(b.op("Slice", {h}, {-1, to - from},
+                             Attrs()
+                                 .ints("starts", {from})
+                                 .ints("ends", {to})
+                                 .ints("axes", {1})
+                                 .ints("steps", {1})));
+    }
+    int y = b.op(
+        "Concat",
+        {b.op("Relu", {parts[1]}, {-1, 5}), b.op("Tanh", {parts[0]}, {-1, 3})},
+        {-1, 8}, Attrs().i("axis", 1));
+    y = b.op("Gemm", {y, b.weightRef("w2", {3, 8}), b.weightRef("b2", {3})},
+             {-1, 3}, Attrs().i("trans_b", 1));
+    b.output("logits", y);
+    MLP mlp{b.build(), {}};
+    mlp.plan.set_model_path(base.plan.model_path());
+    mlp.weights = llvm::cantFail(loadWeights(mlp.plan));
+    return mlp;
+  };
+  MLP withSplit = build(true), withSlices = build(false);
+  TrainerOptions options;
+  options.optimizer.kind = OptimizerKind::Momentum;
+  auto a = makeTrainer(withSplit, options),
+       b = makeTrainer(withSlices, options);
+  for (int step = 0; step < 5; ++step) {
+    auto la = a->step(data.inputs, data.targets, 0.1f);
+    ASSERT_TRUE(bool(la)) << llvm::toString(la.takeError());
+    EXPECT_EQ(la->loss,
+              llvm::cantFail(b->step(data.inputs, data.targets, 0.1f)).loss);
+  }
+}
+
 TEST(Trainer, BadDataIsOneClearError) {
   TempDir dir;
   MLP mlp = makeMLP(dir.file("mlp.onnx"), false);

@@ -6,6 +6,8 @@
 // kernels of a contiguous range of plan ops forward and then backward over
 // a value environment (tensors by value index), and GradientPaths says
 // which values the loss has a gradient for and which weights are trained.
+// Training kernels have one output: a Split of k outputs runs as k Slices
+// of its input (the backward sums their gradients).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,9 +39,11 @@ public:
                                            KernelOverride custom = nullptr);
 
   int begin() const { return first; }
-  int end() const { return first + static_cast<int>(kernels.size()); }
-  /// The kernel of plan op `op` (in [begin, end)).
-  TrainKernel &kernel(int op) const { return *kernels[op - first]; }
+  int end() const { return last; }
+  /// The (first) kernel of plan op `op` (in [begin, end)).
+  TrainKernel &kernel(int op) const {
+    return *steps[firstStep[op - first]].kernel;
+  }
 
   /// Runs the ops forward; `values` holds a tensor per plan value, at
   /// least the ops' inputs.
@@ -52,13 +56,24 @@ public:
                        const std::vector<bool> &requiresGrad) const;
 
 private:
-  OpSequence(const plan::Plan &plan, const TrainBackend &backend, int first)
-      : program(&plan), backend(&backend), first(first) {}
+  OpSequence(const plan::Plan &plan, const TrainBackend &backend, int first,
+             int last)
+      : program(&plan), backend(&backend), first(first), last(last) {}
+
+  /// One kernel computing output `output` of plan op `op`.
+  struct Step {
+    int op, output;
+    std::unique_ptr<TrainKernel> kernel;
+  };
 
   const plan::Plan *program;
   const TrainBackend *backend;
-  int first;
-  std::vector<std::unique_ptr<TrainKernel>> kernels;
+  int first, last;
+  std::vector<Step> steps;
+  /// Per op of the range: the index of its first step.
+  std::vector<size_t> firstStep;
+  /// The Slices a Split runs as (their kernels' OpInfo referred to them).
+  std::vector<std::unique_ptr<plan::Op>> splitPieces;
 };
 
 /// Where gradients flow. Trainable parameters are the f32 weights that
