@@ -183,15 +183,15 @@ PipelineTrainer::Worker::runStep(StepInputs &step, Exchange &exchange,
   bool first = true;
   for (const Task &task : order) {
     int j = task.microBatch;
-    llvm::Expected<bool> ran = false;
     if (task.kind == Task::Forward) {
       slotOf[j] = freeSlots.back();
       freeSlots.pop_back();
-      ran = forward(step, exchange, j, slotOf[j]);
     } else {
-      ran = backward(step, exchange, j, slotOf[j]);
       freeSlots.push_back(slotOf[j]);
     }
+    llvm::Expected<bool> ran = task.kind == Task::Forward
+                                   ? forward(step, exchange, j, slotOf[j])
+                                   : backward(step, exchange, j, slotOf[j]);
     if (!ran)
       return fail(ran.takeError());
     if (!*ran)
