@@ -72,20 +72,15 @@ Executor::create(const plan::Plan &plan, WeightMap weights,
 }
 
 llvm::Error Executor::prepare() {
+  auto missing = devicesToEmulate(program, options.cpuDeviceTypes,
+                                  options.emulateMissingDevices);
+  if (!missing)
+    return missing.takeError();
+  emulated = std::move(*missing);
   std::vector<int> lastUse(program.values_size(), -1);
   for (int i = 0; i < program.ops_size(); ++i) {
     const plan::Op &op = program.ops(i);
     std::string where = describeOp(program, i);
-    bool onCPU = op.device().empty() || op.device() == "cpu" ||
-                 llvm::is_contained(options.cpuDeviceTypes, op.device());
-    if (!onCPU) {
-      if (!options.emulateMissingDevices)
-        return runError(where + " is placed on device type '" + op.device() +
-                        "', which this machine does not have (heterps-run "
-                        "--emulate-missing-devices runs it on the CPU)");
-      if (!llvm::is_contained(emulated, op.device()))
-        emulated.push_back(op.device());
-    }
     std::vector<const Tensor *> opConstants;
     for (int32_t v : op.inputs()) {
       opConstants.push_back(v >= 0 && !constants[v].isNull() ? &constants[v]

@@ -295,3 +295,25 @@ llvm::Error heterps::runtime::savePlan(const plan::Plan &plan,
   os << bytes;
   return llvm::Error::success();
 }
+
+llvm::Expected<std::vector<std::string>>
+heterps::runtime::devicesToEmulate(const plan::Plan &plan,
+                                   llvm::ArrayRef<std::string> cpuTypes,
+                                   bool emulate) {
+  std::vector<std::string> emulated;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    const std::string &device = plan.ops(i).device();
+    if (device.empty() || device == "cpu" ||
+        llvm::is_contained(cpuTypes, device) ||
+        llvm::is_contained(emulated, device))
+      continue;
+    if (!emulate)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          describeOp(plan, i) + " is placed on device type '" + device +
+              "', which this machine does not have (heterps-run "
+              "--emulate-missing-devices runs it on the CPU)");
+    emulated.push_back(device);
+  }
+  return emulated;
+}

@@ -14,6 +14,7 @@
 #include "heterps/Runtime/Pipeline.h"
 #include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
 #include "heterps/Runtime/PipelineTrain/StepProfile.h"
+#include "heterps/Runtime/Plan.h"
 #include "heterps/Runtime/Train/Checkpoint.h"
 #include "heterps/Runtime/Train/SaveModel.h"
 #include "heterps/Runtime/Train/Trainer.h"
@@ -413,6 +414,12 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
   if (!saveModel.empty())
     if (llvm::Error e = checkCanSave(saveModel))
       return fail("--save-model: " + llvm::toString(std::move(e)));
+  auto emulated = devicesToEmulate(plan, {}, run.emulateMissingDevices);
+  if (!emulated)
+    return fail(run.modelPath + ": " + llvm::toString(emulated.takeError()));
+  for (const std::string &device : *emulated)
+    llvm::errs() << kTool << ": note: ops placed on '" << device
+                 << "' train on the CPU backend (--emulate-missing-devices)\n";
   int64_t batch = run.batch > 0 ? run.batch : 32;
   TrainerOptions options;
   options.numThreads = run.threads;

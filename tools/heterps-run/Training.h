@@ -24,6 +24,9 @@ struct TrainingRun {
   /// --batch, or 0 when not given.
   int64_t batch = 0;
   std::string reportPath;
+  /// --emulate-missing-devices: ops placed on device types this machine
+  /// lacks train on the CPU (else they are an error).
+  bool emulateMissingDevices = false;
 };
 
 /// Trains `plan` as the training options say; prints progress and the

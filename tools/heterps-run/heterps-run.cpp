@@ -16,12 +16,12 @@
 #include "Training.h"
 
 #include "heterps/InitAll.h"
+#include "heterps/Planner/ClusterSpec.h"
 #include "heterps/Runtime/Executor.h"
 #include "heterps/Runtime/NpyFile.h"
 #include "heterps/Runtime/ONNXTensor.h"
 #include "heterps/Runtime/Pipeline.h"
 #include "heterps/Runtime/Plan.h"
-#include "heterps/Planner/ClusterSpec.h"
 #include "heterps/Target/ONNX/ImportONNX.h"
 #include "heterps/Transforms/LowerToRuntime.h"
 #include "heterps/Transforms/Passes.h"
@@ -432,8 +432,9 @@ int main(int argc, char **argv) {
   }
   if (heterps::tools::trainingRequested())
     return heterps::tools::runTraining(
-        *plan, {modelPath, threads,
-                batch.getNumOccurrences() ? batch.getValue() : 0, reportPath});
+        *plan,
+        {modelPath, threads, batch.getNumOccurrences() ? batch.getValue() : 0,
+         reportPath, emulateMissing});
 
   ExecutorOptions options;
   options.numThreads = threads;
