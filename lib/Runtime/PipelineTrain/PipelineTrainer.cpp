@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <set>
+#include <thread>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::pipeline;
@@ -134,6 +135,13 @@ llvm::Error PipelineTrainer::prepare(WeightMap weights) {
       return pipelineError("a stage needs at least one replica, not " +
                            llvm::Twine(k));
   replicaCounts = options.replicas;
+  if (options.numThreads == 0) {
+    int workers = 0;
+    for (int k : replicaCounts)
+      workers += k;
+    int cores = static_cast<int>(std::thread::hardware_concurrency());
+    options.numThreads = std::max(1, cores / std::max(workers, 1));
+  }
 
   // Where gradients flow, from a set of kernels of the whole plan.
   {

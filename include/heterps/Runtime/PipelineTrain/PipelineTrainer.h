@@ -62,7 +62,9 @@ struct PipelineTrainerOptions {
   std::vector<int> replicas;
   ps::Consistency consistency = ps::Consistency::BSP;
   int serverShards = 2;
-  /// Threads per replica's kernels (0: OpenMP's default).
+  /// Threads per replica's kernels; 0: the machine's cores shared out
+  /// among all replicas (at least 1 each), so that the stages do not
+  /// oversubscribe the cores.
   int numThreads = 1;
   uint64_t seed = 1;
   train::LossKind loss = train::LossKind::SoftmaxCrossEntropy;
