@@ -414,6 +414,9 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
   if (!saveModel.empty())
     if (llvm::Error e = checkCanSave(saveModel))
       return fail("--save-model: " + llvm::toString(std::move(e)));
+  if (!traceFile.empty())
+    if (llvm::Error e = checkCanSave(traceFile))
+      return fail("--trace: " + llvm::toString(std::move(e)));
   auto emulated = devicesToEmulate(plan, {}, run.emulateMissingDevices);
   if (!emulated)
     return fail(run.modelPath + ": " + llvm::toString(emulated.takeError()));
