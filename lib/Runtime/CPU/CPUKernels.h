@@ -33,6 +33,29 @@ llvm::Expected<EltwiseSpec> eltwiseSpecFor(llvm::StringRef opType,
 llvm::Error appendFusedActivation(const OpAttributes &attrs,
                                   dnnl::post_ops &ops);
 
+/// Attributes that an inference kernel and its backward both read.
+struct LRNParams {
+  int64_t size;
+  float alpha, beta, bias;
+};
+llvm::Expected<LRNParams> readLRNParams(const OpAttributes &attrs);
+struct SoftmaxParams {
+  int64_t axis;
+  bool coerce2d;
+};
+llvm::Expected<SoftmaxParams> readSoftmaxParams(const OpAttributes &attrs);
+struct LayerNormParams {
+  int64_t axis;
+  float epsilon;
+};
+llvm::Expected<LayerNormParams> readLayerNormParams(const OpAttributes &attrs);
+/// `axes` empty: all of them.
+struct ReduceParams {
+  std::vector<int64_t> axes;
+  bool keepdims;
+};
+llvm::Expected<ReduceParams> readReduceParams(const OpAttributes &attrs);
+
 void registerBinaryKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerConcatKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerConvKernel(KernelRegistry &registry, CPUContextPtr ctx);

@@ -108,7 +108,8 @@ private:
     size_t largest = 0;
     bool same = true;
     for (size_t k = 1; k < mds.size(); ++k) {
-      same &= tagOf(mds[k], *inputs[used[k]]) == tagOf(mds[0], *inputs[used[0]]);
+      same &=
+          tagOf(mds[k], *inputs[used[k]]) == tagOf(mds[0], *inputs[used[0]]);
       if (inputs[used[k]]->numElements() > inputs[used[largest]]->numElements())
         largest = k;
     }

@@ -80,18 +80,27 @@ private:
 
 } // namespace
 
+llvm::Expected<LayerNormParams>
+cpu::readLayerNormParams(const OpAttributes &attrs) {
+  auto axis = attrs.getInt("axis", -1);
+  if (!axis)
+    return axis.takeError();
+  auto epsilon = attrs.getFloat("epsilon", 1e-5f);
+  if (!epsilon)
+    return epsilon.takeError();
+  return LayerNormParams{*axis, *epsilon};
+}
+
 void cpu::registerLayerNormKernel(KernelRegistry &registry, CPUContextPtr ctx) {
   registry.add(
       "LayerNormalization",
       [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
         if (llvm::Error e = info.checkArity(2, 3))
           return e;
-        auto axis = info.attrs.getInt("axis", -1);
-        if (!axis)
-          return axis.takeError();
-        auto epsilon = info.attrs.getFloat("epsilon", 1e-5f);
-        if (!epsilon)
-          return epsilon.takeError();
-        return std::make_unique<LayerNormKernel>(ctx, *axis, *epsilon);
+        auto params = readLayerNormParams(info.attrs);
+        if (!params)
+          return params.takeError();
+        return std::make_unique<LayerNormKernel>(ctx, params->axis,
+                                                 params->epsilon);
       });
 }

@@ -69,11 +69,6 @@ private:
   float epsilon;
 };
 
-struct LRNParams {
-  int64_t size;
-  float alpha, beta, bias;
-};
-
 class LRNKernel : public Kernel {
 public:
   LRNKernel(CPUContextPtr ctx, LRNParams params)
@@ -114,6 +109,24 @@ private:
 
 } // namespace
 
+llvm::Expected<LRNParams> cpu::readLRNParams(const OpAttributes &attrs) {
+  auto size = attrs.getInt("size");
+  if (!size)
+    return size.takeError();
+  auto alpha = attrs.getFloat("alpha", 1e-4f);
+  if (!alpha)
+    return alpha.takeError();
+  auto beta = attrs.getFloat("beta", 0.75f);
+  if (!beta)
+    return beta.takeError();
+  auto bias = attrs.getFloat("bias", 1.f);
+  if (!bias)
+    return bias.takeError();
+  if (*size < 1)
+    return kernelError("attribute 'size' must be positive");
+  return LRNParams{*size, *alpha, *beta, *bias};
+}
+
 void cpu::registerNormKernels(KernelRegistry &registry, CPUContextPtr ctx) {
   registry.add(
       "BatchNormalization",
@@ -130,22 +143,9 @@ void cpu::registerNormKernels(KernelRegistry &registry, CPUContextPtr ctx) {
       [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
         if (llvm::Error e = info.checkArity(1, 1))
           return e;
-        LRNParams p;
-        auto size = info.attrs.getInt("size");
-        if (!size)
-          return size.takeError();
-        auto alpha = info.attrs.getFloat("alpha", 1e-4f);
-        if (!alpha)
-          return alpha.takeError();
-        auto beta = info.attrs.getFloat("beta", 0.75f);
-        if (!beta)
-          return beta.takeError();
-        auto bias = info.attrs.getFloat("bias", 1.f);
-        if (!bias)
-          return bias.takeError();
-        if (*size < 1)
-          return kernelError("attribute 'size' must be positive");
-        p = {*size, *alpha, *beta, *bias};
-        return std::make_unique<LRNKernel>(ctx, p);
+        auto params = readLRNParams(info.attrs);
+        if (!params)
+          return params.takeError();
+        return std::make_unique<LRNKernel>(ctx, *params);
       });
 }

@@ -44,8 +44,8 @@ public:
     for (int64_t d = 0; d < rank; ++d) {
       out[d] = x.dim(d) + (*pads)[d] + (*pads)[rank + d];
       if (out[d] < 0)
-        return kernelError("pads " + shapeToString(*pads) +
-                           " crop more than " + x.typeString() + " holds");
+        return kernelError("pads " + shapeToString(*pads) + " crop more than " +
+                           x.typeString() + " holds");
       bool needsSource = mode != PadMode::Constant && out[d] > 0;
       if (needsSource && x.dim(d) == 0)
         return kernelError("cannot pad an empty axis in reflect or edge mode");

@@ -81,6 +81,16 @@ private:
 
 } // namespace
 
+llvm::Expected<ReduceParams> cpu::readReduceParams(const OpAttributes &attrs) {
+  auto axes = attrs.getInts("axes", std::vector<int64_t>{});
+  if (!axes)
+    return axes.takeError();
+  auto keepdims = attrs.getInt("keepdims", 1);
+  if (!keepdims)
+    return keepdims.takeError();
+  return ReduceParams{std::move(*axes), *keepdims != 0};
+}
+
 void cpu::registerReduceKernels(KernelRegistry &registry, CPUContextPtr ctx) {
   const std::pair<const char *, dnnl::algorithm> kinds[] = {
       {"ReduceMean", dnnl::algorithm::reduction_mean},
@@ -88,19 +98,15 @@ void cpu::registerReduceKernels(KernelRegistry &registry, CPUContextPtr ctx) {
       {"ReduceMax", dnnl::algorithm::reduction_max},
       {"ReduceMin", dnnl::algorithm::reduction_min}};
   for (auto [type, algorithm] : kinds)
-    registry.add(
-        type,
-        [ctx, algorithm = algorithm](
-            const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
-          if (llvm::Error e = info.checkArity(1, 1))
-            return e;
-          auto axes = info.attrs.getInts("axes", std::vector<int64_t>{});
-          if (!axes)
-            return axes.takeError();
-          auto keepdims = info.attrs.getInt("keepdims", 1);
-          if (!keepdims)
-            return keepdims.takeError();
-          return std::make_unique<ReduceKernel>(ctx, algorithm, *axes,
-                                                *keepdims != 0);
-        });
+    registry.add(type,
+                 [ctx, algorithm = algorithm](const OpInfo &info)
+                     -> llvm::Expected<std::unique_ptr<Kernel>> {
+                   if (llvm::Error e = info.checkArity(1, 1))
+                     return e;
+                   auto params = readReduceParams(info.attrs);
+                   if (!params)
+                     return params.takeError();
+                   return std::make_unique<ReduceKernel>(
+                       ctx, algorithm, params->axes, params->keepdims);
+                 });
 }

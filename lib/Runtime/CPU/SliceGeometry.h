@@ -11,6 +11,8 @@
 
 #include "DnnlUtils.h"
 
+#include "heterps/Runtime/Attributes.h"
+
 #include <algorithm>
 
 namespace heterps::runtime::cpu {
@@ -36,10 +38,33 @@ struct SliceGeometry {
   }
 };
 
-inline llvm::Expected<SliceGeometry>
-sliceGeometry(const Shape &shape, llvm::ArrayRef<int64_t> starts,
-              llvm::ArrayRef<int64_t> ends, llvm::ArrayRef<int64_t> axes,
-              llvm::ArrayRef<int64_t> steps) {
+/// A Slice's attributes: `axes` and `steps` may be empty (all axes from 0,
+/// steps of 1).
+struct SliceParams {
+  std::vector<int64_t> starts, ends, axes, steps;
+};
+
+inline llvm::Expected<SliceParams> readSliceParams(const OpAttributes &a) {
+  SliceParams p;
+  for (auto [name, field] :
+       {std::pair("starts", &p.starts), std::pair("ends", &p.ends),
+        std::pair("axes", &p.axes), std::pair("steps", &p.steps)}) {
+    auto values = a.getInts(name, std::vector<int64_t>());
+    if (!values)
+      return values.takeError();
+    *field = std::move(*values);
+  }
+  size_t n = p.starts.size();
+  if (p.ends.size() != n || (!p.axes.empty() && p.axes.size() != n) ||
+      (!p.steps.empty() && p.steps.size() != n))
+    return kernelError("Slice needs as many ends, axes and steps as starts");
+  return p;
+}
+
+inline llvm::Expected<SliceGeometry> sliceGeometry(const Shape &shape,
+                                                   const SliceParams &p) {
+  llvm::ArrayRef<int64_t> starts = p.starts, ends = p.ends, axes = p.axes,
+                          steps = p.steps;
   int64_t rank = static_cast<int64_t>(shape.size());
   SliceGeometry g{std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 1),
                   shape};

@@ -77,15 +77,12 @@ private:
 
 class SliceKernel : public Kernel {
 public:
-  SliceKernel(std::vector<int64_t> starts, std::vector<int64_t> ends,
-              std::vector<int64_t> axes, std::vector<int64_t> steps)
-      : starts(std::move(starts)), ends(std::move(ends)), axes(std::move(axes)),
-        steps(std::move(steps)) {}
+  explicit SliceKernel(SliceParams params) : params(std::move(params)) {}
 
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override {
     const Tensor &x = *inputs[0];
-    auto g = sliceGeometry(x.shape(), starts, ends, axes, steps);
+    auto g = sliceGeometry(x.shape(), params);
     if (!g)
       return g.takeError();
     Tensor y(x.dtype(), g->count);
@@ -100,7 +97,7 @@ public:
   }
 
 private:
-  std::vector<int64_t> starts, ends, axes, steps;
+  SliceParams params;
 };
 
 } // namespace
@@ -125,20 +122,9 @@ void cpu::registerSliceKernels(KernelRegistry &registry, CPUContextPtr) {
       [](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
         if (llvm::Error e = info.checkArity(1, 1))
           return e;
-        std::vector<int64_t> lists[4];
-        const char *names[4] = {"starts", "ends", "axes", "steps"};
-        for (int i = 0; i < 4; ++i) {
-          auto values = info.attrs.getInts(names[i], std::vector<int64_t>());
-          if (!values)
-            return values.takeError();
-          lists[i] = std::move(*values);
-        }
-        if (lists[1].size() != lists[0].size() ||
-            (!lists[2].empty() && lists[2].size() != lists[0].size()) ||
-            (!lists[3].empty() && lists[3].size() != lists[0].size()))
-          return kernelError(
-              "Slice needs as many ends, axes and steps as starts");
-        return std::make_unique<SliceKernel>(lists[0], lists[1], lists[2],
-                                             lists[3]);
+        auto params = readSliceParams(info.attrs);
+        if (!params)
+          return params.takeError();
+        return std::make_unique<SliceKernel>(std::move(*params));
       });
 }

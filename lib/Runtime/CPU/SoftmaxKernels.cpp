@@ -70,6 +70,17 @@ private:
 
 } // namespace
 
+llvm::Expected<SoftmaxParams>
+cpu::readSoftmaxParams(const OpAttributes &attrs) {
+  auto axis = attrs.getInt("axis", -1);
+  if (!axis)
+    return axis.takeError();
+  auto coerce = attrs.getInt("coerce_2d", 0);
+  if (!coerce)
+    return coerce.takeError();
+  return SoftmaxParams{*axis, *coerce != 0};
+}
+
 void cpu::registerSoftmaxKernels(KernelRegistry &registry, CPUContextPtr ctx) {
   for (const char *type : {"Softmax", "LogSoftmax"})
     registry.add(
@@ -77,16 +88,13 @@ void cpu::registerSoftmaxKernels(KernelRegistry &registry, CPUContextPtr ctx) {
         [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
           if (llvm::Error e = info.checkArity(1, 1))
             return e;
-          auto axis = info.attrs.getInt("axis", -1);
-          if (!axis)
-            return axis.takeError();
-          auto coerce = info.attrs.getInt("coerce_2d", 0);
-          if (!coerce)
-            return coerce.takeError();
+          auto params = readSoftmaxParams(info.attrs);
+          if (!params)
+            return params.takeError();
           auto algorithm = info.op.type() == "Softmax"
                                ? dnnl::algorithm::softmax_accurate
                                : dnnl::algorithm::softmax_log;
-          return std::make_unique<SoftmaxKernel>(ctx, algorithm, *axis,
-                                                 *coerce != 0);
+          return std::make_unique<SoftmaxKernel>(ctx, algorithm, params->axis,
+                                                 params->coerce2d);
         });
 }

@@ -53,7 +53,7 @@ PipelineTrainer::create(const plan::Plan &plan, WeightMap weights,
 PipelineTrainer::Worker &PipelineTrainer::leader(int s) const {
   int index = 0;
   for (int i = 0; i < s; ++i)
-    index += replicaCounts[i];
+    index += options.replicas[i];
   return *workers[index];
 }
 
@@ -112,11 +112,8 @@ layoutStages(const plan::Plan &plan, const WeightMap &weights,
 }
 
 llvm::Error PipelineTrainer::prepare(WeightMap weights) {
-  if (program.inputs_size() != 1 || program.outputs_size() != 1)
-    return pipelineError(llvm::Twine("training needs a model with one input "
-                                     "and one output; this one has ") +
-                         llvm::Twine(program.inputs_size()) + " and " +
-                         llvm::Twine(program.outputs_size()));
+  if (llvm::Error e = train::checkTrainingPlan(program))
+    return e;
   if (options.microBatches < 1)
     return pipelineError("--micro-batches must be at least 1, not " +
                          llvm::Twine(options.microBatches));
@@ -134,10 +131,9 @@ llvm::Error PipelineTrainer::prepare(WeightMap weights) {
     if (k < 1)
       return pipelineError("a stage needs at least one replica, not " +
                            llvm::Twine(k));
-  replicaCounts = options.replicas;
   if (options.numThreads == 0) {
     int workers = 0;
-    for (int k : replicaCounts)
+    for (int k : options.replicas)
       workers += k;
     int cores = static_cast<int>(std::thread::hardware_concurrency());
     options.numThreads = std::max(1, cores / std::max(workers, 1));
@@ -198,22 +194,22 @@ llvm::Error PipelineTrainer::prepare(WeightMap weights) {
   for (int s = 0; s < p; ++s)
     for (int32_t v : layout->params[s])
       if (llvm::Error e = server->addDenseTable(
-              program.values(v).name(), weights.at(v), replicaCounts[s]))
+              program.values(v).name(), weights.at(v), options.replicas[s]))
         return e;
   for (int s = 0; s < p; ++s)
     for (int32_t v : layout->sparse[s]) {
       const plan::Value &table = program.values(v);
       if (llvm::Error e = server->addSparseTable(
               table.name(), table.dims(0), table.dims(1),
-              options.sparseInitScale, options.seed, replicaCounts[s]))
+              options.sparseInitScale, options.seed, options.replicas[s]))
         return e;
     }
   transport = std::make_unique<ps::InProcessTransport>(*server);
 
   auto orders =
-      replicaOrders(options.schedule, options.microBatches, replicaCounts);
+      replicaOrders(options.schedule, options.microBatches, options.replicas);
   for (int s = 0; s < p; ++s)
-    for (int r = 0; r < replicaCounts[s]; ++r) {
+    for (int r = 0; r < options.replicas[s]; ++r) {
       workers.push_back(
           std::make_unique<Worker>(*this, *layout, s, r, orders[s][r]));
       if (llvm::Error e = workers.back()->prepare(weights, *transport))

@@ -232,7 +232,7 @@ llvm::Error PipelineTrainer::Worker::pull(StepInputs &step) {
 llvm::Error PipelineTrainer::Worker::push(StepInputs &step) {
   // The server averages the stage's k replicas: k times each replica's
   // share makes the mean the whole batch's gradient.
-  float k = static_cast<float>(trainer.replicaCounts[stageIndex]);
+  float k = static_cast<float>(trainer.options.replicas[stageIndex]);
   std::vector<ps::Ticket> tickets;
   for (auto &[v, sum] : gradSums) {
     if (k != 1.f) {

@@ -17,11 +17,18 @@ using cpu::memoryOf;
 
 namespace {
 
+/// The backward primitives of one input shape, made on its first backward.
+struct ConvTransposeGradEntry {
+  cpu::ConvTransposeGeometry geometry;
+  dnnl::deconvolution_backward_data data;
+  dnnl::deconvolution_backward_weights weights;
+};
+
 class ConvTransposeGradKernel : public InferenceForward {
 public:
   ConvTransposeGradKernel(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
                           cpu::ConvTransposeAttrs attrs)
-      : InferenceForward(std::move(kernel), std::move(ctx)),
+      : InferenceForward(std::move(kernel), ctx), cache(std::move(ctx)),
         attrs(std::move(attrs)) {}
 
   static llvm::Expected<std::unique_ptr<TrainKernel>>
@@ -42,52 +49,37 @@ public:
     return cpu::guardDnnl([&]() -> llvm::Error {
       Tensor x = cpu::plainOf(*inputs[0], ctx);
       Tensor w = cpu::plainOf(*inputs[1], ctx);
-      bool hasBias = inputs.size() > 2 && inputs[2];
-      auto g = cpu::convTransposeGeometry(attrs, x, w);
-      if (!g)
-        return g.takeError();
+      const Tensor *b = inputs.size() > 2 ? inputs[2] : nullptr;
+      auto entry =
+          cache.get(cpu::shapeKey(inputs), [&] { return make(x, w, b); });
+      if (!entry)
+        return entry.takeError();
+      const cpu::ConvTransposeGeometry &g = (*entry)->geometry;
       Tensor dy = cpu::plainOf(dOutput, ctx);
-      memory::desc xMd = cpu::plainDesc(x.shape()),
-                   yMd = cpu::plainDesc(g->outShape);
-      memory::desc biasMd =
-          hasBias ? cpu::plainDesc(inputs[2]->shape()) : memory::desc();
-      auto algorithm = dnnl::algorithm::deconvolution_direct;
-      dnnl::deconvolution_forward::primitive_desc fwd(
-          {dnnl::prop_kind::forward_training, algorithm, xMd, g->weights,
-           biasMd, yMd, g->strides, g->dilates, g->padL, g->padR},
-          ctx->engine);
       if (needGrad[0]) {
-        dnnl::deconvolution_backward_data::primitive_desc pd(
-            {algorithm, xMd, g->weights, yMd, g->strides, g->dilates, g->padL,
-             g->padR},
-            ctx->engine, fwd);
         Tensor dx(DType::F32, x.shape());
-        dnnl::deconvolution_backward_data(pd).execute(
+        (*entry)->data.execute(
             ctx->stream,
             {{DNNL_ARG_DIFF_DST, memoryOf(dy, *ctx)},
-             {DNNL_ARG_WEIGHTS, memory(g->weights, ctx->engine, w.rawData())},
+             {DNNL_ARG_WEIGHTS, memory(g.weights, ctx->engine, w.rawData())},
              {DNNL_ARG_DIFF_SRC, memoryOf(dx, *ctx)}});
         dInputs[0] = std::move(dx);
       }
       bool weights = needGrad.size() > 1 && needGrad[1];
-      bool bias = hasBias && needGrad.size() > 2 && needGrad[2];
+      bool bias = b && needGrad.size() > 2 && needGrad[2];
       if (weights || bias) {
-        dnnl::deconvolution_backward_weights::primitive_desc pd(
-            {algorithm, xMd, g->weights, biasMd, yMd, g->strides, g->dilates,
-             g->padL, g->padR},
-            ctx->engine, fwd);
         Tensor dw(DType::F32, w.shape());
         std::unordered_map<int, memory> args = {
             {DNNL_ARG_SRC, memoryOf(x, *ctx)},
             {DNNL_ARG_DIFF_DST, memoryOf(dy, *ctx)},
             {DNNL_ARG_DIFF_WEIGHTS,
-             memory(g->weights, ctx->engine, dw.rawData())}};
+             memory(g.weights, ctx->engine, dw.rawData())}};
         Tensor db;
-        if (hasBias) {
-          db = Tensor(DType::F32, inputs[2]->shape());
+        if (b) {
+          db = Tensor(DType::F32, b->shape());
           args.emplace(DNNL_ARG_DIFF_BIAS, memoryOf(db, *ctx));
         }
-        dnnl::deconvolution_backward_weights(pd).execute(ctx->stream, args);
+        (*entry)->weights.execute(ctx->stream, args);
         if (weights)
           dInputs[1] = std::move(dw);
         if (bias)
@@ -99,6 +91,34 @@ public:
   }
 
 private:
+  llvm::Expected<ConvTransposeGradEntry> make(const Tensor &x, const Tensor &w,
+                                              const Tensor *b) const {
+    auto g = cpu::convTransposeGeometry(attrs, x, w);
+    if (!g)
+      return g.takeError();
+    const dnnl::engine &engine = cache.context()->engine;
+    memory::desc xMd = cpu::plainDesc(x.shape()),
+                 yMd = cpu::plainDesc(g->outShape);
+    memory::desc biasMd = b ? cpu::plainDesc(b->shape()) : memory::desc();
+    auto algorithm = dnnl::algorithm::deconvolution_direct;
+    dnnl::deconvolution_forward::primitive_desc fwd(
+        {dnnl::prop_kind::forward_training, algorithm, xMd, g->weights, biasMd,
+         yMd, g->strides, g->dilates, g->padL, g->padR},
+        engine);
+    dnnl::deconvolution_backward_data::primitive_desc data(
+        {algorithm, xMd, g->weights, yMd, g->strides, g->dilates, g->padL,
+         g->padR},
+        engine, fwd);
+    dnnl::deconvolution_backward_weights::primitive_desc weights(
+        {algorithm, xMd, g->weights, biasMd, yMd, g->strides, g->dilates,
+         g->padL, g->padR},
+        engine, fwd);
+    return ConvTransposeGradEntry{
+        *g, dnnl::deconvolution_backward_data(data),
+        dnnl::deconvolution_backward_weights(weights)};
+  }
+
+  cpu::PrimitiveCache<ConvTransposeGradEntry> cache;
   cpu::ConvTransposeAttrs attrs;
 };
 

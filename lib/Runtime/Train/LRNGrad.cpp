@@ -7,6 +7,8 @@
 
 #include "TrainKernels.h"
 
+#include "../CPU/CPUKernels.h"
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
 using cpu::memoryOf;
@@ -21,10 +23,8 @@ struct LRNEntry {
 
 class LRNGradKernel : public TrainKernel {
 public:
-  LRNGradKernel(CPUContextPtr ctx, int64_t size, float alpha, float beta,
-                float bias)
-      : cache(std::move(ctx)), size(size), alpha(alpha), beta(beta),
-        bias(bias) {}
+  LRNGradKernel(CPUContextPtr ctx, cpu::LRNParams params)
+      : cache(std::move(ctx)), params(params) {}
 
   llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
                       Tensor &output) override {
@@ -37,11 +37,12 @@ public:
         memory::desc md = cpu::plainDesc(x.shape());
         dnnl::lrn_forward::primitive_desc fwd(
             {dnnl::prop_kind::forward_training,
-             dnnl::algorithm::lrn_across_channels, md, size, alpha, beta, bias},
+             dnnl::algorithm::lrn_across_channels, md, params.size,
+             params.alpha, params.beta, params.bias},
             ctx->engine);
         dnnl::lrn_backward::primitive_desc bwd(
-            {dnnl::algorithm::lrn_across_channels, md, md, size, alpha, beta,
-             bias},
+            {dnnl::algorithm::lrn_across_channels, md, md, params.size,
+             params.alpha, params.beta, params.bias},
             ctx->engine, fwd);
         return llvm::Expected<LRNEntry>(LRNEntry{dnnl::lrn_forward(fwd),
                                                  dnnl::lrn_backward(bwd), md,
@@ -87,8 +88,7 @@ public:
 
 private:
   cpu::PrimitiveCache<LRNEntry> cache;
-  int64_t size;
-  float alpha, beta, bias;
+  cpu::LRNParams params;
   LRNEntry *entry = nullptr;
   std::vector<uint8_t> workspace;
 };
@@ -100,17 +100,9 @@ void train::registerLRNGrad(TrainRegistry &registry) {
       -> llvm::Expected<std::unique_ptr<TrainKernel>> {
     if (llvm::Error e = info.checkArity(1, 1))
       return e;
-    auto size = info.attrs.getInt("size");
-    if (!size)
-      return size.takeError();
-    auto alpha = info.attrs.getFloat("alpha", 1e-4f);
-    auto beta = info.attrs.getFloat("beta", 0.75f);
-    auto bias = info.attrs.getFloat("bias", 1.f);
-    if (!alpha || !beta || !bias)
-      return llvm::joinErrors(
-          alpha.takeError(),
-          llvm::joinErrors(beta.takeError(), bias.takeError()));
-    return std::make_unique<LRNGradKernel>(env.ctx, *size, *alpha, *beta,
-                                           *bias);
+    auto params = cpu::readLRNParams(info.attrs);
+    if (!params)
+      return params.takeError();
+    return std::make_unique<LRNGradKernel>(env.ctx, *params);
   };
 }

@@ -9,6 +9,8 @@
 
 #include "TrainKernels.h"
 
+#include "../CPU/CPUKernels.h"
+
 #include <cmath>
 
 using namespace heterps::runtime;
@@ -26,14 +28,11 @@ public:
   static llvm::Expected<std::unique_ptr<TrainKernel>>
   create(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
          const OpInfo &info) {
-    auto axis = info.attrs.getInt("axis", -1);
-    if (!axis)
-      return axis.takeError();
-    auto epsilon = info.attrs.getFloat("epsilon", 1e-5f);
-    if (!epsilon)
-      return epsilon.takeError();
+    auto params = cpu::readLayerNormParams(info.attrs);
+    if (!params)
+      return params.takeError();
     return std::make_unique<LayerNormGradKernel>(
-        std::move(kernel), std::move(ctx), *axis, *epsilon);
+        std::move(kernel), std::move(ctx), params->axis, params->epsilon);
   }
 
   bool differentiable(int) const override { return true; }

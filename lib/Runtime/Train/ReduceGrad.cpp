@@ -11,6 +11,8 @@
 
 #include "TrainKernels.h"
 
+#include "../CPU/CPUKernels.h"
+
 #include <set>
 
 using namespace heterps::runtime;
@@ -28,11 +30,12 @@ public:
   static llvm::Expected<std::unique_ptr<TrainKernel>>
   create(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
          const OpInfo &info) {
-    auto axes = info.attrs.getInts("axes", std::vector<int64_t>{});
-    if (!axes)
-      return axes.takeError();
+    auto params = cpu::readReduceParams(info.attrs);
+    if (!params)
+      return params.takeError();
     return std::make_unique<ReduceGradKernel>(std::move(kernel), std::move(ctx),
-                                              info.op.type(), std::move(*axes));
+                                              info.op.type(),
+                                              std::move(params->axes));
   }
 
   llvm::Error backward(llvm::ArrayRef<const Tensor *> inputs,

@@ -142,29 +142,24 @@ private:
 class SliceGradKernel : public InferenceForward {
 public:
   SliceGradKernel(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
-                  std::vector<std::vector<int64_t>> lists)
+                  cpu::SliceParams params)
       : InferenceForward(std::move(kernel), std::move(ctx)),
-        lists(std::move(lists)) {}
+        params(std::move(params)) {}
   static llvm::Expected<std::unique_ptr<TrainKernel>>
   create(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
          const OpInfo &info) {
-    std::vector<std::vector<int64_t>> lists;
-    for (const char *name : {"starts", "ends", "axes", "steps"}) {
-      auto values = info.attrs.getInts(name, std::vector<int64_t>{});
-      if (!values)
-        return values.takeError();
-      lists.push_back(std::move(*values));
-    }
+    auto params = cpu::readSliceParams(info.attrs);
+    if (!params)
+      return params.takeError();
     return std::make_unique<SliceGradKernel>(std::move(kernel), std::move(ctx),
-                                             std::move(lists));
+                                             std::move(*params));
   }
   llvm::Error backward(llvm::ArrayRef<const Tensor *> inputs, const Tensor &,
                        const Tensor &dOutput, llvm::ArrayRef<bool>,
                        llvm::MutableArrayRef<Tensor> dInputs) override {
     return cpu::guardDnnl([&]() -> llvm::Error {
       const Shape &shape = inputs[0]->shape();
-      auto geometry =
-          cpu::sliceGeometry(shape, lists[0], lists[1], lists[2], lists[3]);
+      auto geometry = cpu::sliceGeometry(shape, params);
       if (!geometry)
         return geometry.takeError();
       Tensor g = cpu::plainOf(dOutput, ctx), dx(DType::F32, shape);
@@ -179,7 +174,7 @@ public:
   }
 
 private:
-  std::vector<std::vector<int64_t>> lists;
+  cpu::SliceParams params;
 };
 
 /// Pad (constant mode): each input element's gradient is the output

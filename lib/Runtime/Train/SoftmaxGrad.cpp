@@ -10,6 +10,8 @@
 
 #include "TrainKernels.h"
 
+#include "../CPU/CPUKernels.h"
+
 #include <cmath>
 
 using namespace heterps::runtime;
@@ -27,15 +29,12 @@ public:
   static llvm::Expected<std::unique_ptr<TrainKernel>>
   create(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
          const OpInfo &info) {
-    auto axis = info.attrs.getInt("axis", -1);
-    if (!axis)
-      return axis.takeError();
-    auto coerce = info.attrs.getInt("coerce_2d", 0);
-    if (!coerce)
-      return coerce.takeError();
+    auto params = cpu::readSoftmaxParams(info.attrs);
+    if (!params)
+      return params.takeError();
     return std::make_unique<SoftmaxGradKernel>(
         std::move(kernel), std::move(ctx), info.op.type() == "LogSoftmax",
-        *axis, *coerce != 0);
+        params->axis, params->coerce2d);
   }
 
   llvm::Error backward(llvm::ArrayRef<const Tensor *>, const Tensor &output,

@@ -34,11 +34,8 @@ Trainer::create(const plan::Plan &plan, WeightMap weights,
 }
 
 llvm::Error Trainer::prepare() {
-  if (program.inputs_size() != 1 || program.outputs_size() != 1)
-    return trainError(llvm::Twine("training needs a model with one input and "
-                                  "one output; this one has ") +
-                      llvm::Twine(program.inputs_size()) + " and " +
-                      llvm::Twine(program.outputs_size()));
+  if (llvm::Error e = checkTrainingPlan(program))
+    return e;
   backend.enterThread();
   // Tensor copies share buffers: own the weights, which training updates in
   // place, so the caller's map stays as it was.
@@ -56,6 +53,15 @@ llvm::Error Trainer::prepare() {
   if (!found)
     return found.takeError();
   paths = std::move(*found);
+  return llvm::Error::success();
+}
+
+llvm::Error heterps::runtime::train::checkTrainingPlan(const plan::Plan &plan) {
+  if (plan.inputs_size() != 1 || plan.outputs_size() != 1)
+    return trainError(llvm::Twine("training needs a model with one input and "
+                                  "one output; this one has ") +
+                      llvm::Twine(plan.inputs_size()) + " and " +
+                      llvm::Twine(plan.outputs_size()));
   return llvm::Error::success();
 }
 

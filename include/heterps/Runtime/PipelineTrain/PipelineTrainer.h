@@ -136,8 +136,8 @@ public:
   const std::vector<std::pair<std::string, int64_t>> &parameters() const {
     return paths.params;
   }
-  int numStages() const { return static_cast<int>(replicaCounts.size()); }
-  llvm::ArrayRef<int> replicas() const { return replicaCounts; }
+  int numStages() const { return static_cast<int>(options.replicas.size()); }
+  llvm::ArrayRef<int> replicas() const { return options.replicas; }
   const PipelineTrainerOptions &settings() const { return options; }
   const PipelineStepStats &lastStep() const { return stats; }
   int64_t stepsDone() const { return steps; }
@@ -157,7 +157,6 @@ private:
 
   plan::Plan program;
   PipelineTrainerOptions options;
-  std::vector<int> replicaCounts;
   train::GradientPaths paths;
   std::unique_ptr<Layout> layout;
   std::unique_ptr<ps::ParameterServer> server;

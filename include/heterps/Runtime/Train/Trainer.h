@@ -114,6 +114,10 @@ private:
   GradientPaths paths;
 };
 
+/// An error unless `plan` has one input (the samples) and one output (what
+/// the loss reads).
+llvm::Error checkTrainingPlan(const plan::Plan &plan);
+
 /// An error unless samples of `data` fit the input of `plan` and its
 /// targets fit `loss` (one line naming both shapes); labels are checked.
 llvm::Error checkTrainingData(const plan::Plan &plan, LossKind loss,
