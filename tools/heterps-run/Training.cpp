@@ -482,8 +482,6 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
     job =
         std::make_unique<JobOf<pipeline::PipelineTrainer>>(std::move(*trainer));
   } else {
-    if (!traceFile.empty())
-      return fail("--trace needs pipelined training");
     auto trainer = Trainer::create(plan, std::move(*weights), options);
     if (!trainer)
       return fail(run.modelPath + ": " + llvm::toString(trainer.takeError()));

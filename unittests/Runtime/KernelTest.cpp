@@ -539,3 +539,65 @@ TEST_F(KernelTest, SplitAndSlice) {
                                  .ints("steps", {1})),
                        Tensor::fromFloats({3}, {7, 8, 9})));
 }
+
+namespace {
+
+/// The error of running one op of `type` on plain inputs `xs` (expected
+/// output shape `out`), at creation or at run time; "ran" if none.
+std::string opError(const std::string &type, std::vector<Tensor> xs, Shape out,
+                    const Attrs &attrs, std::vector<Tensor> weights = {}) {
+  PlanBuilder b;
+  std::vector<int> ids;
+  for (size_t i = 0; i < xs.size(); ++i)
+    ids.push_back(b.input("x" + std::to_string(i), xs[i].shape()));
+  for (size_t i = 0; i < weights.size(); ++i)
+    ids.push_back(b.weight("w" + std::to_string(i), weights[i]));
+  b.output("y", b.op(type, ids, out, attrs));
+  auto exec = Executor::create(b.build());
+  if (!exec)
+    return llvm::toString(exec.takeError());
+  auto outputs = (*exec)->run(xs);
+  return outputs ? "ran" : llvm::toString(outputs.takeError());
+}
+
+bool endsWith(const std::string &text, const std::string &tail) {
+  return text.size() >= tail.size() &&
+         text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+} // namespace
+
+TEST_F(KernelTest, NewKernelsRejectWhatTheyCannotDo) {
+  Tensor x = random({2, 3});
+  EXPECT_PRED2(
+      endsWith,
+      opError("Split", {x}, {2, 1}, Attrs().i("axis", 1).ints("split", {1})),
+      "Split sizes do not add up to axis 1 of f32[2, 3]");
+  EXPECT_PRED2(endsWith,
+               opError("Slice", {x}, {2, 3},
+                       Attrs().ints("starts", {0}).ints("ends", {1, 2})),
+               "Slice needs as many ends, axes and steps as starts");
+  EXPECT_PRED2(endsWith,
+               opError("Slice", {x}, {2, 3},
+                       Attrs()
+                           .ints("starts", {0})
+                           .ints("ends", {1})
+                           .ints("axes", {0})
+                           .ints("steps", {0})),
+               "Slice axis 0 with step 0 on a rank-2 tensor");
+  EXPECT_PRED2(endsWith,
+               opError("LayerNormalization", {x}, {2, 3},
+                       Attrs().i("axis", -1).f("epsilon", 1e-5f),
+                       {random({2})}),
+               "LayerNormalization scale f32[2] do not match the normalised "
+               "size 3 of f32[2, 3]");
+  EXPECT_PRED2(endsWith,
+               opError("ConvTranspose", {random({1, 2, 3, 3})}, {1, 1, 4, 4},
+                       Attrs(), {random({3, 1, 2, 2})}),
+               "ConvTranspose of input f32[1, 2, 3, 3] with weights f32[3, 1, "
+               "2, 2] and group 1 is not supported");
+  EXPECT_PRED2(endsWith,
+               opError("ReduceSum", {Tensor(DType::F32, {0, 3})}, {1, 3},
+                       Attrs().ints("axes", {0}).i("keepdims", 1)),
+               "reducing an empty tensor is not supported");
+}

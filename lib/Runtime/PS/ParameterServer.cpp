@@ -175,8 +175,10 @@ ParameterServer::restoreSparse(const std::string &name,
   const TableInfo &info = (*table)->info;
   int64_t n = static_cast<int64_t>(saved.ids.size()), dim = info.dim();
   bool adagrad = opts.sparse.kind == SparseOptimizerOptions::Kind::Adagrad;
+  // No stored rows: no accumulators either, whatever the optimizer.
+  bool accumulators = !saved.accumulators.isNull();
   if (info.kind() != SPARSE || saved.values.shape() != Shape{n, dim} ||
-      adagrad != !saved.accumulators.isNull())
+      (n > 0 && adagrad != accumulators))
     return psError("table '" + name + "' holds rows of " + llvm::Twine(dim) +
                    (adagrad ? " with" : " without") +
                    " Adagrad accumulators; the saved rows do not fit");

@@ -426,10 +426,11 @@ llvm::Error PipelineTrainer::restore(train::Trainer::State s,
     if (!s.sparse.count(v))
       return pipelineError("the state has no rows for sparse table '" +
                            program.values(v).name() + "'");
-  for (auto &[v, rows] : s.sparse) {
-    if (!llvm::is_contained(sparseTables, v))
-      return pipelineError("'" + program.values(v).name() +
+  for (const auto &entry : s.sparse)
+    if (!llvm::is_contained(sparseTables, entry.first))
+      return pipelineError("'" + program.values(entry.first).name() +
                            "' is a sparse table there, not here");
+  for (auto &[v, rows] : s.sparse) {
     rows.version = stepsDone;
     if (llvm::Error e = server->restoreSparse(program.values(v).name(), rows))
       return e;

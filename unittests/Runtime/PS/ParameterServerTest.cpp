@@ -329,3 +329,45 @@ TEST(ParameterServer, SparseBSPWaitsForEveryWorker) {
 }
 
 } // namespace
+
+namespace {
+
+// Saved rows go back only into a table they fit; a table's worker count is
+// at least one.
+TEST(ParameterServer, SavedStateMustFit) {
+  ServerOptions options;
+  options.sparse.kind = SparseOptimizerOptions::Kind::Adagrad;
+  auto server = makeServer(options);
+  ASSERT_FALSE(bool(server->addSparseTable("emb", 100, 4, 0.01f, 1)));
+  ASSERT_FALSE(bool(
+      server->addDenseTable("w", filled({3}, [](int64_t) { return 1.f; }))));
+  EXPECT_EQ(errorOf(server->addDenseTable(
+                "v", filled({2}, [](int64_t) { return 0.f; }), -1)),
+            "table 'v' needs at least one worker, not -1");
+  EXPECT_EQ(errorOf(server->saveDense("emb").takeError()),
+            "table 'emb' is not dense");
+  EXPECT_EQ(errorOf(server->saveSparse("w").takeError()),
+            "table 'w' is not sparse");
+
+  // Nothing stored yet: nothing to restore but the version.
+  auto empty = server->saveSparse("emb");
+  ASSERT_TRUE(bool(empty)) << llvm::toString(empty.takeError());
+  EXPECT_TRUE(empty->ids.empty());
+  EXPECT_FALSE(bool(server->restoreSparse("emb", *empty)));
+
+  train::Trainer::SparseRows rows;
+  rows.ids = {7};
+  rows.values = filled({1, 4}, [](int64_t) { return 0.5f; });
+  EXPECT_EQ(errorOf(server->restoreSparse("emb", rows)),
+            "table 'emb' holds rows of 4 with Adagrad accumulators; the "
+            "saved rows do not fit");
+  rows.accumulators = filled({1, 4}, [](int64_t) { return 0.1f; });
+  rows.ids = {100};
+  EXPECT_EQ(errorOf(server->restoreSparse("emb", rows)),
+            "table 'emb': saved row id 100 is outside [0, 100)");
+  rows.ids = {7};
+  EXPECT_FALSE(bool(server->restoreSparse("emb", rows)));
+  EXPECT_EQ(server->storedRows("emb"), 1);
+}
+
+} // namespace

@@ -12,6 +12,7 @@
 #include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
 
 #include <numeric>
+#include <set>
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -387,6 +388,95 @@ TEST(PipelineTrainer, ClearErrors) {
   ASSERT_FALSE(bool(r));
   EXPECT_EQ(llvm::toString(r.takeError()),
             "a batch of 4 samples cannot be cut into 8 micro-batches");
+
+  PipelineTrainerOptions noReplica;
+  noReplica.replicas = {1, 0};
+  EXPECT_EQ(message(noReplica, mlp),
+            "a stage needs at least one replica, not 0");
+
+  // Only Gather tables may be left out of the weights.
+  MLP missing = makeSkipMLP(dir.file("m.onnx"), {2});
+  missing.weights.erase(missing.plan.ops(2).inputs(1));
+  EXPECT_EQ(message({}, missing), "weight 'w2' is missing (only Gather tables "
+                                  "may be left to the parameter server)");
+}
+
+// A failed step names its stage and replica; the pipeline then refuses to
+// go on, its replicas being out of step with the server.
+TEST(PipelineTrainer, FailedStepStopsThePipeline) {
+  TempDir dir;
+  MLP mlp = makeSkipMLP(dir.file("p.onnx"), {2});
+  auto pipeline = makePipeline(mlp, {});
+  data::Dataset wide;
+  wide.inputs = Tensor(DType::F32, {4, 5});
+  std::fill_n(wide.inputs.data<float>(), 20, 0.5f);
+  wide.targets = Tensor::fromInts({4}, {0, 1, 2, 0});
+  auto r = pipeline->step(wide.inputs, wide.targets, 0.1f);
+  ASSERT_FALSE(bool(r));
+  EXPECT_EQ(llvm::toString(r.takeError()).rfind("stage 0 replica 0: op 0 ", 0),
+            0u);
+  data::Dataset data = makeData(8, 10);
+  auto again = pipeline->step(data.inputs, data.targets, 0.1f);
+  ASSERT_FALSE(bool(again));
+  EXPECT_EQ(llvm::toString(again.takeError()),
+            "an earlier step failed; the pipeline's replicas no longer agree "
+            "with the parameter server");
+}
+
+TEST(PipelineTrainer, SparseTableErrors) {
+  TempDir dir;
+  MLP ctr = makeCTR(dir.file("ctr.onnx"), 3);
+  std::set<int32_t> tables = gatherTables(ctr.plan, 0);
+  WeightMap dense = ctr.weights;
+  for (int32_t v : tables)
+    dense.erase(v);
+  auto message = [&](const plan::Plan &plan, const WeightMap &weights,
+                     PipelineTrainerOptions options) {
+    auto t = PipelineTrainer::create(plan, weights, options);
+    return t ? std::string("created") : llvm::toString(t.takeError());
+  };
+  PipelineTrainerOptions frozen;
+  frozen.loss = LossKind::BCEWithLogits;
+  frozen.frozen = {"table0"};
+  EXPECT_EQ(message(ctr.plan, dense, frozen),
+            "table 'table0' is frozen, so the parameter server cannot serve "
+            "it: load it");
+
+  // Dropout after the logits.
+  plan::Plan withDropout = ctr.plan;
+  plan::Value *dropped = withDropout.add_values();
+  *dropped = withDropout.values(withDropout.outputs(0).value());
+  dropped->set_name("dropped");
+  plan::Op *op = withDropout.add_ops();
+  op->set_name("drop");
+  op->set_type("Dropout");
+  op->set_stage(1);
+  op->add_inputs(withDropout.outputs(0).value());
+  op->add_outputs(withDropout.values_size() - 1);
+  withDropout.mutable_outputs(0)->set_value(withDropout.values_size() - 1);
+  PipelineTrainerOptions options;
+  options.loss = LossKind::BCEWithLogits;
+  EXPECT_EQ(message(withDropout, dense, options),
+            "a model with sparse tables is evaluated with its training "
+            "kernels, so it cannot have Dropout ('drop') yet");
+
+  // A state must fit the tables: the same ones sparse, the weights alike.
+  auto sparse =
+      llvm::cantFail(PipelineTrainer::create(ctr.plan, dense, options));
+  auto state = llvm::cantFail(sparse->state());
+  auto restoreError = [&](train::Trainer::State s) {
+    return llvm::toString(sparse->restore(std::move(s), 0));
+  };
+  train::Trainer::State noRows = state;
+  noRows.sparse.erase(noRows.sparse.begin());
+  EXPECT_EQ(restoreError(noRows),
+            "the state has no rows for sparse table 'table0'");
+  train::Trainer::State extra = state;
+  extra.sparse[ctr.plan.ops(5).inputs(1)] = {};
+  EXPECT_EQ(restoreError(extra), "'w' is a sparse table there, not here");
+  train::Trainer::State fewer = state;
+  fewer.weights.erase(fewer.weights.begin());
+  EXPECT_EQ(restoreError(fewer), "the state has 3 weights, the plan 4");
 }
 
 } // namespace

@@ -300,6 +300,32 @@ TEST(TrainBackend, UntrainableOpIsNamed) {
       "op type 'NonMaxSuppression' cannot be trained yet (no backward kernel)");
 }
 
+// Backward kernels that exist only for some forms of their op say which.
+TEST(TrainBackend, UnsupportedFormsAreNamed) {
+  TrainBackend backend;
+  Tensor x = random({3, 4}, 70);
+  Tensor ids = Tensor::fromInts({2}, {0, 2});
+  plan::Op gather = makeOp("Gather", 2, {x, ids}, Attrs().i("axis", 1));
+  OpInfo info(gather, {nullptr, nullptr});
+  auto kernel = llvm::cantFail(backend.createKernel(info, 0));
+  Tensor y;
+  ASSERT_FALSE(bool(kernel->forward({&x, &ids}, y)));
+  std::vector<Tensor> dInputs(2);
+  EXPECT_EQ(llvm::toString(
+                kernel->backward({&x, &ids}, y, y, {true, false}, dInputs)),
+            "the backward of Gather along axis 1 is not supported (axis 0 "
+            "only)");
+
+  plan::Op pad = makeOp(
+      "Pad", 1, {x}, Attrs().s("mode", "reflect").ints("pads", {0, 1, 0, 1}));
+  OpInfo padInfo(pad, {nullptr});
+  auto padKernel = backend.createKernel(padInfo, 0);
+  ASSERT_FALSE(bool(padKernel));
+  EXPECT_EQ(llvm::toString(padKernel.takeError()),
+            "the backward of Pad in mode 'reflect' is not supported (constant "
+            "only)");
+}
+
 } // namespace
 
 TEST(GradCheck, DivMaxMinPow) {

@@ -134,6 +134,27 @@ TEST(Trainer, SplitTrainsAsSlices) {
   }
 }
 
+// The Slices of a Split need the pieces' sizes in the plan.
+TEST(Trainer, SplitOfDynamicSizesIsAnError) {
+  TempDir dir;
+  MLP base = makeMLP(dir.file("mlp.onnx"), /*dropout=*/false);
+  PlanBuilder b;
+  int x = b.input("x", {-1, 4});
+  int h = b.op("Gemm", {x, b.weightRef("w1", {8, 4}), b.weightRef("b1", {8})},
+               {-1, 8}, Attrs().i("trans_b", 1));
+  std::vector<int> parts =
+      b.multiOp("Split", {h}, {{-1, 8}, {-1, 8}}, Attrs().i("axis", 0));
+  b.output("logits", b.op("Add", {parts[0], parts[1]}, {-1, 8}));
+  MLP mlp{b.build(), {}};
+  mlp.plan.set_model_path(base.plan.model_path());
+  mlp.weights = llvm::cantFail(loadWeights(mlp.plan));
+  auto trainer = Trainer::create(mlp.plan, mlp.weights, {});
+  ASSERT_FALSE(bool(trainer));
+  EXPECT_EQ(llvm::toString(trainer.takeError()),
+            "op 1 'Split1' (Split): a Split whose piece sizes are not static "
+            "cannot be trained");
+}
+
 TEST(Trainer, BadDataIsOneClearError) {
   TempDir dir;
   MLP mlp = makeMLP(dir.file("mlp.onnx"), false);
