@@ -401,6 +401,33 @@ TEST_F(KernelTest, Concat) {
       refConcat({a, d}, 0)));
 }
 
+// Convolutions may leave their outputs in blocked layouts (chosen by
+// timing); the concat of such outputs copies whole blocks, and one beside
+// a plain input reorders first. Whatever the layouts, the values match.
+TEST_F(KernelTest, ConcatOfConvolutionOutputs) {
+  Tensor x = random({2, 16, 10, 10}), w1 = random({16, 16, 1, 1}),
+         w3 = random({32, 16, 3, 3}), z = random({2, 8, 10, 10});
+  PlanBuilder b;
+  int xi = b.input("x", x.shape()), zi = b.input("z", z.shape());
+  int y1 = b.op("Conv", {xi, b.weight("w1", w1)}, {2, 16, 10, 10});
+  int y3 = b.op("Conv", {xi, b.weight("w3", w3)}, {2, 32, 10, 10},
+                Attrs().ints("pads", {1, 1, 1, 1}));
+  b.output("blocks",
+           b.op("Concat", {y1, y3}, {2, 48, 10, 10}, Attrs().i("axis", 1)));
+  b.output("mixed",
+           b.op("Concat", {y3, zi, y1}, {2, 56, 10, 10}, Attrs().i("axis", 1)));
+  auto exec = Executor::create(b.build());
+  ASSERT_TRUE(static_cast<bool>(exec)) << llvm::toString(exec.takeError());
+  auto outputs = (*exec)->run(std::vector<Tensor>{x, z});
+  ASSERT_TRUE(static_cast<bool>(outputs))
+      << llvm::toString(outputs.takeError());
+  ConvParams p1{{1, 1}, {1, 1}, {0, 0, 0, 0}, 1};
+  ConvParams p3{{1, 1}, {1, 1}, {1, 1, 1, 1}, 1};
+  Tensor r1 = refConv(x, w1, nullptr, p1), r3 = refConv(x, w3, nullptr, p3);
+  EXPECT_TRUE(allClose((*outputs)[0], refConcat({r1, r3}, 1)));
+  EXPECT_TRUE(allClose((*outputs)[1], refConcat({r3, z, r1}, 1)));
+}
+
 TEST_F(KernelTest, ViewsKeepValues) {
   Tensor x = random({2, 3, 4, 5});
   EXPECT_TRUE(allClose(runOp("Flatten", {in(x)}, {6, 20}, Attrs().i("axis", 2)),

@@ -7,10 +7,18 @@
 // reordered to the layout of the largest one first. Empty inputs contribute
 // nothing and are skipped.
 //
+// oneDNN's concat of channel-blocked tensors along the channels ran 4-5x
+// slower than the same concat channels-last (SqueezeNet's Fire modules).
+// But in a plain (N, C, ...) or blocked (N, C/b, ..., b) layout with every
+// C a multiple of b, one batch item of each input is one contiguous run of
+// memory and the output is those runs one after the other: such concats
+// are copies of whole runs instead.
+//
 //===----------------------------------------------------------------------===//
 
 #include "CPUKernels.h"
 
+#include <cstring>
 #include <optional>
 
 using namespace heterps::runtime;
@@ -26,6 +34,9 @@ struct ConcatEntry {
   std::vector<memory::desc> srcMds;
   memory::desc dstMd;
   Shape outShape;
+  /// Bytes per batch item of each used input when the concat is a copy of
+  /// contiguous runs (see above); empty otherwise.
+  std::vector<size_t> runBytes;
 };
 
 class ConcatKernel : public Kernel {
@@ -46,7 +57,9 @@ public:
       ConcatEntry &e = **entry;
       Tensor y = e.used.empty() ? Tensor(DType::F32, e.outShape)
                                 : allocate(e.dstMd, e.outShape, ctx);
-      if (!e.used.empty()) {
+      if (!e.runBytes.empty()) {
+        copyRuns(inputs, e, y);
+      } else if (!e.used.empty()) {
         std::unordered_map<int, memory> args = {
             {DNNL_ARG_DST, memoryOf(y, *ctx)}};
         std::vector<Tensor> srcs;
@@ -63,6 +76,66 @@ public:
   }
 
 private:
+  /// The concat as copies of each input's contiguous run per batch item.
+  static void copyRuns(llvm::ArrayRef<const Tensor *> inputs,
+                       const ConcatEntry &e, Tensor &y) {
+    int64_t batch = y.dim(0);
+    int64_t numInputs = static_cast<int64_t>(e.used.size());
+    std::vector<size_t> offset(numInputs + 1, 0);
+    for (int64_t k = 0; k < numInputs; ++k)
+      offset[k + 1] = offset[k] + e.runBytes[k];
+    auto *out = static_cast<char *>(y.rawData());
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t k = 0; k < numInputs; ++k)
+        std::memcpy(out + n * offset[numInputs] + offset[k],
+                    static_cast<const char *>(inputs[e.used[k]]->rawData()) +
+                        n * e.runBytes[k],
+                    e.runBytes[k]);
+  }
+
+  /// Bytes per batch item of each input when, in the layouts `mds`, the
+  /// concat along `axis` is a copy of contiguous runs; empty otherwise.
+  static std::vector<size_t> runBytesOf(llvm::ArrayRef<const Tensor *> inputs,
+                                        const std::vector<int> &used,
+                                        const std::vector<memory::desc> &mds,
+                                        int64_t axis) {
+    if (axis != 1)
+      return {};
+    std::vector<size_t> runs;
+    for (size_t k = 0; k < used.size(); ++k) {
+      const Tensor &t = *inputs[used[k]];
+      std::optional<Tag> tag = tagOf(mds[k], t);
+      if (!tag || *tag != tagOf(mds[0], *inputs[used[0]]))
+        return {};
+      int64_t block = blockOf(*tag);
+      if (block == 0 || t.dim(1) % block != 0 || descOf(t) != mds[k])
+        return {};
+      runs.push_back(mds[k].get_size() / t.dim(0));
+    }
+    return runs;
+  }
+
+  /// The channel block of a plain (1) or channel-blocked tag; 0 for others.
+  static int64_t blockOf(Tag tag) {
+    switch (tag) {
+    case Tag::abc:
+    case Tag::abcd:
+    case Tag::abcde:
+      return 1;
+    case Tag::aBc8b:
+    case Tag::aBcd8b:
+    case Tag::aBcde8b:
+      return 8;
+    case Tag::aBc16b:
+    case Tag::aBcd16b:
+    case Tag::aBcde16b:
+      return 16;
+    default:
+      return 0;
+    }
+  }
+
   llvm::Expected<ConcatEntry> make(llvm::ArrayRef<const Tensor *> inputs) {
     const Tensor &first = *inputs[0];
     auto a = normalizeAxis(axis, first.rank());
@@ -96,6 +169,11 @@ private:
                                       cache.context()->engine);
       entry.primitive = dnnl::concat(pd);
       entry.dstMd = pd.dst_desc();
+      entry.runBytes = runBytesOf(inputs, entry.used, mds, *a);
+      if (!entry.runBytes.empty())
+        entry.dstMd =
+            memory::desc(toDims(entry.outShape), memory::data_type::f32,
+                         *tagOf(mds[0], *inputs[entry.used[0]]));
     }
     return entry;
   }

@@ -6,14 +6,22 @@
 // appendFusedActivation). Source, weights and destination use
 // format_tag::any, so oneDNN picks its fastest (blocked) formats; the
 // destination keeps that layout for the next kernel. Constant weights are
-// reordered once per shape. With autotuning (CPUBackendOptions), 2-D 3x3
-// stride-1 convolutions also try oneDNN's Winograd algorithm when the
-// primitive is created for a shape, time one run of each on that shape, and
-// keep the faster. No fixed rule picks well: on this machine Winograd ran
-// 0.4x to 3x the direct algorithm's speed, depending on channels, image size
-// and batch in ways that do not sort by any one of them. Winograd's results
-// differ from the direct algorithm's in the last bits (~1e-6 relative), so
-// runs that choose differently differ there too.
+// reordered once per shape.
+//
+// With autotuning (CPUBackendOptions), a 2-D convolution times candidates
+// when its primitive is created for a shape and keeps the fastest: the
+// direct algorithm in oneDNN's preferred formats (channels-last for f32),
+// the direct algorithm in channel-blocked formats (nChw8c, nChw16c), and
+// for 3x3 stride-1 convolutions Winograd. A candidate whose source format
+// differs from the input's is charged the reorder, so a chain of
+// convolutions keeps one format unless another pays for the change. No
+// fixed rule picks well: blocked formats ran depthwise and narrow 1x1
+// convolutions (MobileNetV2 at batch 16) up to 1.9x faster than
+// channels-last, but forced on every convolution made VGG-16 and ResNets
+// slower; Winograd ran 0.4x to
+// 3x the direct algorithm's speed depending on channels, image size and
+// batch. Winograd's results differ from the direct algorithm's in the last
+// bits (~1e-6 relative), so runs that choose differently differ there too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,6 +71,7 @@ private:
                                  const Tensor *b);
   double secondsPerRun(const ConvEntry &e, const Tensor &x, const Tensor &w,
                        const Tensor *b);
+  double reorderSeconds(const Tensor &x, const memory::desc &md);
 
   PrimitiveCache<ConvEntry> cache;
   ConvParams params;
@@ -93,8 +102,8 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   if (b && (b->rank() != 1 || b->dim(0) != m))
     return kernelError("bias is " + b->typeString() + ", expected " +
                        llvm::Twine(m) + " elements");
-  auto any = [](const memory::dims &d) {
-    return memory::desc(d, memory::data_type::f32, Tag::any);
+  auto desc = [](const memory::dims &d, Tag tag) {
+    return memory::desc(d, memory::data_type::f32, tag);
   };
   memory::desc biasMd =
       b ? memory::desc({m}, memory::data_type::f32, Tag::a) : memory::desc();
@@ -102,12 +111,19 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   attr.set_post_ops(params.postOps);
   useCallerScratchpad(attr);
   const CPUContextPtr &ctx = cache.context();
-  auto makeEntry = [&](dnnl::algorithm algorithm) {
+  // Null when oneDNN has only its reference implementation for the
+  // candidate (orders of magnitude slower: not worth timing).
+  auto makeEntry = [&](dnnl::algorithm algorithm, Tag srcTag,
+                       Tag dstTag) -> std::optional<ConvEntry> {
     dnnl::convolution_forward::desc d(
-        dnnl::prop_kind::forward_inference, algorithm, any(toDims(x.shape())),
-        any(geo.weightDims), biasMd, any(toDims(geo.outShape)), geo.strides,
-        geo.dilations, geo.padL, geo.padR);
+        dnnl::prop_kind::forward_inference, algorithm,
+        desc(toDims(x.shape()), srcTag), desc(geo.weightDims, Tag::any), biasMd,
+        desc(toDims(geo.outShape), dstTag), geo.strides, geo.dilations,
+        geo.padL, geo.padR);
     dnnl::convolution_forward::primitive_desc pd(d, attr, ctx->engine);
+    if (srcTag != Tag::any &&
+        llvm::StringRef(pd.impl_info_str()).starts_with("ref"))
+      return std::nullopt;
     ConvEntry entry{dnnl::convolution_forward(pd),
                     pd.src_desc(),
                     pd.weights_desc(),
@@ -120,29 +136,81 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
       entry.weights = packWeights(w, entry, ctx);
     return entry;
   };
-  ConvEntry direct = makeEntry(dnnl::algorithm::convolution_direct);
+  ConvEntry best =
+      *makeEntry(dnnl::algorithm::convolution_direct, Tag::any, Tag::any);
+  if (!ctx->autotune || x.rank() != 4)
+    return best;
 
+  double bestSeconds = secondsPerRun(best, x, w, b);
+  auto consider = [&](dnnl::algorithm algorithm, Tag srcTag, Tag dstTag,
+                      double weight) {
+    std::optional<ConvEntry> candidate;
+    try {
+      candidate = makeEntry(algorithm, srcTag, dstTag);
+    } catch (const dnnl::error &) {
+      return; // no implementation for this shape and format
+    }
+    if (!candidate)
+      return;
+    double seconds = weight * secondsPerRun(*candidate, x, w, b);
+    if (seconds < bestSeconds) {
+      best = std::move(*candidate);
+      bestSeconds = seconds;
+    }
+  };
+  // Channel blocks of 16 and 8 when both channel counts divide; a source
+  // with fewer than 8 channels (an RGB image) stays in oneDNN's choice.
+  // A blocked output also saves work downstream that this timing does not
+  // see (blocked pooling and depthwise convolutions, concats as block
+  // copies, no reorder into the next blocked convolution), so a blocked
+  // candidate wins unless it is 10% slower. Without that, an image's first
+  // convolution chose channels-last by a hair and the whole network
+  // followed (SqueezeNet at batch 1: 9 ms instead of 7).
+  int64_t c = x.dim(1);
+  for (auto [block, tag] : {std::pair{16, Tag::nChw16c}, {8, Tag::nChw8c}})
+    if (m % block == 0 && (c % block == 0 || c < 8))
+      consider(dnnl::algorithm::convolution_direct, c < 8 ? Tag::any : tag, tag,
+               0.9);
   // Winograd F(4x4, 3x3) does 2-3x fewer multiplications on 3x3, stride-1
   // convolutions, but its transforms cost more than they save on small
-  // images: measure both on this shape and keep the faster.
+  // images.
   bool winogradShape =
-      x.rank() == 4 && params.group == 1 && w.dim(2) == 3 && w.dim(3) == 3 &&
+      params.group == 1 && w.dim(2) == 3 && w.dim(3) == 3 &&
       llvm::all_of(geo.strides, [](int64_t s) { return s == 1; }) &&
       llvm::all_of(geo.dilations, [](int64_t d) { return d == 0; });
-  if (!winogradShape || !ctx->autotune)
-    return direct;
-  std::optional<ConvEntry> winograd;
-  try {
-    winograd = makeEntry(dnnl::algorithm::convolution_winograd);
-  } catch (const dnnl::error &) {
-    return direct; // no Winograd implementation for this shape
-  }
-  if (secondsPerRun(*winograd, x, w, b) < secondsPerRun(direct, x, w, b))
-    return std::move(*winograd);
-  return direct;
+  if (winogradShape)
+    consider(dnnl::algorithm::convolution_winograd, Tag::any, Tag::any, 1);
+  return best;
 }
 
-/// One run of `e` on zeros (after a warm-up run), in seconds.
+/// The fastest of a few timed runs of `body` after a warm-up run, in
+/// seconds: up to five runs, fewer once they took 20 ms in all. A single
+/// run of a small convolution varied enough to pick the wrong candidate.
+template <typename Fn> static double bestTime(Fn &&body) {
+  body();
+  double best = 0, total = 0;
+  for (int i = 0; i < 5 && total < 0.02; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    body();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    best = i == 0 ? seconds : std::min(best, seconds);
+    total += seconds;
+  }
+  return best;
+}
+
+/// Seconds to reorder `x` into `md` (0 when it is in `md` already): part of
+/// a candidate's cost, since the run would pay it every time.
+double ConvKernel::reorderSeconds(const Tensor &x, const memory::desc &md) {
+  if (descOf(x) == md)
+    return 0;
+  return bestTime([&] { Tensor copy = reorderTo(x, md, cache.context()); });
+}
+
+/// A run of `e` on zeros (bestTime), plus the reorder of `x` into its
+/// source format, in seconds.
 double ConvKernel::secondsPerRun(const ConvEntry &e, const Tensor &x,
                                  const Tensor &w, const Tensor *b) {
   const CPUContextPtr &ctx = cache.context();
@@ -161,16 +229,11 @@ double ConvKernel::secondsPerRun(const ConvEntry &e, const Tensor &x,
   if (b)
     args[DNNL_ARG_BIAS] = memoryOf(bias, *ctx);
   addScratchpad(e.scratchpadMd, *ctx, args);
-  auto runOnce = [&] {
-    auto start = std::chrono::steady_clock::now();
-    e.primitive.execute(ctx->stream, args);
-    ctx->stream.wait();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         start)
-        .count();
-  };
-  runOnce();
-  return runOnce();
+  return bestTime([&] {
+           e.primitive.execute(ctx->stream, args);
+           ctx->stream.wait();
+         }) +
+         reorderSeconds(x, e.srcMd);
 }
 
 llvm::Error ConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
