@@ -2,14 +2,17 @@
 """heterps-run against ONNX Runtime (CPU) on the same ONNX files.
 
 Usage: bench.py ROOT MODEL_DIR ORT_DIR [--models a,b] [--batches 1,16]
-                [--threads 2] [--iterations N]
+                [--threads 2] [--iterations N] [--rounds R]
 
 ROOT is the source tree (build/ inside), MODEL_DIR holds <model>.onnx
 (benchmarks/import/export_torchvision.py writes them), ORT_DIR has
 node_modules/onnxruntime-node. For each model and batch, one run.sh line:
-the same random input (seed 0) goes to both; the timings are p50 over
+the same random input (seed 0) goes to both; each timing is p50 over
 --iterations runs after 3 warm-up runs, both with --threads intra-op
-threads, side by side in one process tree. "speedup" is ORT ms / heterps
+threads; the two alternate for --rounds rounds and the table gives the
+median round of each (on this shared VM a single process's timing moved
+by up to +-30% from one run to the next, in bursts that hit one runtime
+and not the other). "speedup" is ORT ms / heterps
 ms; GFLOP/s is the model's FLOPs (hps-layer-stats) x batch / heterps p50;
 the differences are over the first output, relative to max |ORT|.
 """
@@ -52,6 +55,7 @@ def main():
     p.add_argument("--batches", default="1,16")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--iterations", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=3)
     a = p.parse_args()
     run = os.path.join(a.root, "build", "bin", "heterps-run")
     opt = os.path.join(a.root, "build", "bin", "heterps-opt")
@@ -72,26 +76,32 @@ def main():
                 np.save(os.path.join(tmp, "x.npy"), x)
                 x.tofile(os.path.join(tmp, "x.bin"))
                 ort_out = os.path.join(tmp, "ort.bin")
-                res = subprocess.run(
-                    ["node", ort, path, os.path.join(tmp, "x.bin"),
-                     ",".join(map(str, dims)), "3", str(a.iterations),
-                     str(a.threads), ort_out],
-                    capture_output=True, text=True, env=env)
-                if res.returncode != 0:
-                    print("| %s | %d | %s |" % (m, batch, res.stderr.strip()))
-                    continue
-                ort_ms = json.loads(res.stdout)["p50_ms"]
                 report = os.path.join(tmp, "run.json")
-                res = subprocess.run(
-                    [run, path, "--batch", str(batch), "--threads",
-                     str(a.threads), "--warmup", "3", "--iterations",
-                     str(a.iterations), "--report", report],
-                    capture_output=True, text=True)
-                if res.returncode != 0:
-                    print("| %s | %d | %.2f | %s |" % (
-                        m, batch, ort_ms, res.stderr.strip().splitlines()[-1]))
+                ort_runs, our_runs, error = [], [], None
+                for _ in range(a.rounds):
+                    res = subprocess.run(
+                        ["node", ort, path, os.path.join(tmp, "x.bin"),
+                         ",".join(map(str, dims)), "3", str(a.iterations),
+                         str(a.threads), ort_out],
+                        capture_output=True, text=True, env=env)
+                    if res.returncode != 0:
+                        error = "ORT: " + res.stderr.strip()
+                        break
+                    ort_runs.append(json.loads(res.stdout)["p50_ms"])
+                    res = subprocess.run(
+                        [run, path, "--batch", str(batch), "--threads",
+                         str(a.threads), "--warmup", "3", "--iterations",
+                         str(a.iterations), "--report", report],
+                        capture_output=True, text=True)
+                    if res.returncode != 0:
+                        error = res.stderr.strip().splitlines()[-1]
+                        break
+                    our_runs.append(json.load(open(report))["p50_ms"])
+                if error:
+                    print("| %s | %d | %s |" % (m, batch, error))
                     continue
-                ours_ms = json.load(open(report))["p50_ms"]
+                ort_ms = float(np.median(ort_runs))
+                ours_ms = float(np.median(our_runs))
                 subprocess.run([run, path, "--threads", str(a.threads),
                                 "--input", "%s=%s" % (
                                     name, os.path.join(tmp, "x.npy")),

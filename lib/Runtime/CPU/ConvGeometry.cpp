@@ -1,8 +1,9 @@
 //===- ConvGeometry.cpp - ONNX Conv attributes as oneDNN sees them --------===//
 
 #include "ConvGeometry.h"
-
 #include "DnnlUtils.h"
+
+#include "llvm/ADT/STLExtras.h"
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
@@ -69,6 +70,10 @@ cpu::convGeometry(const ConvAttrs &attrs, const Tensor &x, const Tensor &w) {
     geometry.padL.push_back((*pads)[i]);
     geometry.padR.push_back((*pads)[n + i]);
   }
+  geometry.winogradShape =
+      n == 2 && g == 1 && w.dim(2) == 3 && w.dim(3) == 3 &&
+      llvm::all_of(*strides, [](int64_t s) { return s == 1; }) &&
+      llvm::all_of(*dilations, [](int64_t d) { return d == 1; });
   geometry.weightDims = toDims(w.shape());
   if (g > 1) {
     geometry.weightDims[0] = m / g;

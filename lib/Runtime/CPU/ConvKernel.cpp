@@ -171,14 +171,8 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
     if (m % block == 0 && (c % block == 0 || c < 8))
       consider(dnnl::algorithm::convolution_direct, c < 8 ? Tag::any : tag, tag,
                0.9);
-  // Winograd F(4x4, 3x3) does 2-3x fewer multiplications on 3x3, stride-1
-  // convolutions, but its transforms cost more than they save on small
-  // images.
-  bool winogradShape =
-      params.group == 1 && w.dim(2) == 3 && w.dim(3) == 3 &&
-      llvm::all_of(geo.strides, [](int64_t s) { return s == 1; }) &&
-      llvm::all_of(geo.dilations, [](int64_t d) { return d == 0; });
-  if (winogradShape)
+  // Winograd's transforms cost more than they save on small images.
+  if (geo.winogradShape)
     consider(dnnl::algorithm::convolution_winograd, Tag::any, Tag::any, 1);
   return best;
 }

@@ -133,6 +133,15 @@ TEST(GradCheck, Conv) {
             Attrs().ints("pads", {1, 1, 1, 1}).ints("strides", {2, 2}));
 }
 
+// 16 channels, 3x3, stride 1: the training kernel takes oneDNN's Winograd
+// algorithm for all three passes.
+TEST(GradCheck, ConvWinogradShape) {
+  gradCheck("Conv",
+            {random({2, 16, 6, 6}, 6), random({16, 16, 3, 3}, 7),
+             random({16}, 8)},
+            {0, 1, 2}, Attrs().ints("pads", {1, 1, 1, 1}));
+}
+
 TEST(GradCheck, ConvGroupedDilatedNoBias) {
   gradCheck("Conv", {random({1, 4, 8, 8}, 4), random({6, 2, 3, 3}, 5)}, {0, 1},
             Attrs()
