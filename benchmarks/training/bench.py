@@ -1,7 +1,7 @@
 """Training benchmark: heterps-run --train against PyTorch, side by side.
 
   bench.py ROOT WORK [--models ...] [--batches 8 32] [--threads 2]
-           [--steps 3] [--epochs 5] [--skip-accuracy]
+           [--steps 3] [--epochs 5] [--skip-accuracy] [--rounds 3]
 
 Prints two tables (markdown):
   1. Fashion-MNIST: the Fashion CNN trained for --epochs epochs by both from
@@ -10,8 +10,10 @@ Prints two tables (markdown):
   2. Throughput: training samples/s of each model at each batch, heterps
      (epoch 2 of --steps steps, after an untimed first epoch that creates
      the primitives) and PyTorch (models.py throughput, same steps after
-     warm-up), on Fashion-MNIST for the Fashion CNN, random images else; heterps' GFLOP/s (3x the forward FLOPs of
-     Conv/Gemm) against the machine's dnnl_sgemm peak.
+     warm-up), on Fashion-MNIST for the Fashion CNN, random images else;
+     each side's median of --rounds alternating runs; heterps' GFLOP/s (3x
+     the forward FLOPs of Conv/Gemm) against the machine's dnnl_sgemm
+     peak.
 ROOT is the repository (build in ROOT/build), WORK caches models and data.
 """
 
@@ -106,6 +108,11 @@ def accuracy_table(root, args):
     print()
 
 
+def median_by(runs, key):
+    """The run with the median `key` (the upper one of an even count)."""
+    return sorted(runs, key=lambda r: r[key])[len(runs) // 2]
+
+
 def throughput_table(root, args):
     peak = sgemm_peak(root, args.work, args.threads)
     print(f"dnnl_sgemm 2048^3 peak on {args.threads} threads: "
@@ -120,14 +127,20 @@ def throughput_table(root, args):
             data = ("fashion-mnist:train" if name == "fashion_cnn" else
                     random_data(args.work, batch, steps))
             report = os.path.join(args.work, f"{name}-{batch}.json")
-            ours = heterps_train(root, args, [
-                model, "--data", data, "--batch", str(batch), "--epochs",
-                "2", "--max-steps", str(steps), "--optimizer", "momentum"],
-                report)["epochs"][1]
-            ref = json.loads(run([
-                sys.executable, os.path.join(HERE, "models.py"), "throughput",
-                name, "--batch", str(batch), "--threads", str(args.threads),
-                "--steps", str(steps)], env=TORCH_ENV).stdout)
+            # The two alternate; each gives its median round (see --rounds).
+            ours_runs, ref_runs = [], []
+            for _ in range(args.rounds):
+                ours_runs.append(heterps_train(root, args, [
+                    model, "--data", data, "--batch", str(batch), "--epochs",
+                    "2", "--max-steps", str(steps), "--optimizer",
+                    "momentum"], report)["epochs"][1])
+                ref_runs.append(json.loads(run([
+                    sys.executable, os.path.join(HERE, "models.py"),
+                    "throughput", name, "--batch", str(batch), "--threads",
+                    str(args.threads), "--steps", str(steps)],
+                    env=TORCH_ENV).stdout))
+            ours = median_by(ours_runs, "samples_per_s")
+            ref = median_by(ref_runs, "samples_per_s")
             print(f"| {name} | {batch} | {ours['samples_per_s']:.1f} | "
                   f"{ref['samples_per_s']:.1f} | "
                   f"{ours['samples_per_s'] / ref['samples_per_s']:.2f}x | "
@@ -149,6 +162,10 @@ def main():
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--skip-accuracy", action="store_true")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="throughput runs of each side, alternating; the "
+                   "table gives each side's median (single runs on this "
+                   "shared VM moved by up to 30%%)")
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
     try:
