@@ -84,9 +84,17 @@ cl::opt<int> streamLength(
     cl::value_desc("N"), cl::init(0), cl::cat(category));
 cl::opt<int> splitStages(
     "split-stages",
-    cl::desc("With --stream or --train: cut the ops into K stages of equal "
-             "op counts, instead of the plan's stages"),
+    cl::desc("With --stream or --train: cut the ops into K stages (see "
+             "--split-by), instead of the plan's stages"),
     cl::value_desc("K"), cl::init(0), cl::cat(category));
+enum class SplitBy { Ops, Time };
+cl::opt<SplitBy> splitBy(
+    "split-by", cl::desc("How --split-stages cuts (default: ops)"),
+    cl::values(clEnumValN(SplitBy::Ops, "ops", "equal op counts"),
+               clEnumValN(SplitBy::Time, "time",
+                          "about equal measured time: every op is timed "
+                          "on this machine first (--stream only)")),
+    cl::init(SplitBy::Ops), cl::cat(category));
 cl::opt<std::string> profileOut(
     "profile-out",
     cl::desc("Measure every layer on this machine and write the profile "
@@ -255,13 +263,14 @@ int writeReport(llvm::json::Object report) {
 }
 
 /// Per op of the executed plan, seconds per run on `numThreads` threads
-/// (after the warm-up runs), and the op names.
+/// (after the warm-up runs), and the op names. Unfused unless `fuse`: a
+/// time per layer, not per fused group.
 llvm::Expected<std::pair<std::vector<double>, std::vector<std::string>>>
 timeOps(const plan::Plan &plan, const std::vector<Tensor> &inputs,
-        ExecutorOptions options, int numThreads) {
+        ExecutorOptions options, int numThreads, bool fuse = false) {
   options.numThreads = numThreads;
   options.timeOps = true;
-  options.fuse = false; // a time per layer, not per fused group
+  options.fuse = fuse && options.fuse;
   auto executor = Executor::create(plan, options);
   if (!executor)
     return executor.takeError();
@@ -280,6 +289,43 @@ timeOps(const plan::Plan &plan, const std::vector<Tensor> &inputs,
     names.push_back((*executor)->plan().ops(static_cast<int>(i)).name());
   }
   return std::make_pair(seconds, names);
+}
+
+/// --split-by=time: re-cuts the plan's ops into --split-stages stages whose
+/// op times add up to about equal shares; every stage keeps at least one
+/// op. The times are those of the ops as they run, fused, on the threads a
+/// stage worker gets: an op fused into a Conv counts 0 and the Conv the
+/// group (unfused times misled: MobileNetV2's separate Clips).
+int splitByTime(plan::Plan &plan, const std::vector<Tensor> &inputs,
+                const ExecutorOptions &options) {
+  auto times = timeOps(plan, inputs, options, options.numThreads,
+                       /*fuse=*/true);
+  if (!times)
+    return fail(modelPath + ": " + llvm::toString(times.takeError()));
+  llvm::StringMap<double> byName;
+  for (auto [t, name] : llvm::zip(times->first, times->second))
+    byName[name] += t;
+  std::vector<double> seconds;
+  for (const plan::Op &op : plan.ops())
+    seconds.push_back(byName.lookup(op.name()));
+  int numOps = plan.ops_size(), k = std::min<int>(splitStages, numOps);
+  double total = 0;
+  for (double t : seconds)
+    total += t;
+  double before = 0;
+  int stage = 0;
+  for (int i = 0; i < numOps; ++i) {
+    // Move on when the op's midpoint lies past this stage's share, as long
+    // as every later stage still gets an op; and when it must, for that.
+    double midpoint = before + seconds[i] / 2;
+    bool started = i > 0 && plan.ops(i - 1).stage() == stage;
+    if (stage + 1 < k && started &&
+        (midpoint > total * (stage + 1) / k || numOps - i == k - stage - 1))
+      ++stage;
+    plan.mutable_ops(i)->set_stage(stage);
+    before += seconds[i];
+  }
+  return 0;
 }
 
 /// --profile-out: each layer's time on one thread is its OCT at b0 =
@@ -424,6 +470,11 @@ int main(int argc, char **argv) {
   if (splitStages > 0 && streamLength == 0 &&
       !heterps::tools::trainingRequested())
     return fail("--split-stages needs --stream or --train");
+  if (splitBy.getNumOccurrences() && splitStages == 0)
+    return fail("--split-by needs --split-stages");
+  if (splitBy == SplitBy::Time && streamLength == 0)
+    return fail("--split-by=time needs --stream (training splits by op "
+                "counts)");
   if (splitStages > 0) {
     plan->clear_stages();
     for (int i = 0; i < plan->ops_size(); ++i)
@@ -504,6 +555,9 @@ int main(int argc, char **argv) {
   if (streamLength < 0)
     return fail("--stream takes a positive count");
   if (streamLength > 0) {
+    if (splitStages > 0 && splitBy == SplitBy::Time)
+      if (int code = splitByTime(*plan, random, options))
+        return code;
     llvm::json::Object report{{"model", modelPath},
                               {"batch", batch.getValue()},
                               {"threads", threads.getValue()}};
