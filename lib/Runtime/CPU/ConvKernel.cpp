@@ -18,10 +18,10 @@
 // fixed rule picks well: blocked formats ran depthwise and narrow 1x1
 // convolutions (MobileNetV2 at batch 16) up to 1.9x faster than
 // channels-last, but forced on every convolution made VGG-16 and ResNets
-// slower; Winograd ran 0.4x to
-// 3x the direct algorithm's speed depending on channels, image size and
-// batch. Winograd's results differ from the direct algorithm's in the last
-// bits (~1e-6 relative), so runs that choose differently differ there too.
+// slower; Winograd ran 0.4x to 3x the direct algorithm's speed depending on
+// channels, image size and batch. Winograd's results differ from the
+// direct algorithm's in the last bits (~1e-6 relative), so runs that
+// choose differently differ there too.
 //
 //===----------------------------------------------------------------------===//
 

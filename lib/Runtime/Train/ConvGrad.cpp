@@ -6,10 +6,11 @@
 // (ConvGeometry::winogradShape) use it for all three: on ResNet-18's and
 // SqueezeNet's 3x3 convolutions forward plus both backwards ran 1.3-2.6x
 // faster than the direct algorithm at batch 8 and 32, and slower on none,
-// so no timing is needed and training stays deterministic; the plain weights
-// (what the optimizer updates) are reordered into each primitive's format on
-// every step, and the weight gradient comes back plain. The input's gradient is
-// skipped when nothing needs it (the first layer's image).
+// so no timing is needed and training stays deterministic. The plain
+// weights (what the optimizer updates) are reordered into each primitive's
+// format on every step, and the weight gradient comes back plain. The
+// input's gradient is skipped when nothing needs it (the first layer's
+// image).
 //
 //===----------------------------------------------------------------------===//
 
