@@ -177,13 +177,17 @@ TEST_F(KernelTest, GemmTransposesAlphaBeta) {
 
 TEST_F(KernelTest, GemmBiasShapes) {
   Tensor a = random({4, 6}), b = random({6, 5});
+  // B as an input and as a weight: a constant B of a few rows may run as
+  // dnnl_sgemm, which broadcasts C itself.
   for (Shape cShape :
-       {Shape{5}, Shape{1, 5}, Shape{4, 1}, Shape{4, 5}, Shape{1}}) {
-    Tensor c = random(cShape);
-    Tensor y = runOp("Gemm", {in(a), in(b), in(c)}, {4, 5});
-    EXPECT_TRUE(allClose(y, refGemm(a, b, &c, 1.f, 1.f, false, false)))
-        << "C " << shapeToString(cShape);
-  }
+       {Shape{5}, Shape{1, 5}, Shape{4, 1}, Shape{4, 5}, Shape{1}})
+    for (bool constantB : {false, true}) {
+      Tensor c = random(cShape);
+      Tensor y = runOp("Gemm", {in(a), constantB ? wt(b) : in(b), in(c)},
+                       {4, 5}, Attrs().f("beta", 0.5f));
+      EXPECT_TRUE(allClose(y, refGemm(a, b, &c, 1.f, 0.5f, false, false)))
+          << "C " << shapeToString(cShape) << ", constant B " << constantB;
+    }
   Tensor y = runOp("Gemm", {in(a), wt(b)}, {4, 5});
   EXPECT_TRUE(allClose(y, refGemm(a, b, nullptr, 1.f, 1.f, false, false)));
 }

@@ -141,7 +141,7 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   if (!ctx->autotune || x.rank() != 4)
     return best;
 
-  double bestSeconds = secondsPerRun(best, x, w, b);
+  double fastest = secondsPerRun(best, x, w, b);
   auto consider = [&](dnnl::algorithm algorithm, Tag srcTag, Tag dstTag,
                       double weight) {
     std::optional<ConvEntry> candidate;
@@ -153,9 +153,9 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
     if (!candidate)
       return;
     double seconds = weight * secondsPerRun(*candidate, x, w, b);
-    if (seconds < bestSeconds) {
+    if (seconds < fastest) {
       best = std::move(*candidate);
-      bestSeconds = seconds;
+      fastest = seconds;
     }
   };
   // Channel blocks of 16 and 8 when both channel counts divide; a source
@@ -177,33 +177,15 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   return best;
 }
 
-/// The fastest of a few timed runs of `body` after a warm-up run, in
-/// seconds: up to five runs, fewer once they took 20 ms in all. A single
-/// run of a small convolution varied enough to pick the wrong candidate.
-template <typename Fn> static double bestTime(Fn &&body) {
-  body();
-  double best = 0, total = 0;
-  for (int i = 0; i < 5 && total < 0.02; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    body();
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    best = i == 0 ? seconds : std::min(best, seconds);
-    total += seconds;
-  }
-  return best;
-}
-
 /// Seconds to reorder `x` into `md` (0 when it is in `md` already): part of
 /// a candidate's cost, since the run would pay it every time.
 double ConvKernel::reorderSeconds(const Tensor &x, const memory::desc &md) {
   if (descOf(x) == md)
     return 0;
-  return bestTime([&] { Tensor copy = reorderTo(x, md, cache.context()); });
+  return bestSeconds([&] { Tensor copy = reorderTo(x, md, cache.context()); });
 }
 
-/// A run of `e` on zeros (bestTime), plus the reorder of `x` into its
+/// A run of `e` on zeros (bestSeconds), plus the reorder of `x` into its
 /// source format, in seconds.
 double ConvKernel::secondsPerRun(const ConvEntry &e, const Tensor &x,
                                  const Tensor &w, const Tensor *b) {
@@ -223,7 +205,7 @@ double ConvKernel::secondsPerRun(const ConvEntry &e, const Tensor &x,
   if (b)
     args[DNNL_ARG_BIAS] = memoryOf(bias, *ctx);
   addScratchpad(e.scratchpadMd, *ctx, args);
-  return bestTime([&] {
+  return bestSeconds([&] {
            e.primitive.execute(ctx->stream, args);
            ctx->stream.wait();
          }) +

@@ -13,6 +13,8 @@
 
 #include "oneapi/dnnl/dnnl.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <unordered_map>
 
@@ -128,6 +130,25 @@ private:
   CPUContextPtr ctx;
   std::map<std::string, Entry> entries;
 };
+
+/// The fastest of a few timed runs of `body` after a warm-up run, in
+/// seconds, for autotuning: up to five runs, fewer once they took 20 ms in
+/// all. A single run of a small kernel varied enough to pick the wrong
+/// candidate.
+template <typename Fn> double bestSeconds(Fn &&body) {
+  body();
+  double best = 0, total = 0;
+  for (int i = 0; i < 5 && total < 0.02; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    body();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    best = i == 0 ? seconds : std::min(best, seconds);
+    total += seconds;
+  }
+  return best;
+}
 
 /// Numpy broadcast of two shapes, or an error naming both.
 llvm::Expected<Shape> broadcastShapes(llvm::ArrayRef<int64_t> a,
