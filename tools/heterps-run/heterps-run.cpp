@@ -318,8 +318,7 @@ int splitByTime(plan::Plan &plan, const std::vector<Tensor> &inputs,
     // Move on when the op's midpoint lies past this stage's share, as long
     // as every later stage still gets an op; and when it must, for that.
     double midpoint = before + seconds[i] / 2;
-    bool started = i > 0 && plan.ops(i - 1).stage() == stage;
-    if (stage + 1 < k && started &&
+    if (stage + 1 < k && i > 0 &&
         (midpoint > total * (stage + 1) / k || numOps - i == k - stage - 1))
       ++stage;
     plan.mutable_ops(i)->set_stage(stage);
