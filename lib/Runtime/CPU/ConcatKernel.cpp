@@ -165,15 +165,17 @@ private:
     if (!mds.empty()) {
       unifyLayouts(inputs, entry.used, mds);
       entry.srcMds = mds;
-      dnnl::concat::primitive_desc pd(static_cast<int>(*a), mds,
-                                      cache.context()->engine);
-      entry.primitive = dnnl::concat(pd);
-      entry.dstMd = pd.dst_desc();
       entry.runBytes = runBytesOf(inputs, entry.used, mds, *a);
-      if (!entry.runBytes.empty())
+      if (!entry.runBytes.empty()) {
         entry.dstMd =
             memory::desc(toDims(entry.outShape), memory::data_type::f32,
                          *tagOf(mds[0], *inputs[entry.used[0]]));
+      } else {
+        dnnl::concat::primitive_desc pd(static_cast<int>(*a), mds,
+                                        cache.context()->engine);
+        entry.primitive = dnnl::concat(pd);
+        entry.dstMd = pd.dst_desc();
+      }
     }
     return entry;
   }

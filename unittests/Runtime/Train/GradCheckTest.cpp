@@ -136,10 +136,10 @@ TEST(GradCheck, Conv) {
 // 16 channels, 3x3, stride 1: the training kernel takes oneDNN's Winograd
 // algorithm for all three passes.
 TEST(GradCheck, ConvWinogradShape) {
-  gradCheck("Conv",
-            {random({2, 16, 6, 6}, 6), random({16, 16, 3, 3}, 7),
-             random({16}, 8)},
-            {0, 1, 2}, Attrs().ints("pads", {1, 1, 1, 1}));
+  gradCheck(
+      "Conv",
+      {random({2, 16, 6, 6}, 6), random({16, 16, 3, 3}, 7), random({16}, 8)},
+      {0, 1, 2}, Attrs().ints("pads", {1, 1, 1, 1}));
 }
 
 TEST(GradCheck, ConvGroupedDilatedNoBias) {
