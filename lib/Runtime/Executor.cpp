@@ -38,6 +38,7 @@ Executor::Executor(plan::Plan plan, WeightMap weights, ExecutorOptions options)
   if (options.fuse) {
     fuseResidualAdds(program);
     fuseActivations(program);
+    fuseDepthwiseConvs(program, weights);
   }
   constants.resize(program.values_size());
   for (auto &[index, tensor] : weights)
@@ -168,15 +169,27 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
   };
 
   std::vector<const Tensor *> args;
-  std::vector<Tensor> plainArgs, results;
+  std::vector<Tensor> plainArgs, lastReads, results;
   for (int i = 0; i < program.ops_size(); ++i) {
     const plan::Op &op = program.ops(i);
     Kernel &kernel = *kernels[i];
     args.clear();
     plainArgs.assign(op.inputs_size(), Tensor());
+    // The values this op reads last move out of `values`: the kernel then
+    // holds their only reference and may reuse their buffers (a summed Conv
+    // accumulates into its addend).
+    lastReads.clear();
+    for (int32_t v : releaseAfter[i])
+      lastReads.push_back(std::move(values[v]));
     for (int k = 0; k < op.inputs_size(); ++k) {
       int32_t v = op.inputs(k);
-      const Tensor *t = v >= 0 ? &lookup(v) : nullptr;
+      const Tensor *t = nullptr;
+      if (v >= 0) {
+        auto dying = llvm::find(releaseAfter[i], v);
+        t = dying == releaseAfter[i].end()
+                ? &lookup(v)
+                : &lastReads[dying - releaseAfter[i].begin()];
+      }
       if (t && !t->isPlain() && !kernel.acceptsLayouts()) {
         llvm::Expected<Tensor> plain = t->toPlain();
         if (!plain)
@@ -203,8 +216,6 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
         return e;
       values[op.outputs(k)] = std::move(results[k]);
     }
-    for (int32_t v : releaseAfter[i])
-      values[v] = Tensor();
   }
 
   std::vector<Tensor> outputs;

@@ -2,6 +2,7 @@
 
 #include "Fusion.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
@@ -119,6 +120,84 @@ int heterps::runtime::fuseActivations(plan::Plan &plan) {
       copy->set_name("activation_" + a.name());
     }
     conv.set_outputs(0, act.outputs(0));
+    dead[j] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}
+
+/// Integer list attribute `name` of `op`; empty when absent.
+static std::vector<int64_t> intsOf(const plan::Op &op, llvm::StringRef name) {
+  for (const plan::Attribute &a : op.attributes())
+    if (a.name() == name) {
+      if (a.value_case() == plan::Attribute::kI)
+        return {a.i()};
+      return {a.ints().values().begin(), a.ints().values().end()};
+    }
+  return {};
+}
+
+/// Whether every entry of attribute `name` is `v` (true when absent).
+static bool allEqual(const plan::Op &op, llvm::StringRef name, int64_t v) {
+  return llvm::all_of(intsOf(op, name), [&](int64_t x) { return x == v; });
+}
+
+int heterps::runtime::fuseDepthwiseConvs(plan::Plan &plan,
+                                         const WeightMap &weights) {
+  Uses uses(plan);
+  auto weightOf = [&](const plan::Op &op, int k) -> const Tensor * {
+    if (k >= op.inputs_size() || op.inputs(k) < 0)
+      return nullptr;
+    auto it = weights.find(op.inputs(k));
+    return it == weights.end() ? nullptr : &it->second;
+  };
+  // A bias is absent or a weight.
+  auto constantBias = [&](const plan::Op &op) {
+    return op.inputs_size() < 3 || op.inputs(2) < 0 || weightOf(op, 2);
+  };
+  std::vector<bool> dead(plan.ops_size(), false);
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    plan::Op &pw = *plan.mutable_ops(i);
+    const Tensor *w = weightOf(pw, 1);
+    if (pw.type() != "Conv" || pw.outputs_size() != 1 || pw.inputs_size() > 3 ||
+        !w || w->rank() != 4 || w->dim(2) != 1 || w->dim(3) != 1 ||
+        !constantBias(pw) || !allEqual(pw, "group", 1) ||
+        !allEqual(pw, "strides", 1) || !allEqual(pw, "pads", 0) ||
+        !allEqual(pw, "dilations", 1))
+      continue;
+    int j = uses.soleReader(pw.outputs(0));
+    if (j < 0)
+      continue;
+    const plan::Op &dw = plan.ops(j);
+    const Tensor *dwW = weightOf(dw, 1);
+    int64_t m = w->dim(0);
+    std::vector<int64_t> strides = intsOf(dw, "strides");
+    int64_t stride = strides.empty() ? 1 : strides[0];
+    if (dw.type() != "Conv" || dw.outputs_size() != 1 || dw.inputs_size() > 3 ||
+        dw.inputs(0) != pw.outputs(0) || !dwW ||
+        dwW->shape() != Shape{m, 1, 3, 3} || !constantBias(dw) ||
+        !samePlacement(pw, dw) || intsOf(dw, "group") != std::vector{m} ||
+        !allEqual(dw, "strides", stride) || (stride != 1 && stride != 2) ||
+        intsOf(dw, "pads") != std::vector<int64_t>{1, 1, 1, 1} ||
+        !allEqual(dw, "dilations", 1))
+      continue;
+    while (pw.inputs_size() < 4)
+      pw.add_inputs(-1);
+    pw.add_inputs(dw.inputs(1));
+    pw.add_inputs(dw.inputs_size() > 2 ? dw.inputs(2) : -1);
+    plan::Attribute *s = pw.add_attributes();
+    s->set_name("dw_stride");
+    s->set_i(stride);
+    for (const plan::Attribute &a : dw.attributes())
+      if (llvm::StringRef(a.name()).starts_with("activation")) {
+        plan::Attribute *copy = pw.add_attributes();
+        *copy = a;
+        copy->set_name("dw_" + a.name());
+      }
+    pw.set_outputs(0, dw.outputs(0));
     dead[j] = true;
     ++fused;
   }

@@ -27,6 +27,16 @@ int fuseActivations(plan::Plan &plan);
 /// Returns the number of fused ops.
 int fuseResidualAdds(plan::Plan &plan);
 
+/// Folds a 3x3 depthwise Conv (stride 1 or 2, pads 1, constant weights)
+/// into the 1x1 Conv (stride 1, no pads, no summed input, constant weights)
+/// whose output only it reads, so that the pointwise result never leaves
+/// the cache (oneDNN's depthwise post-op). The 1x1 Conv gets inputs 4 and 5
+/// (the depthwise weight and bias, -1 when absent; input 3 stays -1), the
+/// attribute `dw_stride`, the depthwise Conv's fused activation as
+/// `dw_activation*` and its output. Run after fuseActivations. Returns the
+/// number of fused pairs.
+int fuseDepthwiseConvs(plan::Plan &plan, const WeightMap &weights);
+
 /// Folds an inference BatchNormalization into the Conv feeding it when the
 /// Conv's weight and bias and all BN parameters are weights: new weight
 /// values (appended to the plan and `weights`) replace the Conv's. Returns

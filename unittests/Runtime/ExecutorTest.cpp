@@ -366,3 +366,126 @@ TEST(Executor, FusesResidualAddWithoutClobberingTheAddend) {
   EXPECT_TRUE(allClose((*out)[0], refY0, 1e-4f, 1e-5f));
   EXPECT_TRUE(allClose((*out)[1], refOut, 1e-4f, 1e-5f));
 }
+
+/// y = conv1(a) + (addend), a = conv0(x): the Add fuses into conv1, and a
+/// is last read there, so conv1 may accumulate into the addend's buffer -
+/// but not when the addend is a itself, which conv1 also reads.
+static void checkResidualOfDyingValue(bool addendIsSource) {
+  std::mt19937 rng(5);
+  Tensor w0 = randomTensor({16, 16, 3, 3}, rng),
+         w1 = randomTensor({16, 16, 3, 3}, rng),
+         w2 = randomTensor({16, 16, 3, 3}, rng);
+  PlanBuilder b;
+  Attrs pads = Attrs().ints("pads", {1, 1, 1, 1});
+  int x = b.input("x", {-1, 16, 6, 6});
+  int a = b.op("Conv", {x, b.weight("w0", w0)}, {-1, 16, 6, 6}, pads);
+  int addend = addendIsSource ? a
+                              : b.op("Conv", {x, b.weight("w2", w2)},
+                                     {-1, 16, 6, 6}, pads);
+  int c = b.op("Conv", {a, b.weight("w1", w1)}, {-1, 16, 6, 6}, pads);
+  b.output("out", b.op("Add", {c, addend}, {-1, 16, 6, 6}));
+  for (bool autotune : {false, true}) {
+    ExecutorOptions options;
+    options.autotune = autotune;
+    auto exec = Executor::create(b.build(), options);
+    ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+    ASSERT_EQ((*exec)->plan().ops_size(), addendIsSource ? 2 : 3);
+    Tensor in = randomTensor({2, 16, 6, 6}, rng);
+    ConvParams p{{1, 1}, {1, 1}, {1, 1, 1, 1}, 1};
+    Tensor refA = refConv(in, w0, nullptr, p);
+    Tensor refAddend = addendIsSource ? refA : refConv(in, w2, nullptr, p);
+    Tensor ref = refBinary(refConv(refA, w1, nullptr, p), refAddend,
+                           [](float u, float v) { return u + v; });
+    for (int run = 0; run < 2; ++run) {
+      auto out = (*exec)->run({in});
+      ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
+      EXPECT_TRUE(allClose((*out)[0], ref, 1e-4f, 1e-5f));
+    }
+  }
+}
+
+TEST(Executor, ResidualAccumulatesIntoAnAddendNothingElseReads) {
+  checkResidualOfDyingValue(/*addendIsSource=*/false);
+}
+
+TEST(Executor, ResidualOfTheConvSourceDoesNotOverwriteIt) {
+  checkResidualOfDyingValue(/*addendIsSource=*/true);
+}
+
+//===----------------------------------------------------------------------===//
+// Pointwise + depthwise convolutions (MobileNet blocks)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// x -> Conv 1x1 (16 -> 32) -> Clip(0, 6) -> depthwise Conv 3x3 -> Clip, at
+/// depthwise stride `stride`, with or without the depthwise bias.
+struct MobileNetBlock {
+  MobileNetBlock(int64_t stride, bool dwBias) : stride(stride) {
+    Attrs clip = Attrs().f("min", 0).f("max", 6);
+    int x = b.input("x", {-1, 16, 9, 9});
+    int pwOut = b.op("Conv", {x, b.weight("pw", w), b.weight("pw_b", bias)},
+                     {-1, 32, 9, 9});
+    int mid = b.op("Clip", {pwOut}, {-1, 32, 9, 9}, clip);
+    std::vector<int> dwInputs = {mid, b.weight("dw", dwW)};
+    if (dwBias)
+      dwInputs.push_back(b.weight("dw_b", dwB));
+    int64_t out = (9 - 1) / stride + 1;
+    int dwOut = b.op("Conv", dwInputs, {-1, 32, out, out},
+                     Attrs()
+                         .i("group", 32)
+                         .ints("strides", {stride, stride})
+                         .ints("pads", {1, 1, 1, 1}));
+    b.output("y", b.op("Clip", {dwOut}, {-1, 32, out, out}, clip));
+    if (!dwBias)
+      dwB = Tensor();
+  }
+  Tensor reference(const Tensor &in) const {
+    auto clip6 = [](float v) { return std::min(std::max(v, 0.f), 6.f); };
+    ConvParams pw{{1, 1}, {1, 1}, {0, 0, 0, 0}, 1};
+    Tensor mid = refUnary(refConv(in, w, &bias, pw), clip6);
+    ConvParams dw{{stride, stride}, {1, 1}, {1, 1, 1, 1}, 32};
+    return refUnary(refConv(mid, dwW, dwB.isNull() ? nullptr : &dwB, dw),
+                    clip6);
+  }
+  std::mt19937 rng{11};
+  int64_t stride;
+  Tensor w = randomTensor({32, 16, 1, 1}, rng), bias = randomTensor({32}, rng),
+         dwW = randomTensor({32, 1, 3, 3}, rng), dwB = randomTensor({32}, rng);
+  PlanBuilder b;
+};
+} // namespace
+
+TEST(Executor, FusesDepthwiseConvIntoPointwiseConv) {
+  for (int64_t stride : {1, 2})
+    for (bool dwBias : {true, false})
+      for (bool autotune : {false, true}) {
+        SCOPED_TRACE(testing::Message() << "stride " << stride << ", bias "
+                                        << dwBias << ", autotune " << autotune);
+        MobileNetBlock block(stride, dwBias);
+        ExecutorOptions options;
+        options.autotune = autotune;
+        auto exec = Executor::create(block.b.build(), options);
+        ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+        const plan::Plan &fused = (*exec)->plan();
+        ASSERT_EQ(fused.ops_size(), 1);
+        EXPECT_EQ(fused.ops(0).inputs_size(), 6);
+        for (int64_t batch : {1, 3}) {
+          Tensor x = randomTensor({batch, 16, 9, 9}, block.rng);
+          auto out = (*exec)->run({x});
+          ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
+          EXPECT_TRUE(allClose((*out)[0], block.reference(x), 1e-4f, 1e-5f));
+        }
+      }
+}
+
+TEST(Executor, KeepsDepthwiseConvApartWhenItCannotFuse) {
+  // A depthwise Conv whose input is also a graph output stays apart.
+  MobileNetBlock block(1, true);
+  plan::Plan p = block.b.build();
+  plan::Binding *extra = p.add_outputs();
+  extra->set_name("mid");
+  extra->set_value(p.ops(1).outputs(0));
+  auto exec = Executor::create(p);
+  ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+  EXPECT_EQ((*exec)->plan().ops_size(), 2);
+}

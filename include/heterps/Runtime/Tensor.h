@@ -78,6 +78,11 @@ public:
   /// Bytes of the buffer.
   size_t bytes() const { return size; }
 
+  /// Whether no other tensor shares this one's buffer: a kernel may then
+  /// write into it (the executor hands a kernel an input this way when the
+  /// op is its last reader).
+  bool ownsBufferAlone() const { return buffer.use_count() == 1; }
+
   bool isPlain() const { return !layoutPtr; }
   const std::shared_ptr<const Layout> &layout() const { return layoutPtr; }
 

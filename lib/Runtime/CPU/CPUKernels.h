@@ -27,11 +27,12 @@ llvm::Expected<EltwiseSpec> eltwiseSpecFor(llvm::StringRef opType,
                                            const OpAttributes &attrs,
                                            llvm::StringRef attrPrefix = "");
 
-/// Appends to `ops` the activation an op fuses: the attribute `activation`
-/// (an ONNX activation op type) and its `activation_alpha`, ... Nothing
-/// when there is no `activation`.
+/// Appends to `ops` the activation an op fuses: the attribute `name` (an
+/// ONNX activation op type) and its `<name>_alpha`, ... Nothing when there
+/// is no attribute `name`.
 llvm::Error appendFusedActivation(const OpAttributes &attrs,
-                                  dnnl::post_ops &ops);
+                                  dnnl::post_ops &ops,
+                                  llvm::StringRef name = "activation");
 
 /// Attributes that an inference kernel and its backward both read.
 struct LRNParams {

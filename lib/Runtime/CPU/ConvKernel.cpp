@@ -25,8 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CPUKernels.h"
-#include "ConvGeometry.h"
+#include "ConvKernels.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -38,12 +37,6 @@ using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
 
 namespace {
-
-struct ConvParams : ConvAttrs {
-  /// A fourth input is summed into the output.
-  bool sum = false;
-  dnnl::post_ops postOps;
-};
 
 struct ConvEntry {
   dnnl::convolution_forward primitive;
@@ -71,7 +64,6 @@ private:
                                  const Tensor *b);
   double secondsPerRun(const ConvEntry &e, const Tensor &x, const Tensor &w,
                        const Tensor *b);
-  double reorderSeconds(const Tensor &x, const memory::desc &md);
 
   PrimitiveCache<ConvEntry> cache;
   ConvParams params;
@@ -177,14 +169,6 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   return best;
 }
 
-/// Seconds to reorder `x` into `md` (0 when it is in `md` already): part of
-/// a candidate's cost, since the run would pay it every time.
-double ConvKernel::reorderSeconds(const Tensor &x, const memory::desc &md) {
-  if (descOf(x) == md)
-    return 0;
-  return bestSeconds([&] { Tensor copy = reorderTo(x, md, cache.context()); });
-}
-
 /// A run of `e` on zeros (bestSeconds), plus the reorder of `x` into its
 /// source format, in seconds.
 double ConvKernel::secondsPerRun(const ConvEntry &e, const Tensor &x,
@@ -209,7 +193,7 @@ double ConvKernel::secondsPerRun(const ConvEntry &e, const Tensor &x,
            e.primitive.execute(ctx->stream, args);
            ctx->stream.wait();
          }) +
-         reorderSeconds(x, e.srcMd);
+         reorderSeconds(x, e.srcMd, ctx);
 }
 
 llvm::Error ConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
@@ -234,9 +218,12 @@ llvm::Error ConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
       if (addend.shape() != e.outShape)
         return kernelError("summed input is " + addend.typeString() +
                            ", expected shape " + shapeToString(e.outShape));
-      // The primitive accumulates into dst: never into the addend's buffer.
+      // The primitive accumulates into dst: into the addend's buffer only
+      // when nothing else reads it (`src` holds a reference when it is the
+      // addend).
+      bool reuse = addend.ownsBufferAlone();
       dst = reorderTo(addend, e.dstMd, ctx);
-      if (dst.rawData() == addend.rawData())
+      if (dst.rawData() == addend.rawData() && !reuse)
         dst = dst.clone();
     } else {
       dst = allocate(e.dstMd, e.outShape, ctx);
@@ -256,10 +243,19 @@ llvm::Error ConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
   });
 }
 
+std::unique_ptr<Kernel> cpu::createConvKernel(CPUContextPtr ctx,
+                                              ConvParams params,
+                                              bool constantWeights) {
+  return std::make_unique<ConvKernel>(std::move(ctx), std::move(params),
+                                      constantWeights);
+}
+
 void cpu::registerConvKernel(KernelRegistry &registry, CPUContextPtr ctx) {
   registry.add(
       "Conv",
       [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
+        if (info.hasInput(4))
+          return createDepthwiseFusedConv(info, ctx);
         if (llvm::Error e = info.checkArity(2, 4))
           return e;
         llvm::Expected<ConvAttrs> attrs = parseConvAttrs(info.attrs);
@@ -272,7 +268,7 @@ void cpu::registerConvKernel(KernelRegistry &registry, CPUContextPtr ctx) {
           params.postOps.append_sum(1.f);
         if (llvm::Error e = appendFusedActivation(info.attrs, params.postOps))
           return e;
-        return std::make_unique<ConvKernel>(ctx, std::move(params),
-                                            info.constants[1] != nullptr);
+        return createConvKernel(ctx, std::move(params),
+                                info.constants[1] != nullptr);
       });
 }

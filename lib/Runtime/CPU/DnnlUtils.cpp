@@ -144,3 +144,10 @@ llvm::Expected<int64_t> cpu::normalizeAxis(int64_t axis, int64_t rank) {
                        " is out of range for rank " + llvm::Twine(rank));
   return axis < 0 ? axis + rank : axis;
 }
+
+double cpu::reorderSeconds(const Tensor &x, const memory::desc &md,
+                           const CPUContextPtr &ctx) {
+  if (descOf(x) == md)
+    return 0;
+  return bestSeconds([&] { Tensor copy = reorderTo(x, md, ctx); });
+}

@@ -150,6 +150,11 @@ template <typename Fn> double bestSeconds(Fn &&body) {
   return best;
 }
 
+/// Seconds to reorder `x` into `md` (0 when it is in `md` already): part of
+/// an autotuning candidate's cost when the run would pay it every time.
+double reorderSeconds(const Tensor &x, const memory::desc &md,
+                      const CPUContextPtr &ctx);
+
 /// Numpy broadcast of two shapes, or an error naming both.
 llvm::Expected<Shape> broadcastShapes(llvm::ArrayRef<int64_t> a,
                                       llvm::ArrayRef<int64_t> b);

@@ -66,14 +66,15 @@ llvm::Expected<EltwiseSpec> cpu::eltwiseSpecFor(llvm::StringRef opType,
 }
 
 llvm::Error cpu::appendFusedActivation(const OpAttributes &attrs,
-                                       dnnl::post_ops &ops) {
-  llvm::Expected<std::string> type = attrs.getString("activation", "");
+                                       dnnl::post_ops &ops,
+                                       llvm::StringRef name) {
+  llvm::Expected<std::string> type = attrs.getString(name, "");
   if (!type)
     return type.takeError();
   if (type->empty())
     return llvm::Error::success();
   llvm::Expected<EltwiseSpec> spec =
-      eltwiseSpecFor(*type, attrs, "activation_");
+      eltwiseSpecFor(*type, attrs, (name + "_").str());
   if (!spec)
     return spec.takeError();
   ops.append_eltwise(1.f, spec->algorithm, spec->alpha, spec->beta);

@@ -1,0 +1,293 @@
+//===- DepthwiseFusedConvKernel.cpp - 1x1 Conv + 3x3 depthwise Conv -------===//
+//
+// The pair fuseDepthwiseConvs (Fusion.h) folds into one Conv, as oneDNN's
+// depthwise post-op: the depthwise convolution reads rows of the pointwise
+// result while they are in cache, instead of the pointwise convolution
+// writing its whole output (in MobileNetV2 six times the block's channels)
+// to memory for the depthwise one to read back. oneDNN implements the
+// fusion for some instruction sets and formats only; where it has none, and
+// where autotuning times the pair faster apart, the two convolutions run as
+// separate Conv kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ConvKernels.h"
+
+#include <cstring>
+#include <limits>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cpu;
+
+namespace {
+
+/// The fused primitive for one input shape, or `fused` false: run apart.
+struct FusedConvEntry {
+  bool fused = false;
+  dnnl::convolution_forward primitive;
+  memory::desc srcMd, dstMd, scratchpadMd, weightsMd, dwWeightsMd;
+  /// Both weights in the primitive's formats; the depthwise bias (zeros
+  /// when the model has none).
+  Tensor weights, dwWeights, dwBias;
+  Shape outShape;
+};
+
+class DepthwiseFusedConvKernel : public Kernel {
+public:
+  DepthwiseFusedConvKernel(CPUContextPtr ctx, ConvAttrs pointwise,
+                           int64_t fusedStride, dnnl::post_ops fusedOps,
+                           std::unique_ptr<Kernel> pointwiseAlone,
+                           std::unique_ptr<Kernel> depthwiseAlone)
+      : cache(std::move(ctx)), pointwise(std::move(pointwise)),
+        fusedStride(fusedStride), fusedOps(std::move(fusedOps)),
+        pointwiseAlone(std::move(pointwiseAlone)),
+        depthwiseAlone(std::move(depthwiseAlone)) {}
+  bool acceptsLayouts() const override { return true; }
+  llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                  llvm::MutableArrayRef<Tensor> outputs) override;
+
+private:
+  /// The fused primitive with source and destination in `tag`, or an entry
+  /// saying there is none.
+  FusedConvEntry makeFused(llvm::ArrayRef<const Tensor *> inputs, Tag tag);
+  /// Seconds per run of the fused primitive, with the reorder of its input.
+  double secondsPerRun(const FusedConvEntry &e,
+                       llvm::ArrayRef<const Tensor *> inputs);
+  llvm::Expected<FusedConvEntry> make(llvm::ArrayRef<const Tensor *> inputs);
+  void bindFused(const FusedConvEntry &e, const Tensor &src, const Tensor &dst,
+                 const Tensor *bias, std::unordered_map<int, memory> &args);
+  llvm::Error runApart(llvm::ArrayRef<const Tensor *> inputs, Tensor &out);
+
+  PrimitiveCache<FusedConvEntry> cache;
+  ConvAttrs pointwise;
+  /// The depthwise convolution's stride (its kernel is 3x3, its pads 1).
+  int64_t fusedStride;
+  dnnl::post_ops fusedOps;
+  std::unique_ptr<Kernel> pointwiseAlone, depthwiseAlone;
+};
+
+} // namespace
+
+/// The plain tensor `t` reordered from `from` into `to`.
+static Tensor reorderWeights(const Tensor &t, const memory::desc &from,
+                             const memory::desc &to, const CPUContextPtr &ctx) {
+  Tensor packed = allocate(to, t.shape(), ctx);
+  memory src(from, ctx->engine, const_cast<void *>(t.rawData()));
+  memory dst(to, ctx->engine, packed.rawData());
+  dnnl::reorder(src, dst).execute(ctx->stream, src, dst);
+  ctx->stream.wait();
+  return packed;
+}
+
+FusedConvEntry
+DepthwiseFusedConvKernel::makeFused(llvm::ArrayRef<const Tensor *> inputs,
+                                    Tag tag) {
+  const CPUContextPtr &ctx = cache.context();
+  const Tensor &x = *inputs[0], &w = *inputs[1], &dwW = *inputs[4];
+  llvm::Expected<ConvGeometry> geo = convGeometry(pointwise, x, w);
+  if (!geo) {
+    llvm::consumeError(geo.takeError());
+    return {};
+  }
+  auto desc = [](const memory::dims &d, Tag tag) {
+    return memory::desc(d, memory::data_type::f32, tag);
+  };
+  memory::desc biasMd = inputs[2] ? plainDesc({w.dim(0)}) : memory::desc();
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(fusedOps);
+  useCallerScratchpad(attr);
+  FusedConvEntry e;
+  try {
+    dnnl::convolution_forward::desc d(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+        desc(toDims(x.shape()), tag), desc(geo->weightDims, Tag::any), biasMd,
+        desc(toDims(geo->outShape), tag), geo->strides, geo->dilations,
+        geo->padL, geo->padR);
+    dnnl::convolution_forward::primitive_desc pd(d, attr, ctx->engine);
+    // oneDNN's generic fusion runs the two primitives it names after this
+    // prefix; a reference one among them would be far too slow.
+    llvm::StringRef impl = pd.impl_info_str();
+    impl.consume_front("ref_fused_convolution");
+    if (impl.contains("ref"))
+      return {};
+    e.primitive = dnnl::convolution_forward(pd);
+    e.srcMd = pd.src_desc();
+    e.dstMd = pd.dst_desc();
+    e.scratchpadMd = pd.scratchpad_desc();
+    e.weightsMd = pd.weights_desc();
+    e.dwWeightsMd = pd.query_md(dnnl::query::exec_arg_md,
+                                DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS);
+  } catch (const dnnl::error &) {
+    return {}; // no implementation of the fusion for these shapes
+  }
+  // The primitive's destination is the depthwise convolution's output.
+  int64_t s = fusedStride;
+  e.outShape = {geo->outShape[0], geo->outShape[1],
+                (geo->outShape[2] - 1) / s + 1, (geo->outShape[3] - 1) / s + 1};
+  memory::dims out = e.dstMd.dims();
+  if (e.dwWeightsMd.is_zero() || Shape(out.begin(), out.end()) != e.outShape)
+    return {};
+  e.weights = reorderWeights(plainOf(w, ctx), plainDesc(geo->weightDims),
+                             e.weightsMd, ctx);
+  int64_t m = dwW.dim(0);
+  e.dwWeights = reorderWeights(plainOf(dwW, ctx), plainDesc({m, 1, 1, 3, 3}),
+                               e.dwWeightsMd, ctx);
+  e.dwBias = Tensor(DType::F32, {m});
+  if (inputs[5])
+    std::memcpy(e.dwBias.rawData(), plainOf(*inputs[5], ctx).rawData(),
+                e.dwBias.bytes());
+  else
+    std::memset(e.dwBias.rawData(), 0, e.dwBias.bytes());
+  e.fused = true;
+  return e;
+}
+
+void DepthwiseFusedConvKernel::bindFused(
+    const FusedConvEntry &e, const Tensor &src, const Tensor &dst,
+    const Tensor *bias, std::unordered_map<int, memory> &args) {
+  CPUContext &ctx = *cache.context();
+  args = {
+      {DNNL_ARG_SRC, memoryOf(src, ctx)},
+      {DNNL_ARG_WEIGHTS, memoryOf(e.weights, ctx)},
+      {DNNL_ARG_DST, memoryOf(dst, ctx)},
+      {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, memoryOf(e.dwWeights, ctx)},
+      {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, memoryOf(e.dwBias, ctx)}};
+  if (bias)
+    args[DNNL_ARG_BIAS] = memoryOf(*bias, ctx);
+  addScratchpad(e.scratchpadMd, ctx, args);
+}
+
+double
+DepthwiseFusedConvKernel::secondsPerRun(const FusedConvEntry &e,
+                                        llvm::ArrayRef<const Tensor *> inputs) {
+  // On zeros: denormals would skew the timing.
+  const CPUContextPtr &ctx = cache.context();
+  Tensor src = allocate(e.srcMd, inputs[0]->shape(), ctx);
+  Tensor dst = allocate(e.dstMd, e.outShape, ctx);
+  std::memset(src.rawData(), 0, src.bytes());
+  Tensor bias = inputs[2] ? plainOf(*inputs[2], ctx) : Tensor();
+  std::unordered_map<int, memory> args;
+  bindFused(e, src, dst, inputs[2] ? &bias : nullptr, args);
+  return bestSeconds([&] {
+           e.primitive.execute(ctx->stream, args);
+           ctx->stream.wait();
+         }) +
+         reorderSeconds(*inputs[0], e.srcMd, ctx);
+}
+
+llvm::Expected<FusedConvEntry>
+DepthwiseFusedConvKernel::make(llvm::ArrayRef<const Tensor *> inputs) {
+  const CPUContextPtr &ctx = cache.context();
+  if (!ctx->autotune)
+    return makeFused(inputs, Tag::any);
+  // oneDNN's choice of formats (channels-last, where it runs the two
+  // convolutions one after the other on a scratchpad), and channel-blocked
+  // ones (where its 1x1 kernel computes the depthwise rows as it goes),
+  // against the two kernels apart; blocked wins ties within 10%, as in
+  // ConvKernel.
+  FusedConvEntry best;
+  double fastest = std::numeric_limits<double>::infinity();
+  int64_t c = inputs[0]->dim(1), m = inputs[1]->dim(0);
+  for (auto [block, tag] :
+       {std::pair{0, Tag::any}, {16, Tag::nChw16c}, {8, Tag::nChw8c}}) {
+    if (block && (m % block || (c % block && c >= 8)))
+      continue;
+    FusedConvEntry e = makeFused(inputs, tag);
+    if (!e.fused)
+      continue;
+    double seconds = (block ? 0.9 : 1.0) * secondsPerRun(e, inputs);
+    if (seconds < fastest) {
+      best = std::move(e);
+      fastest = seconds;
+    }
+  }
+  if (!best.fused)
+    return std::move(best);
+  Tensor out;
+  if (llvm::Error err = runApart(inputs, out))
+    return std::move(err);
+  double apart =
+      bestSeconds([&] { llvm::consumeError(runApart(inputs, out)); });
+  if (apart < fastest)
+    return FusedConvEntry();
+  return std::move(best);
+}
+
+llvm::Error
+DepthwiseFusedConvKernel::runApart(llvm::ArrayRef<const Tensor *> inputs,
+                                   Tensor &out) {
+  Tensor mid;
+  if (llvm::Error e = pointwiseAlone->run(inputs.take_front(3),
+                                          llvm::MutableArrayRef<Tensor>(mid)))
+    return e;
+  const Tensor *dwInputs[] = {&mid, inputs[4], inputs[5]};
+  return depthwiseAlone->run(dwInputs, llvm::MutableArrayRef<Tensor>(out));
+}
+
+llvm::Error
+DepthwiseFusedConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
+                              llvm::MutableArrayRef<Tensor> outputs) {
+  if (llvm::Error e = checkF32(inputs))
+    return e;
+  const CPUContextPtr &ctx = cache.context();
+  return guardDnnl([&]() -> llvm::Error {
+    auto entry =
+        cache.get(shapeKey(inputs.take_front(3)), [&] { return make(inputs); });
+    if (!entry)
+      return entry.takeError();
+    const FusedConvEntry &e = **entry;
+    if (!e.fused)
+      return runApart(inputs, outputs[0]);
+    Tensor src = reorderTo(*inputs[0], e.srcMd, ctx);
+    Tensor dst = allocate(e.dstMd, e.outShape, ctx);
+    Tensor bias = inputs[2] ? plainOf(*inputs[2], ctx) : Tensor();
+    std::unordered_map<int, memory> args;
+    bindFused(e, src, dst, inputs[2] ? &bias : nullptr, args);
+    e.primitive.execute(ctx->stream, args);
+    ctx->stream.wait();
+    outputs[0] = std::move(dst);
+    return llvm::Error::success();
+  });
+}
+
+llvm::Expected<std::unique_ptr<Kernel>>
+cpu::createDepthwiseFusedConv(const OpInfo &info, CPUContextPtr ctx) {
+  if (llvm::Error e = info.checkArity(2, 6))
+    return e;
+  const Tensor *w = info.constants[1], *dwW = info.constants[4];
+  if (!w || !dwW || info.hasInput(3) || dwW->rank() != 4 || dwW->dim(2) != 3 ||
+      dwW->dim(3) != 3 || (info.hasInput(2) && !info.constants[2]) ||
+      (info.hasInput(5) && !info.constants[5]))
+    return kernelError("a Conv with a fused depthwise Conv needs constant "
+                       "weights and biases and no summed input");
+  llvm::Expected<ConvAttrs> attrs = parseConvAttrs(info.attrs);
+  if (!attrs)
+    return attrs.takeError();
+  auto stride = info.attrs.getInt("dw_stride", 1);
+  if (!stride)
+    return stride.takeError();
+
+  ConvParams pw, dw;
+  static_cast<ConvAttrs &>(pw) = *attrs;
+  dw.group = dwW->dim(0);
+  dw.strides = {*stride, *stride};
+  dw.pads = {1, 1, 1, 1};
+  dnnl::post_ops fused;
+  for (auto [name, ops] : {std::pair("activation", &pw.postOps),
+                           std::pair("dw_activation", &dw.postOps)})
+    if (llvm::Error e = appendFusedActivation(info.attrs, *ops, name))
+      return e;
+  // The pointwise activation, the depthwise convolution, its activation.
+  if (llvm::Error e = appendFusedActivation(info.attrs, fused))
+    return e;
+  fused.append_dw(memory::data_type::f32, memory::data_type::f32,
+                  memory::data_type::f32, /*kernel=*/3, *stride,
+                  /*padding_l=*/1,
+                  /*mask=*/0, {});
+  if (llvm::Error e = appendFusedActivation(info.attrs, fused, "dw_activation"))
+    return e;
+  return std::make_unique<DepthwiseFusedConvKernel>(
+      ctx, *attrs, *stride, std::move(fused),
+      createConvKernel(ctx, std::move(pw), /*constantWeights=*/true),
+      createConvKernel(ctx, std::move(dw), /*constantWeights=*/true));
+}
