@@ -14,10 +14,12 @@
 // cut to a quarter ("limits").
 //
 // Usage: heterps-placement-bench [--quick] [--rl-seconds S] [--rl-polish N]
-//                                [--only NAME]... [--max-layers N]
+//                                [--rl-no-rebalance] [--only NAME]...
+//                                [--max-layers N]
 //                                [--report NAME=FILE.json]...
 //        --quick: chains of 10 and 50 layers only;
 //        --rl-polish: RLOptions::polishEvaluations (0: the policy alone);
+//        --rl-no-rebalance: RLOptions::rebalance off (Rebalance.h);
 //        --only: run only the cases of that name ("chain", "resnet50", ...);
 //        --max-layers: skip cases with more layers.
 //
@@ -177,6 +179,7 @@ struct BenchOptions {
   bool quick = false;
   double rlSeconds = 10;
   int64_t rlPolish = RLOptions().polishEvaluations;
+  bool rlRebalance = RLOptions().rebalance;
   size_t maxLayers = SIZE_MAX;
   std::vector<std::string> only;
   bool selected(const Case &c) const {
@@ -209,6 +212,7 @@ void runCase(const Case &c, const BenchOptions &options) {
     RLOptions rl;
     rl.timeBudgetSeconds = options.rlSeconds;
     rl.polishEvaluations = options.rlPolish;
+    rl.rebalance = options.rlRebalance;
     SearchResult rlResult = placeRL(problem, rl);
     GeneticOptions ga;
     ga.budget = rlResult.evaluations;
@@ -250,6 +254,8 @@ int main(int argc, char **argv) {
       options.rlSeconds = std::atof(argv[++i]);
     } else if (arg == "--rl-polish" && i + 1 < argc) {
       options.rlPolish = std::atoll(argv[++i]);
+    } else if (arg == "--rl-no-rebalance") {
+      options.rlRebalance = false;
     } else if (arg == "--max-layers" && i + 1 < argc) {
       options.maxLayers = static_cast<size_t>(std::atoll(argv[++i]));
     } else if (arg == "--only" && i + 1 < argc) {
@@ -269,15 +275,17 @@ int main(int argc, char **argv) {
     } else {
       std::fprintf(stderr,
                    "usage: heterps-placement-bench [--quick] [--rl-seconds S] "
-                   "[--rl-polish N] [--only NAME]... [--max-layers N] "
+                   "[--rl-polish N] [--rl-no-rebalance] [--only NAME]... "
+                   "[--max-layers N] "
                    "[--report NAME=FILE.json]...\n");
       return 2;
     }
   }
   std::printf("Cells: cost / optimal cost · search time (rl's time budget "
-              "%.0f s, %lld polish evaluations per batch; genetic and random "
-              "at rl's evaluation budget).\n\n",
-              options.rlSeconds, static_cast<long long>(options.rlPolish));
+              "%.0f s, %lld polish evaluations per batch, rebalance %s; "
+              "genetic and random at rl's evaluation budget).\n\n",
+              options.rlSeconds, static_cast<long long>(options.rlPolish),
+              options.rlRebalance ? "on" : "off");
   std::printf("| case | layers | types | constraint | optimal $ | exact s | rl "
               "| genetic | random | greedy | best one-type | rl evaluations "
               "|\n");

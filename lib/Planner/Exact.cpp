@@ -6,6 +6,8 @@
 
 #include "heterps/Planner/Exact.h"
 
+#include "RunTable.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
@@ -26,146 +28,6 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 /// A probe of cap c answers for the caps in [kProbeSpan·c, c].
 constexpr double kProbeSpan = 0.7;
-
-/// Sorts non-negative doubles ascending. Their IEEE-754 bit patterns, read as
-/// unsigned integers, order the same way, so an LSD radix sort on 16-bit
-/// digits applies: four linear passes instead of std::sort's n log n
-/// comparisons, which dominated the exact search on 1000-layer models
-/// (millions of run times).
-void sortNonNegative(std::vector<double> &values) {
-  constexpr int kBits = 16, kBuckets = 1 << kBits;
-  std::vector<uint64_t> keys(values.size()), scratch(values.size());
-  for (size_t i = 0; i < values.size(); ++i)
-    std::memcpy(&keys[i], &values[i], sizeof(double));
-  std::vector<size_t> count(kBuckets);
-  for (int shift = 0; shift < 64; shift += kBits) {
-    std::fill(count.begin(), count.end(), 0);
-    for (uint64_t k : keys)
-      ++count[(k >> shift) & (kBuckets - 1)];
-    size_t sum = 0;
-    for (size_t &c : count)
-      sum += std::exchange(c, sum);
-    for (uint64_t k : keys)
-      scratch[count[(k >> shift) & (kBuckets - 1)]++] = k;
-    keys.swap(scratch);
-  }
-  for (size_t i = 0; i < values.size(); ++i)
-    std::memcpy(&values[i], &keys[i], sizeof(double));
-}
-
-/// A run of layers [start, end) on one type, with the smallest replica count
-/// meeting the floor and its batch time at that count.
-struct Run {
-  uint32_t end;
-  int32_t replicas;
-  double et;
-};
-
-/// Every run that can meet the floor within its type's max_count, grouped by
-/// (start, type). A run's times are a + b/k per part (Amdahl): the serial
-/// and parallel coefficients are summed layer by layer as the run grows.
-class RunTable {
-public:
-  RunTable(const PlacementProblem &problem, double limit)
-      : n_(problem.numLayers()), types_(problem.numTypes()),
-        offsets_(n_ * types_ + 1, 0) {
-    const ClusterSpec &spec = problem.spec();
-    double batch = static_cast<double>(spec.job.batchSize);
-    // Room for every run: untouched pages cost nothing, and the table never
-    // moves while it grows.
-    runs_.reserve(std::min<size_t>(n_ * (n_ + 1) / 2 * types_, 1 << 26));
-    for (size_t start = 0; start < n_; ++start)
-      for (size_t t = 0; t < types_; ++t) {
-        Coefficients c;
-        int64_t cap = spec.deviceTypes[t].maxCount;
-        for (size_t end = start + 1; end <= n_; ++end) {
-          c.add(problem.layers()[end - 1].costs[t], batch);
-          std::optional<int64_t> k = c.smallestReplicas(batch, limit, cap);
-          // Times only grow as the run grows: no longer run fits either.
-          if (!k)
-            break;
-          runs_.push_back(
-              {static_cast<uint32_t>(end), static_cast<int32_t>(*k), c.et(*k)});
-        }
-        offsets_[start * types_ + t + 1] = runs_.size();
-      }
-  }
-
-  /// The runs starting at layer `start` on type `t`, by increasing end.
-  const Run *begin(size_t start, size_t t) const {
-    return runs_.data() + offsets_[start * types_ + t];
-  }
-  const Run *end(size_t start, size_t t) const {
-    return runs_.data() + offsets_[start * types_ + t + 1];
-  }
-  size_t size() const { return runs_.size(); }
-
-  /// The distinct stage times of all runs, ascending.
-  std::vector<double> stageTimes() const {
-    std::vector<double> times;
-    times.reserve(runs_.size());
-    for (const Run &r : runs_)
-      times.push_back(r.et);
-    sortNonNegative(times);
-    times.erase(std::unique(times.begin(), times.end()), times.end());
-    return times;
-  }
-
-private:
-  struct Coefficients {
-    double ctSerial = 0, ctParallel = 0, dtSerial = 0, dtParallel = 0;
-
-    void add(const LayerCost &cost, double batch) {
-      double scale = batch / cost.b0;
-      ctSerial += cost.oct * scale * (1 - cost.alpha);
-      ctParallel += cost.oct * scale * cost.alpha;
-      dtSerial += cost.odt * scale * (1 - cost.beta);
-      dtParallel += cost.odt * scale * cost.beta;
-    }
-    double et(int64_t k) const {
-      double kd = static_cast<double>(k);
-      return std::max(ctSerial + ctParallel / kd, dtSerial + dtParallel / kd);
-    }
-    /// The provisioning test: B / ET >= limit (a stage of ET 0 never limits).
-    bool meets(int64_t k, double batch, double limit) const {
-      double t = et(k);
-      return t == 0 || batch / t >= limit;
-    }
-    /// Smallest k in 1..cap meeting the floor, from the closed form
-    /// k >= b / (B/limit - a), then checked against `meets`.
-    std::optional<int64_t> smallestReplicas(double batch, double limit,
-                                            int64_t cap) const {
-      if (cap < 1)
-        return std::nullopt;
-      if (limit <= 0)
-        return 1;
-      double budget = batch / limit;
-      auto needed = [&](double serial, double parallel) -> double {
-        if (parallel == 0)
-          return serial <= budget ? 1 : kInf;
-        return serial >= budget ? kInf
-                                : std::ceil(parallel / (budget - serial));
-      };
-      double guess = std::max(
-          {1.0, needed(ctSerial, ctParallel), needed(dtSerial, dtParallel)});
-      if (guess > static_cast<double>(cap) + 1)
-        return std::nullopt;
-      int64_t k = static_cast<int64_t>(guess);
-      // The closed form and the test round differently near the boundary.
-      while (k > 1 && meets(k - 1, batch, limit))
-        --k;
-      while (k <= cap && !meets(k, batch, limit))
-        ++k;
-      if (k > cap)
-        return std::nullopt;
-      return k;
-    }
-  };
-
-  size_t n_, types_;
-  std::vector<size_t> offsets_;
-  std::vector<Run> runs_;
-};
 
 /// A plan the DP found: its placement, price per second P, largest stage
 /// time E, and devices per type.

@@ -7,6 +7,7 @@
 #include "heterps/Planner/RLPlacer.h"
 #include "heterps/Planner/LocalSearch.h"
 #include "heterps/Planner/RLPolicy.h"
+#include "heterps/Planner/Rebalance.h"
 
 #include <algorithm>
 #include <cmath>
@@ -169,8 +170,7 @@ PlanState::PlanState(const PlacementProblem &problem)
     for (size_t t = 0; t < numTypes_; ++t) {
       Parts &p = parts_[i * numTypes_ + t];
       if (t < problem.layers()[i].costs.size())
-        splitTimes(problem.layers()[i].costs[t], batch, p.cs, p.cp, p.ds,
-                   p.dp);
+        splitTimes(problem.layers()[i].costs[t], batch, p.cs, p.cp, p.ds, p.dp);
     }
   for (const DeviceType &d : problem.spec().deviceTypes) {
     maxCount_.push_back(static_cast<double>(std::max<int64_t>(1, d.maxCount)));
@@ -232,8 +232,9 @@ void PlanState::write(size_t layer, double *out) const {
     out[T + t] =
         std::min((committed_[t] + before + added) / maxCount_[t], featureCap);
     out[2 * T + t] = std::isinf(k) ? 1 : whole - std::max(k, 0.0);
-    out[3 * T + t] =
-        std::isinf(tau_) ? 0 : std::min(timeAt(stage, whole) / tau_, featureCap);
+    out[3 * T + t] = std::isinf(tau_)
+                         ? 0
+                         : std::min(timeAt(stage, whole) / tau_, featureCap);
     out[4 * T + t] =
         std::min(pricePerSecond_[t] * added / maxPrice_, featureCap);
     out[5 * T + t] = std::min(whole / maxCount_[t], featureCap);
@@ -246,8 +247,9 @@ void PlanState::write(size_t layer, double *out) const {
   double load = std::isinf(tau_) ? 0 : std::max(run_.cs, run_.ds) / tau_;
   out[10 * T] = std::min(load, featureCap);
   out[10 * T + 1] = std::log1p(static_cast<double>(runLength_)) /
-                   std::log1p(static_cast<double>(numLayers_));
-  out[10 * T + 2] = std::isinf(tau_) ? 0 : std::min(slowest_ / tau_, featureCap);
+                    std::log1p(static_cast<double>(numLayers_));
+  out[10 * T + 2] =
+      std::isinf(tau_) ? 0 : std::min(slowest_ / tau_, featureCap);
 }
 
 void PlanState::place(size_t layer, size_t type) {
@@ -307,9 +309,9 @@ LSTMParams::LSTMParams(size_t inputSize, size_t hiddenSize, size_t numActions)
       hiddenSize_(static_cast<Index>(hiddenSize)),
       numActions_(static_cast<Index>(numActions)) {
   Index h4 = 4 * hiddenSize_;
-  Index sizes[numBlocks] = {h4 * inputSize_,          h4 * hiddenSize_, h4,
-                            numActions_ * hiddenSize_, numActions_,
-                            numActions_ * inputSize_};
+  Index sizes[numBlocks] = {
+      h4 * inputSize_,           h4 * hiddenSize_, h4,
+      numActions_ * hiddenSize_, numActions_,      numActions_ * inputSize_};
   Index offset = 0;
   for (int k = 0; k < numBlocks; ++k) {
     offsets_[k] = offset;
@@ -588,8 +590,7 @@ void Policy::projectStaticInputs() {
 
 template <typename Choose>
 Placement Policy::rollout(ForwardCache &cache, Workspace &workspace,
-                          const Exploration &exploration,
-                          Choose choose) const {
+                          const Exploration &exploration, Choose choose) const {
   Index n = features_.cols(), types = params_.numActions();
   // The plan-dependent inputs (previous action, plan state) are known only
   // step by step: W x_t gets their part when they are.
@@ -624,7 +625,8 @@ Placement Policy::rollout(ForwardCache &cache, Workspace &workspace,
     }
     if (noisy)
       cache.logitNoise.col(t).noalias() =
-          workspace.noise.leftCols(dynamicSize) * x.segment(dynamic, dynamicSize) +
+          workspace.noise.leftCols(dynamicSize) *
+              x.segment(dynamic, dynamicSize) +
           workspace.noise.col(dynamicSize);
     cache.gates.col(t).noalias() +=
         params_.W().middleCols(dynamic, dynamicSize) *
@@ -640,8 +642,8 @@ Placement Policy::sample(std::mt19937_64 &rng, ForwardCache &cache,
                          Workspace &workspace,
                          const Exploration &exploration) const {
   if (exploration.noise > 0) {
-    Index dynamicSize = static_cast<Index>(layout_.size() -
-                                           layout_.previousAction());
+    Index dynamicSize =
+        static_cast<Index>(layout_.size() - layout_.previousAction());
     std::normal_distribution<double> normal(0, exploration.noise);
     workspace.noise.resize(params_.numActions(), dynamicSize + 1);
     for (Index k = 0; k < workspace.noise.size(); ++k)
@@ -904,6 +906,9 @@ private:
   Policy policy_;
   Elites elites_;
   PlanState tracker_;
+  StageRebalancer rebalancer_;
+  /// The best polished plan so far: a better one is rebalanced.
+  PlacementEval bestPolished_;
   // Per batch item (samples, then elites) and per thread.
   std::vector<Placement> plans_;
   std::vector<double> rewards_;
@@ -920,7 +925,7 @@ Trainer::Trainer(const PlacementProblem &problem, const RLOptions &options,
       threads_(std::max(1, options.threads)), rng_(options.seed),
       policy_(problem, options.hiddenSize, options.learningRate, rng_),
       elites_(static_cast<size_t>(std::max(0, options.elites))),
-      tracker_(problem) {
+      tracker_(problem), rebalancer_(problem) {
   size_t items = static_cast<size_t>(std::max(1, options.batchSize)) +
                  static_cast<size_t>(std::max(0, options.elites));
   plans_.resize(items);
@@ -989,8 +994,7 @@ std::vector<bool> Trainer::drawWithheld() {
   return withheld;
 }
 
-void Trainer::rewardsToGo(const Placement &plan, double reward,
-                          VectorXd &out) {
+void Trainer::rewardsToGo(const Placement &plan, double reward, VectorXd &out) {
   out.resize(static_cast<Index>(numLayers_));
   tracker_.reset();
   double before = 0; // log(C_{t-1} / c_ref)
@@ -1033,6 +1037,14 @@ void Trainer::trainBatch(int size) {
   if (options_.polishEvaluations > 0) {
     Placement polished = improveLocally(search_, plans_[best], bestEval,
                                         options_.polishEvaluations);
+    // A polished plan better than every earlier one is also refined by
+    // the rebalancer (Rebalance.h). Its result goes to the tracker only:
+    // imitating it made the policy settle on its sequence of stage types.
+    if (options_.rebalance && bestEval.betterThan(bestPolished_)) {
+      bestPolished_ = bestEval;
+      PlacementEval refined = bestEval;
+      rebalancer_.improve(search_, polished, refined);
+    }
     if (polished != plans_[best])
       elites_.offer(polished, reward_(bestEval));
   }
@@ -1074,8 +1086,8 @@ void Trainer::trainBatch(int size) {
     if (!sampled)
       policy_.forwardFor(plans_[b], caches_[b], workspaces_[w]);
     policy_.gradient(plans_[b], caches_[b], advantages_[b],
-                     sampled ? options_.entropyBonus / size : 0,
-                     workspaces_[w], grads_[b]);
+                     sampled ? options_.entropyBonus / size : 0, workspaces_[w],
+                     grads_[b]);
   });
   if (items == 0)
     return;

@@ -88,6 +88,7 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
       options.hiddenSize = hiddenSize;
       options.learningRate = learningRate;
       options.polishEvaluations = polish;
+      options.rebalance = rebalance;
       options.seed = seed;
       options.timeBudgetSeconds = timeBudget;
       result = planner::placeRL(problem, options);

@@ -55,7 +55,6 @@ Layer layer(std::vector<double> oct, std::vector<double> alpha = {}) {
   return l;
 }
 
-
 /// Same placement and same figures.
 void expectSameResult(const SearchResult &a, const SearchResult &b) {
   EXPECT_EQ(a.placement, b.placement);

@@ -1,4 +1,5 @@
-//===- EightLayerProblem.h - a small placement problem with a known optimum ===//
+//===- EightLayerProblem.h - a small placement problem with a known optimum
+//===//
 //
 // 8 layers on three types ("gpu" $0.01/s at most 4, "mid" $0.004/s at most
 // 4, "cpu" $0.001/s at most 8; partly serial layers, b0 = B = 10, no data

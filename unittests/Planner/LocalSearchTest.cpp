@@ -36,7 +36,8 @@ TEST(LocalSearch, LeavesTheOptimumAlone) {
   SearchTracker search(problem);
   PlacementEval eval = problem.evaluate(kEightLayerOptimum);
   double cost = eval.cost;
-  EXPECT_EQ(improveLocally(search, kEightLayerOptimum, eval, 1000), kEightLayerOptimum);
+  EXPECT_EQ(improveLocally(search, kEightLayerOptimum, eval, 1000),
+            kEightLayerOptimum);
   EXPECT_EQ(eval.cost, cost);
   EXPECT_GT(search.spent(), 0); // it did look around
 }

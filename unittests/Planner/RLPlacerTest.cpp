@@ -1,7 +1,7 @@
 //===- RLPlacerTest.cpp - LSTM policy gradients, REINFORCE, placeRL -------===//
 
-#include "heterps/Planner/Exact.h"
 #include "heterps/Planner/RLPlacer.h"
+#include "heterps/Planner/Exact.h"
 #include "heterps/Planner/RLPolicy.h"
 
 #include "gtest/gtest.h"
@@ -306,8 +306,8 @@ TEST(PlanState, FeaturesDescribeTheOpenStage) {
   EXPECT_NEAR(f[0], 1.0 / 3, 1e-12);
   EXPECT_NEAR(f[6 * 3 + 0], 1, 1e-12); // cpu stage at >= 2 devices
   EXPECT_NEAR(f[6 * 3 + 1], 0, 1e-12);
-  EXPECT_NEAR(f[10 * 3], 0, 1e-12);    // no serial part
-  EXPECT_GT(f[10 * 3 + 1], 0);         // open stage length
+  EXPECT_NEAR(f[10 * 3], 0, 1e-12); // no serial part
+  EXPECT_GT(f[10 * 3 + 1], 0);      // open stage length
 }
 
 //===----------------------------------------------------------------------===//

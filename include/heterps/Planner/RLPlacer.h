@@ -60,7 +60,10 @@
 //      forgotten. Polish: the batch's best plan is improved by local moves
 //      on its stages (LocalSearch.h, at most `polishEvaluations`
 //      evaluations) and the result joins the elites, so the policy learns
-//      from it.
+//      from it. Rebalance: a polished plan better than all before it is
+//      also refined over its sequence of stage types (Rebalance.h: exact
+//      stage boundaries per sequence, a descent over neighbouring
+//      sequences); those plans reach the tracker only.
 // Gradients (backpropagation through time) are clipped to global norm 5 and
 // applied with Adam. At the end the most likely plan is evaluated too.
 //
@@ -113,6 +116,10 @@ struct RLOptions {
   /// best plan; the improved plan joins the elites the policy imitates. 0
   /// leaves the search to the policy alone.
   int64_t polishEvaluations = 200;
+  /// Whether a polished plan better than every earlier one also gets its
+  /// stage boundaries refined exactly for its sequence of stage types and
+  /// for the sequences one stage shorter (Rebalance.h).
+  bool rebalance = true;
   /// Threads sampling plans and computing gradients. The result does not
   /// depend on it.
   int threads = 2;

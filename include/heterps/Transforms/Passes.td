@@ -62,7 +62,7 @@ def Place : Pass<"hps-place", "::mlir::ModuleOp"> {
       ONNX node name (`{"conv1": "v100", ...}`); every layer must be listed;
     * `rl`: the HeterPS scheduler, an LSTM policy trained with REINFORCE on
       the plans' costs (`episodes`, `pretrain-episodes`, `hidden-size`,
-      `learning-rate`, `polish`, `seed`, `time-budget`);
+      `learning-rate`, `polish`, `rebalance`, `seed`, `time-budget`);
     * `greedy`: per layer, the cheapest type meeting the floor on its own;
     * `random`: random search with `budget` evaluations;
     * `genetic`: a genetic algorithm with `budget` evaluations;
@@ -106,6 +106,10 @@ def Place : Pass<"hps-place", "::mlir::ModuleOp"> {
     Option<"polish", "polish", "int64_t", /*default=*/"200",
            "rl: evaluations of local improvement on each batch's best plan, "
            "which the policy then imitates (0: the policy alone)">,
+    Option<"rebalance", "rebalance", "bool", /*default=*/"true",
+           "rl: refine each new best polished plan over its sequence of "
+           "stage types (exact stage boundaries per sequence, descent over "
+           "sequences one stage added, removed or split away)">,
     Option<"timeBudget", "time-budget", "double", /*default=*/"10",
            "rl: stop after this many seconds">,
     Option<"certify", "certify", "bool", /*default=*/"false",

@@ -3,10 +3,12 @@
 // Forward, backward-data and backward-weights primitives are created
 // together per input shape, each with format_tag::any so oneDNN picks its
 // blocked formats. Shapes that oneDNN's Winograd F(4x4, 3x3) takes
-// (ConvGeometry::winogradShape) use it for all three: on ResNet-18's and
-// SqueezeNet's 3x3 convolutions forward plus both backwards ran 1.3-2.6x
-// faster than the direct algorithm at batch 8 and 32, and slower on none,
-// so no timing is needed and training stays deterministic. The plain
+// (ConvGeometry::winogradShape) use it for all three when they have at
+// least 32 output tiles (4x4) per thread: on ResNet-18's and SqueezeNet's
+// 3x3 convolutions forward plus both backwards ran 1.1-2.4x faster than
+// the direct algorithm with 64 tiles or more per thread, but 0.82x with 16
+// (ResNet-18's 7x7 images at batch 8 on 2 threads: too little work to share
+// out). A rule, not a timing, so training stays deterministic. The plain
 // weights (what the optimizer updates) are reordered into each primitive's
 // format on every step, and the weight gradient comes back plain. The
 // input's gradient is skipped when nothing needs it (the first layer's
@@ -16,6 +18,8 @@
 
 #include "../CPU/ConvGeometry.h"
 #include "TrainKernels.h"
+
+#include <omp.h>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
@@ -67,6 +71,15 @@ private:
 
 } // namespace
 
+/// Whether a Winograd shape has the 4x4 output tiles per thread to pay
+/// for its transforms (see the file comment).
+static bool winogradPays(const cpu::ConvGeometry &geo) {
+  constexpr int64_t kMinTilesPerThread = 32;
+  const Shape &out = geo.outShape;
+  int64_t tiles = out[0] * ((out[2] + 3) / 4) * ((out[3] + 3) / 4);
+  return tiles >= kMinTilesPerThread * omp_get_max_threads();
+}
+
 llvm::Expected<ConvGradEntry> ConvGradKernel::make(const Tensor &x,
                                                    const Tensor &w, bool bias) {
   llvm::Expected<cpu::ConvGeometry> geometry = cpu::convGeometry(attrs, x, w);
@@ -103,7 +116,7 @@ llvm::Expected<ConvGradEntry> ConvGradKernel::make(const Tensor &x,
     return std::make_tuple(fwd, bwdData, bwdWeights);
   };
   auto pds = [&] {
-    if (geo.winogradShape) {
+    if (geo.winogradShape && winogradPays(geo)) {
       try {
         return make(dnnl::algorithm::convolution_winograd);
       } catch (const dnnl::error &) {

@@ -12,7 +12,10 @@
 
 #include "heterps/Runtime/Train/TrainKernel.h"
 
+#include "llvm/ADT/ScopeExit.h"
+
 #include <cmath>
+#include <omp.h>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::testutil;
@@ -42,12 +45,18 @@ double weightedSum(const Tensor &y, const Tensor &r) {
 }
 
 /// Checks the gradients of inputs `check` of a one-op `type` on `inputs`
-/// (null tensors for absent inputs).
+/// (null tensors for absent inputs), on `threads` threads (0: all cores).
 void gradCheck(const std::string &type, std::vector<Tensor> inputs,
                const std::vector<int> &check, const Attrs &attrs = Attrs(),
-               float h = 1e-2f) {
+               float h = 1e-2f, int threads = 0) {
   SCOPED_TRACE(type);
-  TrainBackend backend;
+  TrainBackendOptions options;
+  options.numThreads = threads;
+  TrainBackend backend(options);
+  // Later tests on this thread get the thread count they had.
+  int before = omp_get_max_threads();
+  auto restore = llvm::make_scope_exit([&] { omp_set_num_threads(before); });
+  backend.enterThread();
   plan::Op op = makeOp(type, inputs.size(), inputs, attrs);
   OpInfo info(op, std::vector<const Tensor *>(inputs.size(), nullptr));
   auto kernel = backend.createKernel(info, 0);
@@ -136,10 +145,11 @@ TEST(GradCheck, Conv) {
 // 16 channels, 3x3, stride 1: the training kernel takes oneDNN's Winograd
 // algorithm for all three passes.
 TEST(GradCheck, ConvWinogradShape) {
+  // 2 x 4 x 4 output tiles of 4x4 on one thread: Winograd (ConvGrad.cpp).
   gradCheck(
       "Conv",
-      {random({2, 16, 6, 6}, 6), random({16, 16, 3, 3}, 7), random({16}, 8)},
-      {0, 1, 2}, Attrs().ints("pads", {1, 1, 1, 1}));
+      {random({2, 16, 16, 16}, 6), random({16, 16, 3, 3}, 7), random({16}, 8)},
+      {0, 1, 2}, Attrs().ints("pads", {1, 1, 1, 1}), 1e-2f, /*threads=*/1);
 }
 
 TEST(GradCheck, ConvGroupedDilatedNoBias) {

@@ -1,0 +1,66 @@
+//===- RandomInstance.h - random placement problems for tests ---*- C++ -*-===//
+//
+// Small random placement problems with compute and data times, partly
+// serial layers, loose to impossible floors and tight max_count limits: the
+// planners' tests compare against brute force on them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_UNITTESTS_PLANNER_RANDOMINSTANCE_H
+#define HETERPS_UNITTESTS_PLANNER_RANDOMINSTANCE_H
+
+#include "heterps/Planner/Placement.h"
+
+#include <cmath>
+#include <random>
+#include <string>
+
+namespace heterps::planner::testutil {
+
+struct Instance {
+  ClusterSpec spec;
+  std::vector<Layer> layers;
+  double limit = 0;
+};
+
+/// Types get prices 10x apart and speeds ~3x apart, so no type dominates;
+/// max_count is small (1..6) so the limits bind; the floor ranges from
+/// loose to beyond what any plan reaches.
+inline Instance randomInstance(std::mt19937_64 &rng, size_t layers,
+                               size_t types) {
+  std::uniform_real_distribution<double> unit(0, 1);
+  Instance in;
+  for (size_t t = 0; t < types; ++t) {
+    DeviceType d;
+    d.name = "t" + std::to_string(t);
+    d.kind = "cpu";
+    d.pricePerHour =
+        3.6 * std::pow(10.0, static_cast<double>(t) * 0.5) * (0.5 + unit(rng));
+    d.maxCount = 1 + static_cast<int64_t>(unit(rng) * 6);
+    in.spec.deviceTypes.push_back(d);
+  }
+  in.spec.job = {32, 3200, 2, 0};
+  for (size_t i = 0; i < layers; ++i) {
+    Layer l;
+    l.name = "l" + std::to_string(i);
+    l.kind = "Test";
+    double work = 0.01 + unit(rng);
+    for (size_t t = 0; t < types; ++t) {
+      // Faster types are dearer, with per-layer noise.
+      double speed = std::pow(3.0, static_cast<double>(t)) * (0.5 + unit(rng));
+      l.costs.push_back({work / speed, 0.3 * unit(rng) * work / speed,
+                         0.7 + 0.3 * unit(rng), unit(rng), 16});
+    }
+    in.layers.push_back(l);
+  }
+  // Relative to the throughput of everything on the fastest type, k = 1.
+  double total = 0;
+  for (const Layer &l : in.layers)
+    total += l.costs.back().oct * 2;
+  in.limit = 32 / total * (0.2 + 3 * unit(rng));
+  return in;
+}
+
+} // namespace heterps::planner::testutil
+
+#endif // HETERPS_UNITTESTS_PLANNER_RANDOMINSTANCE_H
