@@ -92,40 +92,55 @@ int heterps::runtime::fuseResidualAdds(plan::Plan &plan) {
   return fused;
 }
 
-int heterps::runtime::fuseActivations(plan::Plan &plan) {
+/// Folds each activation that `fusible` accepts into the op of a type in
+/// `producers` whose output only it reads (see fuseActivations).
+static int
+fuseIntoProducers(plan::Plan &plan,
+                  std::initializer_list<llvm::StringRef> producers,
+                  llvm::function_ref<bool(llvm::StringRef)> fusible) {
   Uses uses(plan);
   std::vector<bool> dead(plan.ops_size(), false);
   int fused = 0;
   for (int i = 0; i < plan.ops_size(); ++i) {
-    plan::Op &conv = *plan.mutable_ops(i);
-    if (conv.type() != "Conv" || conv.outputs_size() != 1)
+    plan::Op &producer = *plan.mutable_ops(i);
+    if (!llvm::is_contained(producers, producer.type()) ||
+        producer.outputs_size() != 1)
       continue;
-    int j = uses.soleReader(conv.outputs(0));
-    if (hasActivation(conv) || j < 0)
+    int j = uses.soleReader(producer.outputs(0));
+    if (hasActivation(producer) || j < 0)
       continue;
     const plan::Op &act = plan.ops(j);
-    bool fusible =
-        llvm::StringSwitch<bool>(act.type())
-            .Cases("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Elu", true)
-            .Default(false);
-    if (!fusible || act.inputs_size() != 1 || act.outputs_size() != 1 ||
-        !samePlacement(conv, act))
+    if (!fusible(act.type()) || act.inputs_size() != 1 ||
+        act.outputs_size() != 1 || !samePlacement(producer, act))
       continue;
-    plan::Attribute *type = conv.add_attributes();
+    plan::Attribute *type = producer.add_attributes();
     type->set_name("activation");
     type->set_s(act.type());
     for (const plan::Attribute &a : act.attributes()) {
-      plan::Attribute *copy = conv.add_attributes();
+      plan::Attribute *copy = producer.add_attributes();
       *copy = a;
       copy->set_name("activation_" + a.name());
     }
-    conv.set_outputs(0, act.outputs(0));
+    producer.set_outputs(0, act.outputs(0));
     dead[j] = true;
     ++fused;
   }
   if (fused)
     eraseOps(plan, dead);
   return fused;
+}
+
+int heterps::runtime::fuseActivations(plan::Plan &plan) {
+  return fuseIntoProducers(plan, {"Conv"}, [](llvm::StringRef type) {
+    return llvm::StringSwitch<bool>(type)
+        .Cases("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Elu", true)
+        .Default(false);
+  });
+}
+
+int heterps::runtime::fuseTrainableActivations(plan::Plan &plan) {
+  return fuseIntoProducers(plan, {"Conv", "BatchNormalization"},
+                           [](llvm::StringRef type) { return type == "Relu"; });
 }
 
 /// Integer list attribute `name` of `op`; empty when absent.
@@ -277,6 +292,11 @@ int heterps::runtime::foldBatchNorms(plan::Plan &plan, WeightMap &weights) {
       conv.set_inputs(2, bIndex);
     else
       conv.add_inputs(bIndex);
+    // A Relu fused into the batch norm (fuseTrainableActivations) moves
+    // onto the Conv.
+    for (const plan::Attribute &a : bn.attributes())
+      if (llvm::StringRef(a.name()).starts_with("activation"))
+        *conv.add_attributes() = a;
     conv.set_outputs(0, bn.outputs(0));
     dead[j] = true;
     ++folded;

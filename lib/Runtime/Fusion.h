@@ -20,6 +20,12 @@ namespace heterps::runtime {
 /// the activation's output. Returns the number of fused ops.
 int fuseActivations(plan::Plan &plan);
 
+/// The fusions training kernels can run backwards: a Relu into the Conv or
+/// BatchNormalization whose output only it reads (the Relu's gradient mask
+/// is the fused op's output > 0). Same attributes as fuseActivations.
+/// Inference kernels run the result too. Returns the number of fused ops.
+int fuseTrainableActivations(plan::Plan &plan);
+
 /// Folds an Add of a Conv's output and another value of the same declared
 /// shape (a residual connection) into the Conv, as a fourth input the Conv
 /// sums into its result; the other value must be defined before the Conv.
@@ -39,8 +45,9 @@ int fuseDepthwiseConvs(plan::Plan &plan, const WeightMap &weights);
 
 /// Folds an inference BatchNormalization into the Conv feeding it when the
 /// Conv's weight and bias and all BN parameters are weights: new weight
-/// values (appended to the plan and `weights`) replace the Conv's. Returns
-/// the number of folded ops.
+/// values (appended to the plan and `weights`) replace the Conv's; a Relu
+/// fused into the batch norm moves onto the Conv. Returns the number of
+/// folded ops.
 int foldBatchNorms(plan::Plan &plan, WeightMap &weights);
 
 } // namespace heterps::runtime

@@ -240,6 +240,8 @@ public:
   virtual llvm::Expected<EvalResult> evaluate(const data::Dataset &data,
                                               int64_t batchSize) = 0;
   virtual llvm::Expected<WeightMap> weights() = 0;
+  /// The plan the trainer runs (its fusions applied).
+  virtual const plan::Plan &plan() const = 0;
   /// Everything a step changes (for checkpoints), and putting it back as
   /// the state after `steps` steps.
   virtual llvm::Expected<Trainer::State> state() = 0;
@@ -265,6 +267,7 @@ public:
     return trainer->evaluate(data, batchSize);
   }
   llvm::Expected<WeightMap> weights() override { return trainer->weights(); }
+  const plan::Plan &plan() const override { return trainer->plan(); }
   llvm::Expected<Trainer::State> state() override { return trainer->state(); }
   llvm::Error restore(Trainer::State state, int64_t steps) override {
     if constexpr (std::is_same_v<T, Trainer>)
@@ -277,13 +280,12 @@ public:
 };
 
 /// Restores `job` from the checkpoint in `dir`; where the run stood.
-llvm::Expected<TrainingProgress> resumeFrom(llvm::StringRef dir,
-                                            const plan::Plan &plan, Job &job,
+llvm::Expected<TrainingProgress> resumeFrom(llvm::StringRef dir, Job &job,
                                             const CheckpointKey &key) {
   auto weights = job.weights();
   if (!weights)
     return weights.takeError();
-  auto loaded = loadCheckpoint(dir, plan, *weights, key);
+  auto loaded = loadCheckpoint(dir, job.plan(), *weights, key);
   if (!loaded)
     return loaded.takeError();
   if (llvm::Error e =
@@ -505,7 +507,7 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
                     data->size()};
   TrainingProgress progress;
   if (resume) {
-    auto loaded = resumeFrom(checkpointDir, plan, *job, key);
+    auto loaded = resumeFrom(checkpointDir, *job, key);
     if (!loaded)
       return fail("--resume: " + llvm::toString(loaded.takeError()));
     progress = *loaded;

@@ -3,6 +3,7 @@
 #include "PlanBuilder.h"
 #include "Reference.h"
 
+#include "../../lib/Runtime/Fusion.h"
 #include "heterps/Runtime/Executor.h"
 #include "heterps/Runtime/Plan.h"
 
@@ -410,6 +411,44 @@ TEST(Executor, ResidualAccumulatesIntoAnAddendNothingElseReads) {
 
 TEST(Executor, ResidualOfTheConvSourceDoesNotOverwriteIt) {
   checkResidualOfDyingValue(/*addendIsSource=*/true);
+}
+
+TEST(Executor, RunsBatchNormsWithAFusedRelu) {
+  // x -> BatchNorm -> Relu -> Conv -> BatchNorm -> Relu: after
+  // fuseTrainableActivations (what the trainers run) the first batch norm
+  // keeps its Relu, the second folds into the Conv and hands it its Relu.
+  std::mt19937 rng(21);
+  auto channel = [&](float lo, float hi) {
+    std::uniform_real_distribution<float> u(lo, hi);
+    std::vector<float> v(8);
+    for (float &f : v)
+      f = u(rng);
+    return Tensor::fromFloats({8}, v);
+  };
+  PlanBuilder b;
+  int x = b.input("x", {-1, 8, 6, 6});
+  auto bn = [&](int in, const std::string &n) {
+    return b.op("BatchNormalization",
+                {in, b.weight(n + "s", channel(0.5f, 1.5f)),
+                 b.weight(n + "b", channel(-1, 1)),
+                 b.weight(n + "m", channel(-1, 1)),
+                 b.weight(n + "v", channel(0.5f, 2))},
+                {-1, 8, 6, 6});
+  };
+  int a = b.op("Relu", {bn(x, "bn0")}, {-1, 8, 6, 6});
+  int c = b.op("Conv", {a, b.weight("w", randomTensor({8, 8, 3, 3}, rng))},
+               {-1, 8, 6, 6}, Attrs().ints("pads", {1, 1, 1, 1}));
+  b.output("y", b.op("Relu", {bn(c, "bn1")}, {-1, 8, 6, 6}));
+  plan::Plan plain = b.build(), fused = plain;
+  ASSERT_EQ(fuseTrainableActivations(fused), 2);
+  Tensor in = randomTensor({2, 8, 6, 6}, rng);
+  auto plainExec = Executor::create(plain), fusedExec = Executor::create(fused);
+  ASSERT_TRUE(static_cast<bool>(plainExec)) << errorOf(plainExec.takeError());
+  ASSERT_TRUE(static_cast<bool>(fusedExec)) << errorOf(fusedExec.takeError());
+  EXPECT_EQ((*fusedExec)->plan().ops_size(), 2);
+  auto want = (*plainExec)->run({in}), got = (*fusedExec)->run({in});
+  ASSERT_TRUE(want && got);
+  EXPECT_TRUE(allClose((*got)[0], (*want)[0], 1e-5f, 1e-6f));
 }
 
 //===----------------------------------------------------------------------===//

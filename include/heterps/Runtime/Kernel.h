@@ -48,7 +48,10 @@ public:
   /// otherwise the executor hands it plain tensors.
   virtual bool acceptsLayouts() const { return false; }
   /// Computes `outputs` (already sized, null tensors) from `inputs` (null
-  /// pointers for absent optional inputs).
+  /// pointers for absent optional inputs). An input whose buffer no other
+  /// tensor shares (Tensor::ownsBufferAlone) may be overwritten or become an
+  /// output's: a caller that reads it afterwards keeps a tensor on that
+  /// buffer (the Executor hands over the values an op reads last).
   virtual llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                           llvm::MutableArrayRef<Tensor> outputs) = 0;
 };

@@ -34,6 +34,12 @@ llvm::Error appendFusedActivation(const OpAttributes &attrs,
                                   dnnl::post_ops &ops,
                                   llvm::StringRef name = "activation");
 
+/// Whether an op whose kernels can fuse only a Relu (BatchNormalization;
+/// Conv in training) fuses one: true for attribute `activation` = Relu,
+/// false without it, an error naming any other.
+llvm::Expected<bool> fusesRelu(const OpAttributes &attrs,
+                               llvm::StringRef opType);
+
 /// Attributes that an inference kernel and its backward both read.
 struct LRNParams {
   int64_t size;

@@ -65,6 +65,16 @@ llvm::Expected<EltwiseSpec> cpu::eltwiseSpecFor(llvm::StringRef opType,
   return kernelError("activation '" + opType + "' has no oneDNN form");
 }
 
+llvm::Expected<bool> cpu::fusesRelu(const OpAttributes &attrs,
+                                    llvm::StringRef opType) {
+  llvm::Expected<std::string> type = attrs.getString("activation", "");
+  if (!type)
+    return type.takeError();
+  if (type->empty() || *type == "Relu")
+    return *type == "Relu";
+  return kernelError(opType + " can fuse a Relu only, not " + *type);
+}
+
 llvm::Error cpu::appendFusedActivation(const OpAttributes &attrs,
                                        dnnl::post_ops &ops,
                                        llvm::StringRef name) {

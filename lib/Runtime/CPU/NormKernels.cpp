@@ -1,7 +1,8 @@
 //===- NormKernels.cpp - BatchNormalization and LRN on oneDNN -------------===//
 //
-// Inference-form batch normalisation (global statistics, scale and shift)
-// and across-channel LRN, both in the input's layout.
+// Inference-form batch normalisation (global statistics, scale and shift,
+// optionally a fused Relu) and across-channel LRN, both in the input's
+// layout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,8 +15,8 @@ namespace {
 
 class BatchNormKernel : public Kernel {
 public:
-  BatchNormKernel(CPUContextPtr ctx, float epsilon)
-      : cache(std::move(ctx)), epsilon(epsilon) {}
+  BatchNormKernel(CPUContextPtr ctx, float epsilon, bool relu)
+      : cache(std::move(ctx)), epsilon(epsilon), relu(relu) {}
   bool acceptsLayouts() const override { return true; }
 
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
@@ -36,9 +37,12 @@ public:
       auto entry =
           cache.get(shapeKey(inputs), [&]() -> llvm::Expected<Primitive> {
             using Flags = dnnl::normalization_flags;
+            Flags flags =
+                Flags::use_global_stats | Flags::use_scale | Flags::use_shift;
+            if (relu)
+              flags |= Flags::fuse_norm_relu;
             dnnl::batch_normalization_forward::desc d(
-                dnnl::prop_kind::forward_inference, descOf(x), epsilon,
-                Flags::use_global_stats | Flags::use_scale | Flags::use_shift);
+                dnnl::prop_kind::forward_inference, descOf(x), epsilon, flags);
             return Primitive(Primitive::primitive_desc(d, ctx->engine));
           });
       if (!entry)
@@ -67,6 +71,8 @@ private:
   using Primitive = dnnl::batch_normalization_forward;
   PrimitiveCache<Primitive> cache;
   float epsilon;
+  /// A fused Relu (fuseTrainableActivations).
+  bool relu;
 };
 
 class LRNKernel : public Kernel {
@@ -136,7 +142,10 @@ void cpu::registerNormKernels(KernelRegistry &registry, CPUContextPtr ctx) {
         auto epsilon = info.attrs.getFloat("epsilon", 1e-5f);
         if (!epsilon)
           return epsilon.takeError();
-        return std::make_unique<BatchNormKernel>(ctx, *epsilon);
+        auto relu = fusesRelu(info.attrs, "BatchNormalization");
+        if (!relu)
+          return relu.takeError();
+        return std::make_unique<BatchNormKernel>(ctx, *epsilon, *relu);
       });
   registry.add(
       "LRN",

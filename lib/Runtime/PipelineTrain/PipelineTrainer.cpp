@@ -2,6 +2,7 @@
 
 #include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
 
+#include "../Fusion.h"
 #include "Worker.h"
 
 #include "heterps/Runtime/Pipeline.h"
@@ -114,6 +115,8 @@ layoutStages(const plan::Plan &plan, const WeightMap &weights,
 llvm::Error PipelineTrainer::prepare(WeightMap weights) {
   if (llvm::Error e = train::checkTrainingPlan(program))
     return e;
+  // Relus run inside the Conv or batch norm before them (Fusion.h).
+  fuseTrainableActivations(program);
   if (options.microBatches < 1)
     return pipelineError("--micro-batches must be at least 1, not " +
                          llvm::Twine(options.microBatches));

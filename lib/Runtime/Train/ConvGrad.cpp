@@ -10,16 +10,23 @@
 // (ResNet-18's 7x7 images at batch 8 on 2 threads: too little work to share
 // out). A rule, not a timing, so training stays deterministic. The plain
 // weights (what the optimizer updates) are reordered into each primitive's
-// format on every step, and the weight gradient comes back plain. The
+// format on every step (backward-data reuses the forward's when the formats
+// agree), and the weight gradient comes back plain. A fused Relu
+// (fuseTrainableActivations) is an eltwise post-op of the forward; the
+// backward masks the incoming gradient with the output (oneDNN's
+// relu_use_dst_for_bwd) before the two convolution backwards, so the
+// forward saves the Relu's pass over the output. The
 // input's gradient is skipped when nothing needs it (the first layer's
 // image).
 //
 //===----------------------------------------------------------------------===//
 
+#include "../CPU/CPUKernels.h"
 #include "../CPU/ConvGeometry.h"
 #include "TrainKernels.h"
 
 #include <omp.h>
+#include <optional>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
@@ -43,12 +50,14 @@ struct ConvGradEntry {
   /// Plain weights with the group split out (G, M/G, C/G, k...).
   memory::desc plainWeightsMd;
   Shape outShape;
+  /// With a fused Relu: its backward, on the forward's destination format.
+  std::optional<dnnl::eltwise_backward> reluBackward;
 };
 
 class ConvGradKernel : public TrainKernel {
 public:
-  ConvGradKernel(CPUContextPtr ctx, cpu::ConvAttrs attrs)
-      : cache(std::move(ctx)), attrs(std::move(attrs)) {}
+  ConvGradKernel(CPUContextPtr ctx, cpu::ConvAttrs attrs, bool relu)
+      : cache(std::move(ctx)), attrs(std::move(attrs)), relu(relu) {}
   bool differentiable(int i) const override { return i <= 2; }
   llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
                       Tensor &output) override;
@@ -62,11 +71,18 @@ private:
                                      bool bias);
   Tensor pack(const Tensor &w, const memory::desc &md) const;
 
+  /// dOutput, masked by the fused Relu's output when there is one.
+  Tensor reluGradient(const Tensor &output, const Tensor &dOutput) const;
+
   cpu::PrimitiveCache<ConvGradEntry> cache;
   cpu::ConvAttrs attrs;
+  bool relu;
   ConvGradEntry *entry = nullptr;
   /// The forward's source in the primitive's format, for backward-weights.
   Tensor src;
+  /// The forward's packed weights, which backward-data reuses when it reads
+  /// the same format (the weights do not change between the two).
+  Tensor packedWeights;
 };
 
 } // namespace
@@ -92,8 +108,14 @@ llvm::Expected<ConvGradEntry> ConvGradKernel::make(const Tensor &x,
   };
   memory::desc biasMd =
       bias ? memory::desc({m}, memory::data_type::f32, Tag::a) : memory::desc();
-  dnnl::primitive_attr attr;
+  dnnl::primitive_attr attr, forwardAttr;
   cpu::useCallerScratchpad(attr);
+  cpu::useCallerScratchpad(forwardAttr);
+  if (relu) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    forwardAttr.set_post_ops(ops);
+  }
   const dnnl::engine &engine = cache.context()->engine;
   memory::desc srcMd = any(toDims(x.shape())), wMd = any(geo.weightDims),
                dstMd = any(toDims(geo.outShape));
@@ -102,7 +124,7 @@ llvm::Expected<ConvGradEntry> ConvGradKernel::make(const Tensor &x,
         dnnl::convolution_forward::desc(
             dnnl::prop_kind::forward_training, algorithm, srcMd, wMd, biasMd,
             dstMd, geo.strides, geo.dilations, geo.padL, geo.padR),
-        attr, engine);
+        forwardAttr, engine);
     dnnl::convolution_backward_data::primitive_desc bwdData(
         dnnl::convolution_backward_data::desc(algorithm, srcMd, wMd, dstMd,
                                               geo.strides, geo.dilations,
@@ -126,14 +148,43 @@ llvm::Expected<ConvGradEntry> ConvGradKernel::make(const Tensor &x,
     return make(dnnl::algorithm::convolution_direct);
   }();
   auto &[fwd, bwdData, bwdWeights] = pds;
-  return ConvGradEntry{dnnl::convolution_forward(fwd),
-                       fwd,
-                       dnnl::convolution_backward_data(bwdData),
-                       bwdData,
-                       dnnl::convolution_backward_weights(bwdWeights),
-                       bwdWeights,
-                       plainDesc(geo.weightDims),
-                       geo.outShape};
+  ConvGradEntry entry{dnnl::convolution_forward(fwd),
+                      fwd,
+                      dnnl::convolution_backward_data(bwdData),
+                      bwdData,
+                      dnnl::convolution_backward_weights(bwdWeights),
+                      bwdWeights,
+                      plainDesc(geo.weightDims),
+                      geo.outShape,
+                      std::nullopt};
+  if (relu) {
+    auto alg = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
+    dnnl::eltwise_forward::primitive_desc hint(
+        {dnnl::prop_kind::forward_training, alg, fwd.dst_desc(), 0.f}, engine);
+    entry.reluBackward =
+        dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(
+            {alg, fwd.dst_desc(), fwd.dst_desc(), 0.f}, engine, hint));
+  }
+  return entry;
+}
+
+Tensor ConvGradKernel::reluGradient(const Tensor &output,
+                                    const Tensor &dOutput) const {
+  if (!relu)
+    return dOutput;
+  const CPUContextPtr &ctx = cache.context();
+  const memory::desc &md = entry->forwardPd.dst_desc();
+  // In place when nothing else holds the gradient (OpSequence hands over
+  // its only reference): no fresh buffer to bring into the cache.
+  bool inPlace = dOutput.ownsBufferAlone() && cpu::descOf(dOutput) == md;
+  Tensor y = reorderTo(output, md, ctx), dy = reorderTo(dOutput, md, ctx);
+  Tensor masked = inPlace ? dy : allocate(md, output.shape(), ctx);
+  entry->reluBackward->execute(ctx->stream,
+                               {{DNNL_ARG_DST, memoryOf(y, *ctx)},
+                                {DNNL_ARG_DIFF_DST, memoryOf(dy, *ctx)},
+                                {DNNL_ARG_DIFF_SRC, memoryOf(masked, *ctx)}});
+  ctx->stream.wait();
+  return masked;
 }
 
 /// Plain weights `w` reordered into `md`.
@@ -162,12 +213,12 @@ llvm::Error ConvGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
     entry = *got;
     const auto &pd = entry->forwardPd;
     src = reorderTo(*inputs[0], pd.src_desc(), ctx);
-    Tensor weights = pack(*inputs[1], pd.weights_desc());
+    packedWeights = pack(*inputs[1], pd.weights_desc());
     output = allocate(pd.dst_desc(), entry->outShape, ctx);
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, memoryOf(src, *ctx)},
         {DNNL_ARG_WEIGHTS,
-         memory(pd.weights_desc(), ctx->engine, weights.rawData())},
+         memory(pd.weights_desc(), ctx->engine, packedWeights.rawData())},
         {DNNL_ARG_DST, memoryOf(output, *ctx)}};
     if (b)
       args[DNNL_ARG_BIAS] = memoryOf(*b, *ctx);
@@ -179,15 +230,19 @@ llvm::Error ConvGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
 }
 
 llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
-                                     const Tensor &, const Tensor &dOutput,
+                                     const Tensor &output,
+                                     const Tensor &dOutputOfRelu,
                                      llvm::ArrayRef<bool> needGrad,
                                      llvm::MutableArrayRef<Tensor> dInputs) {
   const CPUContextPtr &ctx = cache.context();
   return cpu::guardDnnl([&]() -> llvm::Error {
+    Tensor dOutput = reluGradient(output, dOutputOfRelu);
     if (needGrad[0]) {
       const auto &pd = entry->backwardDataPd;
       Tensor dy = reorderTo(dOutput, pd.diff_dst_desc(), ctx);
-      Tensor weights = pack(*inputs[1], pd.weights_desc());
+      Tensor weights = pd.weights_desc() == entry->forwardPd.weights_desc()
+                           ? packedWeights
+                           : pack(*inputs[1], pd.weights_desc());
       Tensor dx = allocate(pd.diff_src_desc(), inputs[0]->shape(), ctx);
       std::unordered_map<int, memory> args = {
           {DNNL_ARG_DIFF_DST, memoryOf(dy, *ctx)},
@@ -234,11 +289,12 @@ void train::registerConvGrad(TrainRegistry &registry) {
       -> llvm::Expected<std::unique_ptr<TrainKernel>> {
     if (llvm::Error e = info.checkArity(2, 3))
       return e;
-    if (info.attrs.has("activation"))
-      return kernelError("a fused activation cannot be trained");
+    llvm::Expected<bool> relu = cpu::fusesRelu(info.attrs, "a trained Conv");
+    if (!relu)
+      return relu.takeError();
     llvm::Expected<cpu::ConvAttrs> attrs = cpu::parseConvAttrs(info.attrs);
     if (!attrs)
       return attrs.takeError();
-    return std::make_unique<ConvGradKernel>(env.ctx, std::move(*attrs));
+    return std::make_unique<ConvGradKernel>(env.ctx, std::move(*attrs), *relu);
   };
 }

@@ -5,6 +5,8 @@
 #include "heterps/Runtime/Executor.h"
 #include "heterps/Runtime/Plan.h"
 
+#include "../Fusion.h"
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
 
@@ -36,6 +38,8 @@ Trainer::create(const plan::Plan &plan, WeightMap weights,
 llvm::Error Trainer::prepare() {
   if (llvm::Error e = checkTrainingPlan(program))
     return e;
+  // Relus run inside the Conv or batch norm before them (Fusion.h).
+  fuseTrainableActivations(program);
   backend.enterThread();
   // Tensor copies share buffers: own the weights, which training updates in
   // place, so the caller's map stays as it was.

@@ -10,6 +10,7 @@
 #include "../PlanBuilder.h"
 #include "../Reference.h"
 
+#include "../../../lib/Runtime/CPU/DnnlUtils.h"
 #include "heterps/Runtime/Train/TrainKernel.h"
 
 #include "llvm/ADT/ScopeExit.h"
@@ -232,6 +233,114 @@ TEST(GradCheck, BatchNormTraining) {
             {random({4, 3, 5, 5}, 32), random({3}, 33, 0.5f, 1.5f),
              random({3}, 34), mean, var},
             {0, 1, 2});
+}
+
+/// A fused Relu (fuseTrainableActivations) trains exactly as the op and a
+/// Relu after it: same output, same gradients of every input (the mask of
+/// the fused backward is the output > 0, the Relu's the input > 0).
+void checkFusedRelu(const std::string &type, std::vector<Tensor> inputs,
+                    const std::vector<int> &check, const Attrs &attrs) {
+  SCOPED_TRACE(type + " + Relu");
+  TrainBackend backend;
+  auto kernelOf = [&](const plan::Op &op, size_t arity) {
+    OpInfo info(op, std::vector<const Tensor *>(arity, nullptr));
+    auto kernel = backend.createKernel(info, 0);
+    EXPECT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+    return std::move(*kernel);
+  };
+  std::vector<const Tensor *> args;
+  for (Tensor &t : inputs)
+    args.push_back(&t);
+  llvm::SmallVector<bool, 8> need(inputs.size(), false);
+  for (int i : check)
+    need[i] = true;
+
+  // Unfused: the op, then a Relu.
+  auto op = kernelOf(makeOp(type, inputs.size(), inputs, attrs), inputs.size());
+  Tensor z = random({1}, 1), zero = Tensor::fromFloats({1}, {0});
+  plan::Op reluOp = makeOp("Relu", 1, {z}, Attrs());
+  auto relu = kernelOf(reluOp, 1);
+  Tensor pre, y;
+  ASSERT_FALSE(bool(op->forward(args, pre)));
+  ASSERT_FALSE(bool(relu->forward({&pre}, y)));
+  std::mt19937 rng(9);
+  Tensor r = randomTensor(y.shape(), rng);
+  std::vector<Tensor> dPre(1), grads(inputs.size());
+  ASSERT_FALSE(bool(relu->backward({&pre}, y, r, {true}, dPre)));
+  ASSERT_FALSE(bool(op->backward(args, pre, dPre[0], need, grads)));
+
+  // Fused.
+  Attrs fusedAttrs = attrs;
+  fusedAttrs.s("activation", "Relu");
+  auto fused =
+      kernelOf(makeOp(type, inputs.size(), inputs, fusedAttrs), inputs.size());
+  Tensor fy;
+  ASSERT_FALSE(bool(fused->forward(args, fy)));
+  // The gradient in the output's layout, its buffer shared (with `kept`,
+  // which must stay as it is) and with the kernel holding its only
+  // reference (it masks it in place: TrainKernel::backward).
+  auto ctx = std::make_shared<cpu::CPUContext>();
+  Tensor shared = cpu::reorderTo(r, cpu::descOf(fy), ctx).clone();
+  Tensor kept = shared;
+  std::vector<Tensor> fusedGrads(inputs.size()), ownedGrads(inputs.size());
+  ASSERT_FALSE(bool(fused->backward(args, fy, shared, need, fusedGrads)));
+  EXPECT_TRUE(allClose(llvm::cantFail(kept.toPlain()), r, 0, 0));
+  ASSERT_FALSE(
+      bool(fused->backward(args, fy, shared.clone(), need, ownedGrads)));
+
+  EXPECT_TRUE(allClose(llvm::cantFail(fy.toPlain()),
+                       llvm::cantFail(y.toPlain()), 1e-5f, 1e-6f));
+  int masked = 0;
+  for (float v : llvm::ArrayRef(llvm::cantFail(y.toPlain()).data<float>(),
+                                y.numElements()))
+    masked += v == 0;
+  EXPECT_GT(masked, y.numElements() / 10); // the mask matters
+  for (int i : check) {
+    SCOPED_TRACE("input " + std::to_string(i));
+    EXPECT_TRUE(allClose(llvm::cantFail(fusedGrads[i].toPlain()),
+                         llvm::cantFail(grads[i].toPlain()), 1e-4f, 1e-5f));
+    EXPECT_TRUE(allClose(llvm::cantFail(ownedGrads[i].toPlain()),
+                         llvm::cantFail(grads[i].toPlain()), 1e-4f, 1e-5f));
+  }
+}
+
+TEST(FusedRelu, ConvTrainsAsConvThenRelu) {
+  for (auto [x, w] : {std::pair{Shape{2, 8, 9, 9}, Shape{16, 8, 3, 3}},
+                      // Winograd on one thread (ConvGrad.cpp).
+                      std::pair{Shape{2, 16, 16, 16}, Shape{16, 16, 3, 3}}}) {
+    int before = omp_get_max_threads();
+    omp_set_num_threads(1);
+    checkFusedRelu("Conv", {random(x, 50), random(w, 51), random({w[0]}, 52)},
+                   {0, 1, 2}, Attrs().ints("pads", {1, 1, 1, 1}));
+    omp_set_num_threads(before);
+  }
+}
+
+TEST(FusedRelu, BatchNormTrainsAsBatchNormThenRelu) {
+  checkFusedRelu("BatchNormalization",
+                 {random({4, 16, 5, 5}, 53), random({16}, 54, 0.5f, 1.5f),
+                  random({16}, 55), random({16}, 56),
+                  random({16}, 57, 0.5f, 2.f)},
+                 {0, 1, 2}, Attrs());
+}
+
+TEST(FusedRelu, OtherActivationsAreRefused) {
+  TrainBackend backend;
+  for (const char *type : {"Conv", "BatchNormalization"}) {
+    std::vector<Tensor> inputs = {random({1, 2, 3, 3}, 58),
+                                  random({2, 2, 1, 1}, 59)};
+    if (std::string(type) == "BatchNormalization")
+      inputs = {random({1, 2, 3, 3}, 58), random({2}, 1), random({2}, 2),
+                random({2}, 3), random({2}, 4, 0.5f, 1.f)};
+    plan::Op op =
+        makeOp(type, inputs.size(), inputs, Attrs().s("activation", "Sigmoid"));
+    OpInfo info(op, std::vector<const Tensor *>(inputs.size(), nullptr));
+    auto kernel = backend.createKernel(info, 0);
+    ASSERT_FALSE(bool(kernel));
+    EXPECT_NE(llvm::toString(kernel.takeError())
+                  .find("can fuse a Relu only, not Sigmoid"),
+              std::string::npos);
+  }
 }
 
 TEST(BatchNormTraining, UpdatesRunningStatistics) {

@@ -42,7 +42,10 @@ public:
                               Tensor &output) = 0;
   /// After `forward` on the same `inputs` and `output`: from `dOutput`, the
   /// gradient of the loss with respect to the output, sets `dInputs[i]` for
-  /// every `i` with `needGrad[i]` (those are differentiable inputs).
+  /// every `i` with `needGrad[i]` (those are differentiable inputs). When no
+  /// other tensor shares `dOutput`'s buffer (Tensor::ownsBufferAlone) the
+  /// kernel may overwrite it: a caller that reads it afterwards keeps a
+  /// tensor on that buffer.
   virtual llvm::Error backward(llvm::ArrayRef<const Tensor *> inputs,
                                const Tensor &output, const Tensor &dOutput,
                                llvm::ArrayRef<bool> needGrad,
