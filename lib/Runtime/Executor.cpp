@@ -36,6 +36,7 @@ Executor::Executor(plan::Plan plan, WeightMap weights, ExecutorOptions options)
       cpu(CPUBackendOptions{options.numThreads, options.autotune}) {
   foldBatchNorms(program, weights);
   if (options.fuse) {
+    fusePads(program, weights);
     fuseResidualAdds(program);
     fuseActivations(program);
     fuseDepthwiseConvs(program, weights);

@@ -221,6 +221,114 @@ int heterps::runtime::fuseDepthwiseConvs(plan::Plan &plan,
   return fused;
 }
 
+/// Attribute `name` of `op`, added when absent.
+static plan::Attribute &attributeOf(plan::Op &op, llvm::StringRef name) {
+  for (plan::Attribute &a : *op.mutable_attributes())
+    if (a.name() == name)
+      return a;
+  plan::Attribute *a = op.add_attributes();
+  a->set_name(name.str());
+  return *a;
+}
+
+/// The string attribute `name` of `op`, or `otherwise`.
+static std::string stringOf(const plan::Op &op, llvm::StringRef name,
+                            llvm::StringRef otherwise) {
+  for (const plan::Attribute &a : op.attributes())
+    if (a.name() == name && a.value_case() == plan::Attribute::kS)
+      return a.s();
+  return otherwise.str();
+}
+
+/// The spatial pads ([begin..., end...], ONNX order) of a Pad whose output
+/// a convolution or pooling could take over: constant mode with zeros, pads
+/// from a weight (opset 11 on) or the attribute, none on the first two
+/// axes and none negative. Empty otherwise.
+static std::vector<int64_t> zeroSpatialPads(const plan::Op &pad,
+                                            const WeightMap &weights) {
+  auto weightOf = [&](int k) -> const Tensor * {
+    if (k >= pad.inputs_size() || pad.inputs(k) < 0)
+      return nullptr;
+    auto it = weights.find(pad.inputs(k));
+    return it == weights.end() ? nullptr : &it->second;
+  };
+  if (stringOf(pad, "mode", "constant") != "constant" ||
+      pad.inputs_size() > 3 || pad.outputs_size() != 1)
+    return {};
+  std::vector<int64_t> all = intsOf(pad, "pads");
+  if (pad.inputs_size() > 1 && pad.inputs(1) >= 0) {
+    const Tensor *p = weightOf(1);
+    if (!p || p->dtype() != DType::I64)
+      return {};
+    all.assign(p->data<int64_t>(), p->data<int64_t>() + p->numElements());
+  }
+  if (pad.inputs_size() > 2 && pad.inputs(2) >= 0) {
+    const Tensor *v = weightOf(2);
+    if (!v || v->dtype() != DType::F32 || v->numElements() != 1 ||
+        v->data<float>()[0] != 0.f)
+      return {};
+  }
+  for (const plan::Attribute &a : pad.attributes())
+    if (a.name() == "value" && a.value_case() == plan::Attribute::kF &&
+        a.f() != 0.f)
+      return {};
+  size_t rank = all.size() / 2;
+  if (rank < 3 || all.size() != 2 * rank || all[0] || all[1] || all[rank] ||
+      all[rank + 1] || llvm::any_of(all, [](int64_t p) { return p < 0; }))
+    return {};
+  std::vector<int64_t> spatial(all.begin() + 2, all.begin() + rank);
+  spatial.insert(spatial.end(), all.begin() + rank + 2, all.end());
+  return spatial;
+}
+
+int heterps::runtime::fusePads(plan::Plan &plan, const WeightMap &weights) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    const plan::Op &pad = plan.ops(i);
+    if (pad.type() != "Pad")
+      continue;
+    std::vector<int64_t> extra = zeroSpatialPads(pad, weights);
+    int j = extra.empty() ? -1 : uses.soleReader(pad.outputs(0));
+    if (j < 0)
+      continue;
+    plan::Op &next = *plan.mutable_ops(j);
+    bool pool = next.type() == "AveragePool";
+    if ((!pool && next.type() != "Conv") || next.inputs(0) != pad.outputs(0) ||
+        !samePlacement(pad, next) ||
+        stringOf(next, "auto_pad", "NOTSET") != "NOTSET")
+      continue;
+    std::vector<int64_t> pads = intsOf(next, "pads");
+    if (pads.empty())
+      pads.assign(extra.size(), 0);
+    // An average over the padded input counts the zeros; one over the
+    // pool's own pads must count them too, and ceil-mode windows past the
+    // end must not.
+    std::vector<int64_t> includePad = intsOf(next, "count_include_pad");
+    if (pool && (!allEqual(next, "ceil_mode", 0) ||
+                 (llvm::any_of(pads, [](int64_t p) { return p != 0; }) &&
+                  includePad != std::vector<int64_t>{1})))
+      continue;
+    if (pads.size() != extra.size())
+      continue;
+    for (size_t k = 0; k < pads.size(); ++k)
+      pads[k] += extra[k];
+    attributeOf(next, "pads")
+        .mutable_ints()
+        ->mutable_values()
+        ->Assign(pads.begin(), pads.end());
+    if (pool)
+      attributeOf(next, "count_include_pad").set_i(1);
+    next.set_inputs(0, pad.inputs(0));
+    dead[i] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}
+
 int heterps::runtime::foldBatchNorms(plan::Plan &plan, WeightMap &weights) {
   Uses uses(plan);
   std::vector<bool> dead(plan.ops_size(), false);

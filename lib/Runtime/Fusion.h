@@ -43,6 +43,13 @@ int fuseResidualAdds(plan::Plan &plan);
 /// number of fused pairs.
 int fuseDepthwiseConvs(plan::Plan &plan, const WeightMap &weights);
 
+/// Folds a Pad with zeros on the spatial axes (constant mode, pads a
+/// weight) into the Conv or AveragePool that is its only reader, as extra
+/// `pads` (an AveragePool then counts them: count_include_pad = 1; not in
+/// ceil mode, nor over pads of its own it excluded). Returns the number of
+/// folded Pads.
+int fusePads(plan::Plan &plan, const WeightMap &weights);
+
 /// Folds an inference BatchNormalization into the Conv feeding it when the
 /// Conv's weight and bias and all BN parameters are weights: new weight
 /// values (appended to the plan and `weights`) replace the Conv's; a Relu

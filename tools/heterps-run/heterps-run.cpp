@@ -39,6 +39,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -95,6 +96,12 @@ cl::opt<SplitBy> splitBy(
                           "about equal measured time: every op is timed "
                           "on this machine first (--stream only)")),
     cl::init(SplitBy::Ops), cl::cat(category));
+cl::opt<bool> opTimes(
+    "op-times",
+    cl::desc("After the timed run, time every op as it runs (fused, on "
+             "--threads threads) and print the ms per run of each op type "
+             "and of the slowest ops"),
+    cl::cat(category));
 cl::opt<std::string> profileOut(
     "profile-out",
     cl::desc("Measure every layer on this machine and write the profile "
@@ -289,6 +296,49 @@ timeOps(const plan::Plan &plan, const std::vector<Tensor> &inputs,
     names.push_back((*executor)->plan().ops(static_cast<int>(i)).name());
   }
   return std::make_pair(seconds, names);
+}
+
+/// --op-times: the fused ops' times by op type and the slowest ops.
+int printOpTimes(const plan::Plan &plan, const std::vector<Tensor> &inputs,
+                 const ExecutorOptions &options) {
+  auto times = timeOps(plan, inputs, options, options.numThreads,
+                       /*fuse=*/true);
+  if (!times)
+    return fail(llvm::toString(times.takeError()));
+  auto executor = Executor::create(plan, options);
+  if (!executor)
+    return fail(llvm::toString(executor.takeError()));
+  const plan::Plan &fused = (*executor)->plan();
+  std::map<std::string, std::pair<double, int>> byType;
+  std::vector<std::pair<double, int>> ops;
+  double total = 0;
+  for (size_t i = 0; i < times->first.size(); ++i) {
+    double ms = times->first[i] * 1e3;
+    auto &[sum, count] = byType[fused.ops(static_cast<int>(i)).type()];
+    sum += ms;
+    ++count;
+    ops.push_back({ms, static_cast<int>(i)});
+    total += ms;
+  }
+  llvm::outs() << llvm::formatv("op times (fused, {0} ops, {1:F3} ms per run "
+                                "in all):\n",
+                                ops.size(), total);
+  std::vector<std::pair<double, std::string>> types;
+  for (const auto &[type, entry] : byType)
+    types.push_back({entry.first, type});
+  llvm::sort(types, std::greater<>());
+  for (const auto &[ms, type] : types)
+    llvm::outs() << llvm::formatv("  {0,-24} {1,4} ops {2,9:F3} ms {3,5:F1}%\n",
+                                  type, byType[type].second, ms,
+                                  100 * ms / std::max(total, 1e-12));
+  llvm::sort(ops, std::greater<>());
+  llvm::outs() << "slowest ops:\n";
+  for (size_t k = 0; k < std::min<size_t>(ops.size(), 10); ++k) {
+    const plan::Op &op = fused.ops(ops[k].second);
+    llvm::outs() << llvm::formatv("  {0,9:F3} ms  {1} ({2})\n", ops[k].first,
+                                  op.name(), op.type());
+  }
+  return 0;
 }
 
 /// --split-by=time: re-cuts the plan's ops into --split-stages stages whose
@@ -584,6 +634,9 @@ int main(int argc, char **argv) {
       "{5:F1} samples/s\n",
       llvm::sys::path::filename(modelPath), batch.getValue(), ms.size(), p50,
       p90, throughput);
+  if (opTimes)
+    if (int code = printOpTimes(*plan, random, options))
+      return code;
   return writeReport(
       llvm::json::Object{{"model", modelPath},
                          {"batch", batch.getValue()},

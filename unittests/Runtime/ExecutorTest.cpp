@@ -413,6 +413,64 @@ TEST(Executor, ResidualOfTheConvSourceDoesNotOverwriteIt) {
   checkResidualOfDyingValue(/*addendIsSource=*/true);
 }
 
+/// x -> Pad(pads, value) -> `next` (AveragePool 3x3 or Conv 3x3, with
+/// `nextAttrs`): the fused plan's op count and whether its output matches
+/// the unfused executor's.
+static void checkPadFolding(std::vector<int64_t> pads, float value,
+                            const std::string &next, Attrs nextAttrs,
+                            int expectedOps) {
+  SCOPED_TRACE(next + " after Pad " + shapeToString(pads));
+  std::mt19937 rng(23);
+  PlanBuilder b;
+  int x = b.input("x", {-1, 4, 7, 7});
+  Shape padded = {-1, 4 + pads[1] + pads[5], 7 + pads[2] + pads[6],
+                  7 + pads[3] + pads[7]};
+  int p = b.op("Pad",
+               {x, b.weight("pads", Tensor::fromInts({8}, pads)),
+                b.weight("value", Tensor::fromFloats({1}, {value}))},
+               padded, Attrs().s("mode", "constant"));
+  std::vector<int> inputs = {p};
+  if (next == "Conv")
+    inputs.push_back(b.weight("w", randomTensor({4, padded[1], 3, 3}, rng)));
+  Shape out = {-1, next == "Conv" ? 4 : padded[1], -1, -1};
+  b.output("y",
+           b.op(next, inputs, out, nextAttrs.ints("kernel_shape", {3, 3})));
+  ExecutorOptions plain;
+  plain.fuse = false;
+  auto unfused = Executor::create(b.build(), plain);
+  auto fused = Executor::create(b.build());
+  ASSERT_TRUE(static_cast<bool>(unfused)) << errorOf(unfused.takeError());
+  ASSERT_TRUE(static_cast<bool>(fused)) << errorOf(fused.takeError());
+  EXPECT_EQ((*fused)->plan().ops_size(), expectedOps);
+  Tensor in = randomTensor({2, 4, 7, 7}, rng);
+  auto want = (*unfused)->run({in});
+  ASSERT_TRUE(static_cast<bool>(want)) << errorOf(want.takeError());
+  auto got = (*fused)->run({in});
+  ASSERT_TRUE(static_cast<bool>(got)) << errorOf(got.takeError());
+  EXPECT_TRUE(allClose((*got)[0], (*want)[0], 1e-5f, 1e-6f));
+}
+
+TEST(Executor, FoldsZeroPadsIntoPoolsAndConvs) {
+  std::vector<int64_t> spatial = {0, 0, 1, 2, 0, 0, 1, 0};
+  checkPadFolding(spatial, 0, "AveragePool", Attrs(), 1);
+  checkPadFolding(spatial, 0, "Conv", Attrs(), 1);
+  // The pool's own pads, counted: they add up.
+  checkPadFolding(spatial, 0, "AveragePool",
+                  Attrs().ints("pads", {1, 1, 1, 1}).i("count_include_pad", 1),
+                  1);
+}
+
+TEST(Executor, KeepsPadsThatCannotFold) {
+  std::vector<int64_t> spatial = {0, 0, 1, 1, 0, 0, 1, 1};
+  // Not zeros; on the channels; a ceil-mode pool; a pool excluding its own
+  // pads from the average.
+  checkPadFolding(spatial, 0.5f, "AveragePool", Attrs(), 2);
+  checkPadFolding({0, 1, 1, 1, 0, 0, 1, 1}, 0, "AveragePool", Attrs(), 2);
+  checkPadFolding(spatial, 0, "AveragePool", Attrs().i("ceil_mode", 1), 2);
+  checkPadFolding(spatial, 0, "AveragePool", Attrs().ints("pads", {1, 1, 1, 1}),
+                  2);
+}
+
 TEST(Executor, RunsBatchNormsWithAFusedRelu) {
   // x -> BatchNorm -> Relu -> Conv -> BatchNorm -> Relu: after
   // fuseTrainableActivations (what the trainers run) the first batch norm
