@@ -410,9 +410,11 @@ TEST_F(KernelTest, Concat) {
 // a plain input reorders first. Whatever the layouts, the values match.
 TEST_F(KernelTest, ConcatOfConvolutionOutputs) {
   Tensor x = random({2, 16, 10, 10}), w1 = random({16, 16, 1, 1}),
-         w3 = random({32, 16, 3, 3}), z = random({2, 8, 10, 10});
+         w3 = random({32, 16, 3, 3}), z = random({2, 8, 10, 10}),
+         z16 = random({2, 16, 10, 10});
   PlanBuilder b;
-  int xi = b.input("x", x.shape()), zi = b.input("z", z.shape());
+  int xi = b.input("x", x.shape()), zi = b.input("z", z.shape()),
+      z16i = b.input("z16", z16.shape());
   int y1 = b.op("Conv", {xi, b.weight("w1", w1)}, {2, 16, 10, 10});
   int y3 = b.op("Conv", {xi, b.weight("w3", w3)}, {2, 32, 10, 10},
                 Attrs().ints("pads", {1, 1, 1, 1}));
@@ -420,9 +422,12 @@ TEST_F(KernelTest, ConcatOfConvolutionOutputs) {
            b.op("Concat", {y1, y3}, {2, 48, 10, 10}, Attrs().i("axis", 1)));
   b.output("mixed",
            b.op("Concat", {y3, zi, y1}, {2, 56, 10, 10}, Attrs().i("axis", 1)));
+  // A plain input of whole channel blocks is reordered, then copied.
+  b.output("reordered", b.op("Concat", {y3, z16i, y1}, {2, 64, 10, 10},
+                             Attrs().i("axis", 1)));
   auto exec = Executor::create(b.build());
   ASSERT_TRUE(static_cast<bool>(exec)) << llvm::toString(exec.takeError());
-  auto outputs = (*exec)->run(std::vector<Tensor>{x, z});
+  auto outputs = (*exec)->run(std::vector<Tensor>{x, z, z16});
   ASSERT_TRUE(static_cast<bool>(outputs))
       << llvm::toString(outputs.takeError());
   ConvParams p1{{1, 1}, {1, 1}, {0, 0, 0, 0}, 1};
@@ -430,6 +435,7 @@ TEST_F(KernelTest, ConcatOfConvolutionOutputs) {
   Tensor r1 = refConv(x, w1, nullptr, p1), r3 = refConv(x, w3, nullptr, p3);
   EXPECT_TRUE(allClose((*outputs)[0], refConcat({r1, r3}, 1)));
   EXPECT_TRUE(allClose((*outputs)[1], refConcat({r3, z, r1}, 1)));
+  EXPECT_TRUE(allClose((*outputs)[2], refConcat({r3, z16, r1}, 1)));
 }
 
 TEST_F(KernelTest, ViewsKeepValues) {
