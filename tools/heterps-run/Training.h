@@ -1,5 +1,4 @@
-//===- Training.h - heterps-run --train ---------------------------*- C++
-//-*-===//
+//===- Training.h - heterps-run --train -------------------------*- C++ -*-===//
 
 #ifndef HETERPS_TOOLS_HETERPS_RUN_TRAINING_H
 #define HETERPS_TOOLS_HETERPS_RUN_TRAINING_H

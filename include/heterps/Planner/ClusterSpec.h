@@ -1,5 +1,4 @@
-//===- ClusterSpec.h - device types, prices and the training job -*- C++
-//-*-===//
+//===- ClusterSpec.h - device types, prices and the job ---------*- C++ -*-===//
 //
 // The cluster spec is a YAML file (read with LLVM's YAML I/O):
 //

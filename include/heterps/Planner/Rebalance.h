@@ -1,5 +1,4 @@
-//===- Rebalance.h - optimal stage boundaries for a type sequence -*- C++
-//-*-===//
+//===- Rebalance.h - stage boundaries per type sequence ---------*- C++ -*-===//
 //
 // StageRebalancer::improve() searches a plan's sequence of stage types (cpu,
 // t4, cpu, ... for instance) rather than its layers: for a sequence, it

@@ -1,5 +1,4 @@
-//===- ConvGeometry.h - ONNX Conv attributes as oneDNN sees them -*- C++
-//-*-===//
+//===- ConvGeometry.h - ONNX Conv in oneDNN terms ---------------*- C++ -*-===//
 //
 // Shared by the inference and the training convolution kernels: the ONNX
 // attributes of Conv, and for an input and weight the output shape, the

@@ -1,5 +1,4 @@
-//===- ConvTransposeGeometry.h - a ConvTranspose in oneDNN's terms -*- C++
-//-*-===//
+//===- ConvTransposeGeometry.h - ConvTranspose in oneDNN terms --*- C++ -*-===//
 //
 // Shared by the ConvTranspose kernel and its backward. ONNX weights are
 // [C, M/group, k...] (input channels first); oneDNN's logical deconvolution

@@ -1,5 +1,4 @@
-//===- PoolGeometry.h - ONNX pooling attributes as oneDNN sees them -*- C++
-//-*-===//
+//===- PoolGeometry.h - ONNX pooling in oneDNN terms ------------*- C++ -*-===//
 //
 // Shared by the inference and the training pooling kernels: the ONNX
 // attributes of MaxPool, AveragePool and their Global forms, and the output

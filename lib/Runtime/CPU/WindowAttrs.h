@@ -1,5 +1,4 @@
-//===- WindowAttrs.h - strides, dilations and pads of a window op -*- C++
-//-*-===//
+//===- WindowAttrs.h - strides, dilations and pads --------------*- C++ -*-===//
 //
 // The ONNX attributes that Conv and the pooling ops share; empty when the
 // model leaves them out (their defaults depend on the input's rank).

@@ -1,5 +1,4 @@
-//===- SparseGather.h - embedding lookups from a sparse PS table -*- C++
-//-*-===//
+//===- SparseGather.h - lookups from a sparse PS table ----------*- C++ -*-===//
 //
 // Internal to the pipeline trainer. A Gather whose table is a sparse
 // parameter-server table never sees the table: its forward pulls the rows

@@ -1,5 +1,4 @@
-//===- TrainKernels.h - registration of the CPU training kernels -*- C++
-//-*-===//
+//===- TrainKernels.h - CPU training kernel registry ------------*- C++ -*-===//
 //
 // Internal to lib/Runtime/Train: each kernel family registers its factories
 // here, as the inference kernels do in lib/Runtime/CPU/CPUKernels.h, and

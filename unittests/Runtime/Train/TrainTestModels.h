@@ -1,5 +1,4 @@
-//===- TrainTestModels.h - a small MLP and data for trainer tests -*- C++
-//-*-===//
+//===- TrainTestModels.h - small MLP and data for tests ---------*- C++ -*-===//
 //
 // The MLP's weights are initializers of an ONNX model written to a
 // temporary file (the Trainer trains initializers; --save-model writes them

@@ -1,5 +1,4 @@
-//===- Schedule.h - the order of forwards and backwards per stage -*- C++
-//-*-===//
+//===- Schedule.h - forwards and backwards per stage ------------*- C++ -*-===//
 //
 // A training step cuts its batch into `m` micro-batches that flow through
 // `p` stages. A schedule fixes the order in which each stage runs its

@@ -1,5 +1,4 @@
-//===- StepProfile.h - measured pipeline steps vs the cost model -*- C++
-//-*-===//
+//===- StepProfile.h - measured steps vs the cost model ---------*- C++ -*-===//
 //
 // Sums the per-replica figures of a run's steps and predicts the step time
 // from them two ways:

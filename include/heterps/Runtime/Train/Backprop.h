@@ -1,5 +1,4 @@
-//===- Backprop.h - forward and backward over a range of plan ops -*- C++
-//-*-===//
+//===- Backprop.h - forward and backward over op ranges ---------*- C++ -*-===//
 //
 // The pieces a training step is made of, shared by the single-stage
 // Trainer and the pipeline's stage workers: an OpSequence runs the training

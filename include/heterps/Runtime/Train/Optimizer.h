@@ -1,5 +1,4 @@
-//===- Optimizer.h - parameter updates and learning-rate schedules -*- C++
-//-*-===//
+//===- Optimizer.h - parameter updates and LR schedules ---------*- C++ -*-===//
 //
 // The updates follow PyTorch's torch.optim so that runs can be compared
 // step for step: weight decay is added to the gradient (g += wd * p), then

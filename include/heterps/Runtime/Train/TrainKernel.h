@@ -1,5 +1,4 @@
-//===- TrainKernel.h - forward and backward of one op in training -*- C++
-//-*-===//
+//===- TrainKernel.h - one op forward and backward --------------*- C++ -*-===//
 //
 // Training runs each plan op through a TrainKernel: `forward` in training
 // mode (batch statistics, dropout masks) keeping what the backward pass

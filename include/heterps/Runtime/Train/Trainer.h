@@ -1,5 +1,4 @@
-//===- Trainer.h - training a plan on the CPU --------------------*- C++
-//-*-===//
+//===- Trainer.h - training a plan on the CPU -------------------*- C++ -*-===//
 //
 // A Trainer turns an inference plan into a training job: every step runs
 // the plan's ops forward in training mode (TrainKernel), the loss, the ops'
