@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <new>
 
 using namespace heterps::runtime;
@@ -33,29 +34,34 @@ std::shared_ptr<uint8_t> BufferPool::allocate(size_t bytes) {
   if (rounded < kMinPooledBytes)
     return std::shared_ptr<uint8_t>(alignedAlloc(rounded), std::free);
   uint8_t *buffer = nullptr;
+  size_t size = rounded;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = free_.find(rounded);
-    if (it != free_.end() && !it->second.empty()) {
-      buffer = it->second.back();
-      it->second.pop_back();
-      stats_.cachedBytes -= rounded;
-      ++stats_.hits;
-    } else {
+    // The most recently freed buffer that fits without wasting more than
+    // kMaxSlack times the request: likely still in cache.
+    for (auto it = free_.rbegin(); it != free_.rend(); ++it)
+      if (it->second >= rounded && it->second <= kMaxSlack * rounded) {
+        buffer = it->first;
+        size = it->second;
+        free_.erase(std::next(it).base());
+        stats_.cachedBytes -= size;
+        ++stats_.hits;
+        break;
+      }
+    if (!buffer)
       ++stats_.misses;
-    }
   }
   if (!buffer)
     buffer = alignedAlloc(rounded);
   return std::shared_ptr<uint8_t>(
-      buffer, [this, rounded](uint8_t *p) { release(p, rounded); });
+      buffer, [this, size](uint8_t *p) { release(p, size); });
 }
 
 void BufferPool::release(uint8_t *buffer, size_t bytes) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stats_.cachedBytes + bytes <= capacity_) {
-      free_[bytes].push_back(buffer);
+      free_.push_back({buffer, bytes});
       stats_.cachedBytes += bytes;
       return;
     }
@@ -64,13 +70,13 @@ void BufferPool::release(uint8_t *buffer, size_t bytes) {
 }
 
 void BufferPool::evict(size_t keep) {
-  for (auto it = free_.begin(); it != free_.end() && stats_.cachedBytes > keep;
-       ++it)
-    while (!it->second.empty() && stats_.cachedBytes > keep) {
-      std::free(it->second.back());
-      it->second.pop_back();
-      stats_.cachedBytes -= it->first;
-    }
+  // The least recently freed first.
+  size_t k = 0;
+  for (; k < free_.size() && stats_.cachedBytes > keep; ++k) {
+    std::free(free_[k].first);
+    stats_.cachedBytes -= free_[k].second;
+  }
+  free_.erase(free_.begin(), free_.begin() + static_cast<ptrdiff_t>(k));
 }
 
 void BufferPool::setCapacity(size_t bytes) {

@@ -33,6 +33,35 @@ TEST(BufferPool, ReusesAFreedBufferOfTheSameSize) {
   EXPECT_EQ(pool.stats().misses, 3);
 }
 
+TEST(BufferPool, HandsOutTheMostRecentlyFreedBufferThatFits) {
+  BufferPool pool;
+  uint8_t *older, *newer, *tooLarge;
+  {
+    auto a = pool.allocate(kLarge), b = pool.allocate(2 * kLarge),
+         c = pool.allocate(4 * kLarge);
+    older = a.get();
+    newer = b.get();
+    tooLarge = c.get();
+    a.reset();
+    b.reset();
+  } // freed in the order a, b, c
+  // c is the most recent but more than kMaxSlack times the request.
+  static_assert(BufferPool::kMaxSlack < 4);
+  std::shared_ptr<uint8_t> d = pool.allocate(kLarge);
+  EXPECT_EQ(d.get(), newer);
+  std::shared_ptr<uint8_t> e = pool.allocate(kLarge);
+  EXPECT_EQ(e.get(), older);
+  EXPECT_EQ(pool.stats().cachedBytes, 4 * kLarge);
+  // A buffer goes back with its own size, not the size asked for.
+  d.reset();
+  EXPECT_EQ(pool.stats().cachedBytes, 6 * kLarge);
+  std::shared_ptr<uint8_t> f = pool.allocate(2 * kLarge);
+  EXPECT_EQ(f.get(), newer);
+  std::shared_ptr<uint8_t> g = pool.allocate(3 * kLarge);
+  EXPECT_EQ(g.get(), tooLarge);
+  EXPECT_EQ(pool.stats().cachedBytes, 0u);
+}
+
 TEST(BufferPool, SmallBuffersBypassThePool) {
   BufferPool pool;
   { auto a = pool.allocate(100); }
