@@ -143,6 +143,15 @@ int heterps::runtime::fuseTrainableActivations(plan::Plan &plan) {
                            [](llvm::StringRef type) { return type == "Relu"; });
 }
 
+/// The weight that input `k` of `op` is, or null (absent or computed).
+static const Tensor *weightInput(const WeightMap &weights, const plan::Op &op,
+                                 int k) {
+  if (k >= op.inputs_size() || op.inputs(k) < 0)
+    return nullptr;
+  auto it = weights.find(op.inputs(k));
+  return it == weights.end() ? nullptr : &it->second;
+}
+
 /// Integer list attribute `name` of `op`; empty when absent.
 static std::vector<int64_t> intsOf(const plan::Op &op, llvm::StringRef name) {
   for (const plan::Attribute &a : op.attributes())
@@ -162,11 +171,8 @@ static bool allEqual(const plan::Op &op, llvm::StringRef name, int64_t v) {
 int heterps::runtime::fuseDepthwiseConvs(plan::Plan &plan,
                                          const WeightMap &weights) {
   Uses uses(plan);
-  auto weightOf = [&](const plan::Op &op, int k) -> const Tensor * {
-    if (k >= op.inputs_size() || op.inputs(k) < 0)
-      return nullptr;
-    auto it = weights.find(op.inputs(k));
-    return it == weights.end() ? nullptr : &it->second;
+  auto weightOf = [&](const plan::Op &op, int k) {
+    return weightInput(weights, op, k);
   };
   // A bias is absent or a weight.
   auto constantBias = [&](const plan::Op &op) {
@@ -246,12 +252,7 @@ static std::string stringOf(const plan::Op &op, llvm::StringRef name,
 /// axes and none negative. Empty otherwise.
 static std::vector<int64_t> zeroSpatialPads(const plan::Op &pad,
                                             const WeightMap &weights) {
-  auto weightOf = [&](int k) -> const Tensor * {
-    if (k >= pad.inputs_size() || pad.inputs(k) < 0)
-      return nullptr;
-    auto it = weights.find(pad.inputs(k));
-    return it == weights.end() ? nullptr : &it->second;
-  };
+  auto weightOf = [&](int k) { return weightInput(weights, pad, k); };
   if (stringOf(pad, "mode", "constant") != "constant" ||
       pad.inputs_size() > 3 || pad.outputs_size() != 1)
     return {};
@@ -332,11 +333,8 @@ int heterps::runtime::fusePads(plan::Plan &plan, const WeightMap &weights) {
 int heterps::runtime::foldBatchNorms(plan::Plan &plan, WeightMap &weights) {
   Uses uses(plan);
   std::vector<bool> dead(plan.ops_size(), false);
-  auto weightOf = [&](const plan::Op &op, int k) -> const Tensor * {
-    if (k >= op.inputs_size() || op.inputs(k) < 0)
-      return nullptr;
-    auto it = weights.find(op.inputs(k));
-    return it == weights.end() ? nullptr : &it->second;
+  auto weightOf = [&](const plan::Op &op, int k) {
+    return weightInput(weights, op, k);
   };
   int folded = 0;
   for (int i = 0; i < plan.ops_size(); ++i) {
