@@ -94,59 +94,6 @@ heterps::planner::formStages(const std::vector<size_t> &deviceOfLayer) {
   return stages;
 }
 
-void RunCoefficients::add(const LayerCost &cost, double batch) {
-  double scale = batch / cost.b0;
-  ctSerial += cost.oct * scale * (1 - cost.alpha);
-  ctParallel += cost.oct * scale * cost.alpha;
-  dtSerial += cost.odt * scale * (1 - cost.beta);
-  dtParallel += cost.odt * scale * cost.beta;
-}
-
-RunCoefficients RunCoefficients::operator-(const RunCoefficients &o) const {
-  return {ctSerial - o.ctSerial, ctParallel - o.ctParallel,
-          dtSerial - o.dtSerial, dtParallel - o.dtParallel};
-}
-
-double RunCoefficients::et(int64_t k) const {
-  double kd = static_cast<double>(k);
-  return std::max(ctSerial + ctParallel / kd, dtSerial + dtParallel / kd);
-}
-
-bool RunCoefficients::meets(int64_t k, double batch, double limit) const {
-  double t = et(k);
-  return t == 0 || batch / t >= limit;
-}
-
-std::optional<int64_t> RunCoefficients::smallestReplicas(double batch,
-                                                         double limit,
-                                                         int64_t cap) const {
-  if (cap < 1)
-    return std::nullopt;
-  if (limit <= 0)
-    return 1;
-  // The closed form k >= parallel / (B/limit - serial), then the test.
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  double budget = batch / limit;
-  auto needed = [&](double serial, double parallel) -> double {
-    if (parallel == 0)
-      return serial <= budget ? 1 : inf;
-    return serial >= budget ? inf : std::ceil(parallel / (budget - serial));
-  };
-  double guess = std::max(
-      {1.0, needed(ctSerial, ctParallel), needed(dtSerial, dtParallel)});
-  if (guess > static_cast<double>(cap) + 1)
-    return std::nullopt;
-  int64_t k = static_cast<int64_t>(guess);
-  // The closed form and the test round differently near the boundary.
-  while (k > 1 && meets(k - 1, batch, limit))
-    --k;
-  while (k <= cap && !meets(k, batch, limit))
-    ++k;
-  if (k > cap)
-    return std::nullopt;
-  return k;
-}
-
 Provisioning heterps::planner::provision(const ClusterSpec &spec,
                                          const std::vector<Layer> &layers,
                                          std::vector<Stage> &stages,

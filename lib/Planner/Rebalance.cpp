@@ -28,9 +28,8 @@ constexpr int kPenaltyRounds = 6;
 /// The device types of a plan's stages, in order.
 std::vector<size_t> stageTypes(const Placement &plan) {
   std::vector<size_t> types;
-  for (size_t t : plan)
-    if (types.empty() || types.back() != t)
-      types.push_back(t);
+  for (const Stage &stage : formStages(plan))
+    types.push_back(stage.deviceType);
   return types;
 }
 

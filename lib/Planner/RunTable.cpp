@@ -7,7 +7,9 @@
 #include "RunTable.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -37,6 +39,75 @@ void heterps::planner::sortNonNegative(std::vector<double> &values) {
   }
   for (size_t i = 0; i < values.size(); ++i)
     std::memcpy(&values[i], &keys[i], sizeof(double));
+}
+
+namespace {
+
+/// The times of a run of layers on one type as Amdahl coefficients: with k
+/// devices, CT = ctSerial + ctParallel / k and DT likewise, so a run's
+/// times are sums of its layers' coefficients.
+struct RunCoefficients {
+  double ctSerial = 0, ctParallel = 0, dtSerial = 0, dtParallel = 0;
+
+  /// Adds a layer's coefficients at batch `batch`.
+  void add(const LayerCost &cost, double batch);
+  /// ET = max(CT, DT) on k devices.
+  double et(int64_t k) const;
+  /// The provisioning test: B / ET >= limit (a stage of ET 0 never limits).
+  bool meets(int64_t k, double batch, double limit) const;
+  /// The smallest k in 1..cap meeting the floor `limit`, or nullopt.
+  std::optional<int64_t> smallestReplicas(double batch, double limit,
+                                          int64_t cap) const;
+};
+
+} // namespace
+
+void RunCoefficients::add(const LayerCost &cost, double batch) {
+  double scale = batch / cost.b0;
+  ctSerial += cost.oct * scale * (1 - cost.alpha);
+  ctParallel += cost.oct * scale * cost.alpha;
+  dtSerial += cost.odt * scale * (1 - cost.beta);
+  dtParallel += cost.odt * scale * cost.beta;
+}
+
+double RunCoefficients::et(int64_t k) const {
+  double kd = static_cast<double>(k);
+  return std::max(ctSerial + ctParallel / kd, dtSerial + dtParallel / kd);
+}
+
+bool RunCoefficients::meets(int64_t k, double batch, double limit) const {
+  double t = et(k);
+  return t == 0 || batch / t >= limit;
+}
+
+std::optional<int64_t> RunCoefficients::smallestReplicas(double batch,
+                                                         double limit,
+                                                         int64_t cap) const {
+  if (cap < 1)
+    return std::nullopt;
+  if (limit <= 0)
+    return 1;
+  // The closed form k >= parallel / (B/limit - serial), then the test.
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  double budget = batch / limit;
+  auto needed = [&](double serial, double parallel) -> double {
+    if (parallel == 0)
+      return serial <= budget ? 1 : inf;
+    return serial >= budget ? inf : std::ceil(parallel / (budget - serial));
+  };
+  double guess = std::max(
+      {1.0, needed(ctSerial, ctParallel), needed(dtSerial, dtParallel)});
+  if (guess > static_cast<double>(cap) + 1)
+    return std::nullopt;
+  int64_t k = static_cast<int64_t>(guess);
+  // The closed form and the test round differently near the boundary.
+  while (k > 1 && meets(k - 1, batch, limit))
+    --k;
+  while (k <= cap && !meets(k, batch, limit))
+    ++k;
+  if (k > cap)
+    return std::nullopt;
+  return k;
 }
 
 RunTable::RunTable(const PlacementProblem &problem, double limit)

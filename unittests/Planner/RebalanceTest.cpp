@@ -25,9 +25,8 @@ namespace {
 
 std::vector<size_t> stageTypesOf(const Placement &plan) {
   std::vector<size_t> types;
-  for (size_t t : plan)
-    if (types.empty() || types.back() != t)
-      types.push_back(t);
+  for (const Stage &stage : formStages(plan))
+    types.push_back(stage.deviceType);
   return types;
 }
 

@@ -12,7 +12,6 @@
 #include "heterps/Planner/ClusterSpec.h"
 
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,24 +83,6 @@ PlanFigures evaluatePlan(const ClusterSpec &spec,
 
 /// Maximal runs of consecutive layers with the same device type.
 std::vector<Stage> formStages(const std::vector<size_t> &deviceOfLayer);
-
-/// The times of a run of layers on one type as Amdahl coefficients: with k
-/// devices, CT = ctSerial + ctParallel / k and DT likewise, so a run's
-/// times are sums of its layers' coefficients.
-struct RunCoefficients {
-  double ctSerial = 0, ctParallel = 0, dtSerial = 0, dtParallel = 0;
-
-  /// Adds a layer's coefficients at batch `batch`.
-  void add(const LayerCost &cost, double batch);
-  RunCoefficients operator-(const RunCoefficients &other) const;
-  /// ET = max(CT, DT) on k devices.
-  double et(int64_t k) const;
-  /// The provisioning test: B / ET >= limit (a stage of ET 0 never limits).
-  bool meets(int64_t k, double batch, double limit) const;
-  /// The smallest k in 1..cap meeting the floor `limit`, or nullopt.
-  std::optional<int64_t> smallestReplicas(double batch, double limit,
-                                          int64_t cap) const;
-};
 
 /// Result of provisioning.
 struct Provisioning {

@@ -118,7 +118,7 @@ struct RLOptions {
   int64_t polishEvaluations = 200;
   /// Whether a polished plan better than every earlier one also gets its
   /// stage boundaries refined exactly for its sequence of stage types and
-  /// for the sequences one stage shorter (Rebalance.h).
+  /// the neighbouring sequences (Rebalance.h).
   bool rebalance = true;
   /// Threads sampling plans and computing gradients. The result does not
   /// depend on it.
