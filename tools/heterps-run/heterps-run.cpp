@@ -269,12 +269,20 @@ int writeReport(llvm::json::Object report) {
   return 0;
 }
 
+/// The ops of a plan as an executor ran them (fused or not) and each one's
+/// seconds per run.
+struct OpTimes {
+  plan::Plan executed;
+  std::vector<double> seconds;
+};
+
 /// Per op of the executed plan, seconds per run on `numThreads` threads
-/// (after the warm-up runs), and the op names. Unfused unless `fuse`: a
-/// time per layer, not per fused group.
-llvm::Expected<std::pair<std::vector<double>, std::vector<std::string>>>
-timeOps(const plan::Plan &plan, const std::vector<Tensor> &inputs,
-        ExecutorOptions options, int numThreads, bool fuse = false) {
+/// (after the warm-up runs). Unfused unless `fuse`: a time per layer, not
+/// per fused group.
+llvm::Expected<OpTimes> timeOps(const plan::Plan &plan,
+                                const std::vector<Tensor> &inputs,
+                                ExecutorOptions options, int numThreads,
+                                bool fuse = false) {
   options.numThreads = numThreads;
   options.timeOps = true;
   options.fuse = fuse && options.fuse;
@@ -289,13 +297,10 @@ timeOps(const plan::Plan &plan, const std::vector<Tensor> &inputs,
     if (auto r = (*executor)->run(inputs); !r)
       return r.takeError();
   std::vector<double> seconds = (*executor)->opSeconds();
-  std::vector<std::string> names;
-  for (size_t i = 0; i < seconds.size(); ++i) {
+  for (size_t i = 0; i < seconds.size(); ++i)
     seconds[i] = (seconds[i] - (i < before.size() ? before[i] : 0)) /
                  iterations.getValue();
-    names.push_back((*executor)->plan().ops(static_cast<int>(i)).name());
-  }
-  return std::make_pair(seconds, names);
+  return OpTimes{(*executor)->plan(), std::move(seconds)};
 }
 
 /// --op-times: the fused ops' times by op type and the slowest ops.
@@ -305,15 +310,12 @@ int printOpTimes(const plan::Plan &plan, const std::vector<Tensor> &inputs,
                        /*fuse=*/true);
   if (!times)
     return fail(llvm::toString(times.takeError()));
-  auto executor = Executor::create(plan, options);
-  if (!executor)
-    return fail(llvm::toString(executor.takeError()));
-  const plan::Plan &fused = (*executor)->plan();
+  const plan::Plan &fused = times->executed;
   std::map<std::string, std::pair<double, int>> byType;
   std::vector<std::pair<double, int>> ops;
   double total = 0;
-  for (size_t i = 0; i < times->first.size(); ++i) {
-    double ms = times->first[i] * 1e3;
+  for (size_t i = 0; i < times->seconds.size(); ++i) {
+    double ms = times->seconds[i] * 1e3;
     auto &[sum, count] = byType[fused.ops(static_cast<int>(i)).type()];
     sum += ms;
     ++count;
@@ -353,8 +355,8 @@ int splitByTime(plan::Plan &plan, const std::vector<Tensor> &inputs,
   if (!times)
     return fail(modelPath + ": " + llvm::toString(times.takeError()));
   llvm::StringMap<double> byName;
-  for (auto [t, name] : llvm::zip(times->first, times->second))
-    byName[name] += t;
+  for (auto [t, op] : llvm::zip(times->seconds, times->executed.ops()))
+    byName[op.name()] += t;
   std::vector<double> seconds;
   for (const plan::Op &op : plan.ops())
     seconds.push_back(byName.lookup(op.name()));
@@ -393,18 +395,18 @@ int writeProfile(const plan::Plan &plan, const std::vector<Tensor> &inputs,
   auto one = timeOps(plan, inputs, options, 1);
   if (!one)
     return fail(modelPath + ": " + llvm::toString(one.takeError()));
-  std::vector<double> onK = one->first;
+  std::vector<double> onK = one->seconds;
   if (k > 1) {
     auto many = timeOps(plan, inputs, options, k);
     if (!many)
       return fail(modelPath + ": " + llvm::toString(many.takeError()));
-    onK = many->first;
+    onK = many->seconds;
   }
   llvm::json::Object profile;
-  for (size_t i = 0; i < one->first.size(); ++i) {
-    double t1 = one->first[i], tk = onK[i];
+  for (size_t i = 0; i < one->seconds.size(); ++i) {
+    double t1 = one->seconds[i], tk = onK[i];
     double alpha = k > 1 && t1 > 0 ? (1 - tk / t1) / (1 - 1.0 / k) : 1;
-    profile[one->second[i]] = llvm::json::Object{
+    profile[one->executed.ops(static_cast<int>(i)).name()] = llvm::json::Object{
         {profileDevice.getValue(),
          llvm::json::Object{{"oct_s", t1},
                             {"odt_s", 0.0},
@@ -420,7 +422,7 @@ int writeProfile(const plan::Plan &plan, const std::vector<Tensor> &inputs,
   llvm::outs() << llvm::formatv(
       "{0}: profile of {1} layers ({2}, batch {3}, 1 and {4} threads) "
       "written to {5}\n",
-      llvm::sys::path::filename(modelPath), one->first.size(),
+      llvm::sys::path::filename(modelPath), one->seconds.size(),
       profileDevice.getValue(), batch.getValue(), k, profileOut.getValue());
   return 0;
 }
