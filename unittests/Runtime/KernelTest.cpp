@@ -8,6 +8,7 @@
 #include "PlanBuilder.h"
 #include "Reference.h"
 
+#include "heterps/Runtime/CPU/CPUBackend.h"
 #include "heterps/Runtime/Executor.h"
 
 #include <cmath>
@@ -138,6 +139,46 @@ TEST_F(KernelTest, ConvWithFusedActivation) {
                            .f("activation_alpha", 0.2f));
   EXPECT_TRUE(allClose(
       leaky, refUnary(ref, [](float v) { return v < 0 ? 0.2f * v : v; })));
+}
+
+// A summed Conv (a fused residual Add) accumulates into its addend's buffer
+// when no other tensor shares it (Kernel::run), and into a copy otherwise,
+// leaving the shared addend as it was.
+TEST_F(KernelTest, SummedConvReusesAnAddendItOwnsAlone) {
+  Tensor x = random({1, 16, 6, 6}), w = random({16, 16, 3, 3});
+  Tensor conv = refConv(x, w, nullptr, {{1, 1}, {1, 1}, {1, 1, 1, 1}, 1});
+  PlanBuilder b;
+  int xi = b.input("x", x.shape()), si = b.input("s", {1, 16, 6, 6});
+  b.output("y", b.op("Conv", {xi, b.weight("w", w), -1, si}, {1, 16, 6, 6},
+                     Attrs().ints("pads", {1, 1, 1, 1})));
+  plan::Plan plan = b.build();
+  CPUBackend backend(CPUBackendOptions{0, /*autotune=*/false});
+  OpInfo info(plan.ops(0), {nullptr, &w, nullptr, nullptr});
+  auto kernel = backend.createKernel(info);
+  ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
+  auto run = [&](const Tensor &addend) {
+    const Tensor *args[] = {&x, &w, nullptr, &addend};
+    Tensor y;
+    llvm::Error e = (*kernel)->run(args, llvm::MutableArrayRef<Tensor>(y));
+    EXPECT_FALSE(static_cast<bool>(e)) << llvm::toString(std::move(e));
+    return y;
+  };
+  // An addend in the output's layout, as a Conv's output would be.
+  Tensor first = run(random({1, 16, 6, 6}));
+  Tensor before = llvm::cantFail(first.toPlain());
+  Tensor ref = refBinary(conv, before, [](float u, float v) { return u + v; });
+  for (bool shared : {true, false}) {
+    SCOPED_TRACE(shared ? "shared addend" : "addend owned alone");
+    Tensor addend = first.clone(), kept;
+    if (shared)
+      kept = addend;
+    const void *buffer = addend.rawData();
+    Tensor y = run(addend);
+    EXPECT_EQ(y.rawData() == buffer, !shared);
+    EXPECT_TRUE(allClose(llvm::cantFail(y.toPlain()), ref, 1e-4f, 1e-5f));
+    if (shared)
+      EXPECT_TRUE(allClose(llvm::cantFail(kept.toPlain()), before, 0.f, 0.f));
+  }
 }
 
 TEST_F(KernelTest, ConvRejectsMismatchedChannels) {

@@ -15,9 +15,8 @@
 // (fuseTrainableActivations) is an eltwise post-op of the forward; the
 // backward masks the incoming gradient with the output (oneDNN's
 // relu_use_dst_for_bwd) before the two convolution backwards, so the
-// forward saves the Relu's pass over the output. The
-// input's gradient is skipped when nothing needs it (the first layer's
-// image).
+// forward saves the Relu's pass over the output. The input's gradient is
+// skipped when nothing needs it (the first layer's image).
 //
 //===----------------------------------------------------------------------===//
 
