@@ -91,6 +91,21 @@ llvm::Expected<Tensor> Tensor::toPlain() const {
   return layoutPtr->toPlain(*this);
 }
 
+bool Tensor::sameLayout(const Tensor &other) const {
+  if (isPlain() || other.isPlain())
+    return isPlain() == other.isPlain();
+  return layoutPtr->equals(*other.layoutPtr);
+}
+
+llvm::Expected<Tensor> Tensor::toLayoutOf(const Tensor &other) const {
+  if (sameLayout(other))
+    return *this;
+  llvm::Expected<Tensor> plain = toPlain();
+  if (!plain || other.isPlain())
+    return plain;
+  return other.layoutPtr->fromPlain(*plain);
+}
+
 Tensor Tensor::clone() const {
   Tensor copy = *this;
   copy.buffer = allocate(size);

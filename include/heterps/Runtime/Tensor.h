@@ -49,6 +49,8 @@ public:
   virtual size_t bytes() const = 0;
   /// A plain row-major copy of `t`, which has this layout.
   virtual llvm::Expected<Tensor> toPlain(const Tensor &t) const = 0;
+  /// A copy of the plain tensor `plain` in this layout.
+  virtual llvm::Expected<Tensor> fromPlain(const Tensor &plain) const = 0;
   /// Whether `other` describes the same memory layout.
   virtual bool equals(const Layout &other) const = 0;
   /// A short name for messages, e.g. "nChw16c".
@@ -97,6 +99,11 @@ public:
   Tensor reshaped(Shape shape) const;
   /// A plain copy (or this tensor itself when it is plain already).
   llvm::Expected<Tensor> toPlain() const;
+  /// Whether both buffers hold their elements the same way.
+  bool sameLayout(const Tensor &other) const;
+  /// This tensor in `other`'s layout: itself when it has that layout
+  /// already, else a copy.
+  llvm::Expected<Tensor> toLayoutOf(const Tensor &other) const;
   /// A deep copy with its own buffer.
   Tensor clone() const;
 

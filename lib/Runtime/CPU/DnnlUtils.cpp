@@ -95,6 +95,16 @@ llvm::Expected<Tensor> DnnlLayout::toPlain(const Tensor &t) const {
   return plain;
 }
 
+llvm::Expected<Tensor> DnnlLayout::fromPlain(const Tensor &plain) const {
+  Tensor t;
+  if (llvm::Error e = guardDnnl([&] {
+        t = reorderTo(plain, md, context);
+        return llvm::Error::success();
+      }))
+    return e;
+  return t;
+}
+
 bool DnnlLayout::equals(const Layout &other) const {
   const auto *o = dynamic_cast<const DnnlLayout *>(&other);
   return o && o->md == md;

@@ -44,6 +44,7 @@ public:
       : md(std::move(md)), context(std::move(context)) {}
   size_t bytes() const override { return md.get_size(); }
   llvm::Expected<Tensor> toPlain(const Tensor &t) const override;
+  llvm::Expected<Tensor> fromPlain(const Tensor &plain) const override;
   bool equals(const Layout &other) const override;
   std::string describe() const override;
 

@@ -42,7 +42,8 @@ llvm::Error DenseShard::push(const PushRequest &request,
   int64_t n = pending.numElements();
   if (options.consistency == Consistency::ASP) {
     std::memcpy(sum, bytes.data(), bytes.size());
-    optimizer.update(0, values, pending, request.lr());
+    if (llvm::Error e = optimizer.update(0, values, pending, request.lr()))
+      return e;
     gate.advance();
     response.set_version(gate.version());
     return llvm::Error::success();
@@ -62,7 +63,8 @@ llvm::Error DenseShard::push(const PushRequest &request,
     if (workers > 1)
       for (int64_t i = 0; i < n; ++i)
         sum[i] *= mean;
-    optimizer.update(0, values, pending, request.lr());
+    if (llvm::Error e = optimizer.update(0, values, pending, request.lr()))
+      return e;
     gate.advance();
   }
   response.set_version(gate.version());

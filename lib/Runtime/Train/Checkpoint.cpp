@@ -266,13 +266,19 @@ train::loadCheckpoint(llvm::StringRef dir, const plan::Plan &plan,
 llvm::Error train::saveCheckpoint(llvm::StringRef dir, const Trainer &trainer,
                                   const CheckpointKey &key,
                                   const TrainingProgress &progress) {
-  return saveCheckpoint(dir, trainer.plan(), trainer.state(), key, progress);
+  llvm::Expected<Trainer::State> state = trainer.state();
+  if (!state)
+    return state.takeError();
+  return saveCheckpoint(dir, trainer.plan(), *state, key, progress);
 }
 
 llvm::Expected<TrainingProgress>
 train::loadCheckpoint(llvm::StringRef dir, Trainer &trainer,
                       const CheckpointKey &key) {
-  auto loaded = loadCheckpoint(dir, trainer.plan(), trainer.weights(), key);
+  llvm::Expected<WeightMap> weights = trainer.weights();
+  if (!weights)
+    return weights.takeError();
+  auto loaded = loadCheckpoint(dir, trainer.plan(), *weights, key);
   if (!loaded)
     return loaded.takeError();
   if (llvm::Error e = trainer.restore(std::move(loaded->state)))

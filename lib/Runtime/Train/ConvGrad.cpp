@@ -69,6 +69,11 @@ private:
   llvm::Expected<ConvGradEntry> make(const Tensor &x, const Tensor &w,
                                      bool bias);
   Tensor pack(const Tensor &w, const memory::desc &md) const;
+  /// The weight gradient `dw` (backward-weights' format) in the forward's
+  /// weights format, so that the optimizer updates the weights in the
+  /// format the next forward reads; plain for grouped convolutions, whose
+  /// blocked formats have a dimension more than the weights.
+  Tensor weightGradient(const Tensor &dw, const Shape &shape) const;
 
   /// dOutput, masked by the fused Relu's output when there is one.
   Tensor reluGradient(const Tensor &output, const Tensor &dOutput) const;
@@ -186,15 +191,36 @@ Tensor ConvGradKernel::reluGradient(const Tensor &output,
   return masked;
 }
 
-/// Plain weights `w` reordered into `md`.
+/// Weights `w` in `md`: `w` itself when it is in `md` already (the trainer
+/// keeps them in the layout of their gradient, the forward's), else a copy.
 Tensor ConvGradKernel::pack(const Tensor &w, const memory::desc &md) const {
   const CPUContextPtr &ctx = cache.context();
-  Tensor plain = cpu::plainOf(w, ctx);
+  if (!w.isPlain() || cpu::descOf(w) == md)
+    return reorderTo(w, md, ctx);
+  // Plain weights, read with the group split out.
   Tensor packed = allocate(md, w.shape(), ctx);
-  memory from(entry->plainWeightsMd, ctx->engine, plain.rawData());
+  memory from(entry->plainWeightsMd, ctx->engine,
+              const_cast<void *>(w.rawData()));
   memory to(md, ctx->engine, packed.rawData());
   dnnl::reorder(from, to).execute(ctx->stream, from, to);
   return packed;
+}
+
+Tensor ConvGradKernel::weightGradient(const Tensor &dw,
+                                      const Shape &shape) const {
+  const CPUContextPtr &ctx = cache.context();
+  const memory::desc &from = entry->backwardWeightsPd.diff_weights_desc();
+  bool grouped = entry->plainWeightsMd.dims().size() != shape.size();
+  memory::desc to =
+      grouped ? entry->plainWeightsMd : entry->forwardPd.weights_desc();
+  if (from == to && !grouped)
+    return dw;
+  Tensor out = grouped ? Tensor(DType::F32, shape) : allocate(to, shape, ctx);
+  memory src(from, ctx->engine, const_cast<void *>(dw.rawData()));
+  memory dst(to, ctx->engine, out.rawData());
+  dnnl::reorder(src, dst).execute(ctx->stream, src, dst);
+  ctx->stream.wait();
+  return out;
 }
 
 llvm::Error ConvGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
@@ -269,14 +295,9 @@ llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
       args[DNNL_ARG_DIFF_BIAS] = memoryOf(db, *ctx);
     addScratchpad(pd.scratchpad_desc(), *ctx, args);
     entry->backwardWeights.execute(ctx->stream, args);
-    // The weight gradient in the plain (grouped) layout of the weights.
-    Tensor plain(DType::F32, inputs[1]->shape());
-    memory from(pd.diff_weights_desc(), ctx->engine, dw.rawData());
-    memory to(entry->plainWeightsMd, ctx->engine, plain.rawData());
-    dnnl::reorder(from, to).execute(ctx->stream, from, to);
     ctx->stream.wait();
     if (needGrad[1])
-      dInputs[1] = std::move(plain);
+      dInputs[1] = weightGradient(dw, inputs[1]->shape());
     if (bias && needGrad[2])
       dInputs[2] = std::move(db);
     return llvm::Error::success();

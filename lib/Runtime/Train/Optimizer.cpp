@@ -5,6 +5,7 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
+#include <cstring>
 #include <optional>
 
 using namespace heterps::runtime;
@@ -29,25 +30,43 @@ llvm::Expected<OptimizerKind> train::parseOptimizer(llvm::StringRef name) {
 // Each element is updated on its own, so threads never change the result.
 static constexpr int64_t kParallelMin = 1 << 15;
 
+/// Zeros in `t`'s layout (blocked layouts' padding included).
 static Tensor zerosLike(const Tensor &t) {
-  Tensor z(DType::F32, t.shape());
-  std::fill(z.data<float>(), z.data<float>() + z.numElements(), 0.f);
+  Tensor z = t.isPlain() ? Tensor(DType::F32, t.shape())
+                         : Tensor(DType::F32, t.shape(), t.layout());
+  std::memset(z.rawData(), 0, z.bytes());
   return z;
 }
 
-void Optimizer::update(int slot, Tensor &param, const Tensor &grad, float lr) {
+/// Moves `t` (unless null) into `grad`'s layout.
+static llvm::Error conform(Tensor &t, const Tensor &grad) {
+  if (t.isNull() || t.sameLayout(grad))
+    return llvm::Error::success();
+  llvm::Expected<Tensor> moved = t.toLayoutOf(grad);
+  if (!moved)
+    return moved.takeError();
+  t = std::move(*moved);
+  return llvm::Error::success();
+}
+
+llvm::Error Optimizer::update(int slot, Tensor &param, const Tensor &grad,
+                              float lr) {
   State &s = states[slot];
+  for (Tensor *t : {&param, &s.first, &s.second})
+    if (llvm::Error e = conform(*t, grad))
+      return e;
   ++s.steps;
   float *p = param.data<float>();
   const float *g0 = grad.data<float>();
-  int64_t n = param.numElements();
+  // Blocked layouts pad with zeros, which every update below keeps zero.
+  auto n = static_cast<int64_t>(param.bytes() / sizeof(float));
   float wd = options.weightDecay;
   switch (options.kind) {
   case OptimizerKind::SGD:
 #pragma omp parallel for simd schedule(static) if (n > kParallelMin)
     for (int64_t i = 0; i < n; ++i)
       p[i] -= lr * (g0[i] + wd * p[i]);
-    return;
+    break;
   case OptimizerKind::Momentum: {
     bool first = s.first.isNull();
     if (first)
@@ -59,7 +78,7 @@ void Optimizer::update(int slot, Tensor &param, const Tensor &grad, float lr) {
       b[i] = first ? g : mu * b[i] + g;
       p[i] -= lr * (options.nesterov ? g + mu * b[i] : b[i]);
     }
-    return;
+    break;
   }
   case OptimizerKind::Adam: {
     if (s.first.isNull()) {
@@ -79,7 +98,7 @@ void Optimizer::update(int slot, Tensor &param, const Tensor &grad, float lr) {
       v[i] = b2 * v[i] + (1 - b2) * g * g;
       p[i] -= step * m[i] / (std::sqrt(v[i]) / root2 + eps);
     }
-    return;
+    break;
   }
   case OptimizerKind::Adagrad: {
     if (s.first.isNull())
@@ -92,9 +111,10 @@ void Optimizer::update(int slot, Tensor &param, const Tensor &grad, float lr) {
       sum[i] += g * g;
       p[i] -= lr * g / (std::sqrt(sum[i]) + eps);
     }
-    return;
+    break;
   }
   }
+  return llvm::Error::success();
 }
 
 float LRSchedule::at(int epoch) const {

@@ -132,21 +132,36 @@ llvm::Expected<LossResult> Trainer::step(const Tensor &inputs,
   if (llvm::Error e = ops->backward(values, grads, paths.requiresGrad))
     return std::move(e);
 
-  for (int32_t v : paths.paramValues) {
-    if (grads[v].isNull())
-      continue;
-    llvm::Expected<Tensor> g = grads[v].toPlain();
-    if (!g)
-      return g.takeError();
-    optimizer.update(v, weightMap[v], *g, lr);
-  }
+  for (int32_t v : paths.paramValues)
+    if (!grads[v].isNull())
+      if (llvm::Error e = optimizer.update(v, weightMap[v], grads[v], lr))
+        return std::move(e);
   return loss;
 }
 
 llvm::Expected<EvalResult> Trainer::evaluate(const data::Dataset &data,
                                              int64_t batchSize) const {
-  return evaluateModel(program, weightMap, options.loss, data, batchSize,
+  llvm::Expected<WeightMap> plain = weights();
+  if (!plain)
+    return plain.takeError();
+  return evaluateModel(program, *plain, options.loss, data, batchSize,
                        options.numThreads);
+}
+
+/// `weights` in plain layout (plain tensors as they are, sharing buffers).
+static llvm::Expected<WeightMap> plainWeights(const WeightMap &weights) {
+  WeightMap plain;
+  for (const auto &[v, t] : weights) {
+    llvm::Expected<Tensor> p = t.toPlain();
+    if (!p)
+      return p.takeError();
+    plain.emplace(v, std::move(*p));
+  }
+  return plain;
+}
+
+llvm::Expected<WeightMap> Trainer::weights() const {
+  return plainWeights(weightMap);
 }
 
 llvm::Expected<EvalResult> heterps::runtime::train::evaluateModel(
@@ -188,14 +203,20 @@ llvm::Expected<EvalResult> heterps::runtime::train::evaluateModel(
   return result;
 }
 
-Trainer::State Trainer::state() const {
+llvm::Expected<Trainer::State> Trainer::state() const {
   State s;
-  for (const auto &[v, t] : weightMap)
-    s.weights.emplace(v, t.clone());
-  for (const auto &[slot, st] : optimizer.slots())
-    s.optimizer[slot] = {st.first.isNull() ? Tensor() : st.first.clone(),
-                         st.second.isNull() ? Tensor() : st.second.clone(),
-                         st.steps};
+  auto copy = [](const Tensor &t) { return t.isNull() ? t : t.clone(); };
+  llvm::Expected<WeightMap> plain = weights();
+  if (!plain)
+    return plain.takeError();
+  for (const auto &[v, t] : *plain)
+    s.weights.emplace(v, copy(t));
+  for (const auto &[slot, st] : optimizer.slots()) {
+    auto moments = plainWeights({{0, st.first}, {1, st.second}});
+    if (!moments)
+      return moments.takeError();
+    s.optimizer[slot] = {copy((*moments)[0]), copy((*moments)[1]), st.steps};
+  }
   for (int i = ops->begin(); i < ops->end(); ++i)
     s.randomDraws.push_back(ops->kernel(i).randomDraws());
   return s;

@@ -58,8 +58,8 @@ TEST(Checkpoint, ResumedTrainingIsBitIdentical) {
   std::vector<double> rest = train(*resumed, data, 7);
   losses.insert(losses.end(), rest.begin(), rest.end());
   EXPECT_EQ(losses, expected);
-  for (const auto &[v, t] : straight->weights())
-    EXPECT_EQ(0, std::memcmp(t.rawData(), resumed->weights().at(v).rawData(),
+  for (const auto &[v, t] : llvm::cantFail(straight->weights()))
+    EXPECT_EQ(0, std::memcmp(t.rawData(), llvm::cantFail(resumed->weights()).at(v).rawData(),
                              t.bytes()))
         << mlp.plan.values(v).name();
 }

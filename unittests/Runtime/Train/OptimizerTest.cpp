@@ -5,6 +5,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace heterps::runtime;
@@ -19,7 +20,7 @@ std::vector<float> run(OptimizerOptions options, int steps, float lr = 0.1f) {
   Tensor g = Tensor::fromFloats({1}, {0.5f});
   std::vector<float> out;
   for (int i = 0; i < steps; ++i) {
-    optimizer.update(0, p, g, lr);
+    llvm::cantFail(optimizer.update(0, p, g, lr));
     out.push_back(p.data<float>()[0]);
   }
   return out;
@@ -56,6 +57,66 @@ TEST(Optimizer, AdamAndAdagrad) {
   p = run(o, 2);
   EXPECT_NEAR(p[0], 0.9f, 1e-6); // s = 0.25
   EXPECT_NEAR(p[1], 0.9f - 0.1f * 0.5f / std::sqrt(0.5f), 1e-6);
+}
+
+/// Elements stored last to first, plus `pad` trailing zeros: a stand-in
+/// for a backend's blocked layout.
+class ReversedLayout : public Layout {
+public:
+  ReversedLayout(int64_t n, int64_t pad) : n(n), pad(pad) {}
+  size_t bytes() const override { return (n + pad) * sizeof(float); }
+  llvm::Expected<Tensor> toPlain(const Tensor &t) const override {
+    Tensor plain(DType::F32, t.shape());
+    for (int64_t i = 0; i < n; ++i)
+      plain.data<float>()[i] = t.data<float>()[n - 1 - i];
+    return plain;
+  }
+  llvm::Expected<Tensor> fromPlain(const Tensor &plain) const override {
+    Tensor t(DType::F32, plain.shape(), std::make_shared<ReversedLayout>(*this));
+    std::fill(t.data<float>(), t.data<float>() + n + pad, 0.f);
+    for (int64_t i = 0; i < n; ++i)
+      t.data<float>()[n - 1 - i] = plain.data<float>()[i];
+    return t;
+  }
+  bool equals(const Layout &other) const override {
+    const auto *o = dynamic_cast<const ReversedLayout *>(&other);
+    return o && o->n == n && o->pad == pad;
+  }
+  std::string describe() const override { return "reversed"; }
+
+private:
+  int64_t n, pad;
+};
+
+TEST(Optimizer, UpdatesInTheGradientsLayout) {
+  OptimizerOptions o;
+  o.kind = OptimizerKind::Adam;
+  o.weightDecay = 0.1f;
+  Optimizer plain(o), reversed(o);
+  Tensor p1 = Tensor::fromFloats({3}, {1.f, 2.f, 3.f}), p2 = p1.clone();
+  Tensor g1 = Tensor::fromFloats({3}, {0.5f, -1.f, 0.25f});
+  auto layout = std::make_shared<ReversedLayout>(3, 2);
+  Tensor g2 = llvm::cantFail(layout->fromPlain(g1));
+  for (int step = 0; step < 3; ++step) {
+    llvm::cantFail(plain.update(0, p1, g1, 0.1f));
+    llvm::cantFail(reversed.update(0, p2, g2, 0.1f));
+  }
+  // The parameter and both moments moved into the gradient's layout; the
+  // padding stayed zero and the values are those of the plain run.
+  ASSERT_TRUE(p2.sameLayout(g2));
+  ASSERT_TRUE(reversed.slots().at(0).first.sameLayout(g2));
+  ASSERT_TRUE(reversed.slots().at(0).second.sameLayout(g2));
+  EXPECT_EQ(p2.data<float>()[3], 0.f);
+  EXPECT_EQ(p2.data<float>()[4], 0.f);
+  Tensor back = llvm::cantFail(p2.toPlain());
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(back.data<float>()[i], p1.data<float>()[i]) << "element " << i;
+  // A plain gradient brings them back.
+  llvm::cantFail(reversed.update(0, p2, g1, 0.1f));
+  llvm::cantFail(plain.update(0, p1, g1, 0.1f));
+  ASSERT_TRUE(p2.isPlain());
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(p2.data<float>()[i], p1.data<float>()[i]) << "element " << i;
 }
 
 TEST(LRSchedule, StepAndCosine) {

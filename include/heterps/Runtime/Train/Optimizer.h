@@ -40,8 +40,12 @@ public:
   explicit Optimizer(OptimizerOptions options) : options(options) {}
 
   /// Updates parameter `slot` (any stable id; its state lives under it)
-  /// in place from `grad` (plain, same shape) at learning rate `lr`.
-  void update(int slot, Tensor &param, const Tensor &grad, float lr);
+  /// in place from `grad` (same shape) at learning rate `lr`. The update
+  /// is elementwise, so it runs in whatever layout the gradient comes in:
+  /// the parameter and its state are moved into that layout first when
+  /// they are in another (a convolution's blocked weights then stay
+  /// blocked from step to step instead of being reordered twice a step).
+  llvm::Error update(int slot, Tensor &param, const Tensor &grad, float lr);
 
   /// A slot's state: the moments (null until the first update, unused ones
   /// stay null) and the updates so far.

@@ -67,8 +67,10 @@ public:
   llvm::Expected<EvalResult> evaluate(const data::Dataset &data,
                                       int64_t batchSize) const;
 
-  /// The current weights (parameters and running statistics), by value.
-  const WeightMap &weights() const { return weightMap; }
+  /// The current weights (parameters and running statistics), plain.
+  /// Tensors the trainer holds plain are shared, not copied: the next step
+  /// updates them.
+  llvm::Expected<WeightMap> weights() const;
   /// Trainable parameters: initializer names and their element count.
   const std::vector<std::pair<std::string, int64_t>> &parameters() const {
     return paths.params;
@@ -95,8 +97,8 @@ public:
     std::vector<uint64_t> randomDraws;
     std::map<int32_t, SparseRows> sparse;
   };
-  /// A deep copy of the current state.
-  State state() const;
+  /// A deep copy of the current state, plain.
+  llvm::Expected<State> state() const;
   /// Puts `state` back; an error if it does not fit this trainer's plan.
   llvm::Error restore(State state);
 
@@ -105,6 +107,8 @@ private:
   llvm::Error prepare();
 
   plan::Plan program;
+  /// Parameters a kernel keeps in a layout of its own (a convolution's
+  /// blocked weights) stay in it between steps; see Optimizer::update.
   WeightMap weightMap;
   TrainerOptions options;
   TrainBackend backend;
