@@ -26,6 +26,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 using namespace heterps;
@@ -575,6 +576,13 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       auto result = job->step(b->inputs, b->targets, lr);
       if (!result)
         return fail(llvm::toString(result.takeError()));
+      // Every later step would be NaN too: stop before saving such weights.
+      if (!std::isfinite(result->loss))
+        return fail(llvm::formatv("the loss is {0} at epoch {1}, step {2}: "
+                                  "training diverged (try a lower --lr); "
+                                  "nothing saved",
+                                  std::isnan(result->loss) ? "NaN" : "infinite",
+                                  epoch + 1, steps + 1));
       // The first step of a run sets its kernels up: not a pipeline figure.
       if (pipelined && pipelined->stepsDone() > firstStep + 1)
         profile.add(pipelined->lastStep());
