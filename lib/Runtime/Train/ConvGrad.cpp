@@ -8,10 +8,12 @@
 // 3x3 convolutions forward plus both backwards ran 1.1-2.4x faster than
 // the direct algorithm with 64 tiles or more per thread, but 0.82x with 16
 // (ResNet-18's 7x7 images at batch 8 on 2 threads: too little work to share
-// out). A rule, not a timing, so training stays deterministic. The plain
-// weights (what the optimizer updates) are reordered into each primitive's
-// format on every step (backward-data reuses the forward's when the formats
-// agree), and the weight gradient comes back plain. A fused Relu
+// out). A rule, not a timing, so training stays deterministic. The weight
+// gradient comes back in the forward's weights format, and the optimizer
+// updates the weights in that format (Optimizer::update), so from the
+// second step on the forward reads them as they are; backward-data reorders
+// them only when its format differs (ResNet-18's 512-channel convolutions).
+// Grouped convolutions keep plain weights and gradients. A fused Relu
 // (fuseTrainableActivations) is an eltwise post-op of the forward; the
 // backward masks the incoming gradient with the output (oneDNN's
 // relu_use_dst_for_bwd) before the two convolution backwards, so the
