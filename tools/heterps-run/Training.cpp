@@ -183,6 +183,13 @@ int fail(const llvm::Twine &message) {
   return 1;
 }
 
+/// A NaN or infinite loss `value`: one error line, exit status 1.
+int diverged(llvm::StringRef what, double value, const llvm::Twine &when) {
+  return fail(llvm::Twine("the ") + what + " is " +
+              (std::isnan(value) ? "NaN" : "infinite") + " " + when +
+              ": training diverged (try a lower --lr); nothing saved");
+}
+
 /// Forward multiply-adds x 2 of one sample, from the plan's static shapes
 /// (Conv, Gemm and MatMul; the rest is memory-bound and not counted).
 double forwardFlopsPerSample(const plan::Plan &plan) {
@@ -578,11 +585,9 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
         return fail(llvm::toString(result.takeError()));
       // Every later step would be NaN too: stop before saving such weights.
       if (!std::isfinite(result->loss))
-        return fail(llvm::formatv("the loss is {0} at epoch {1}, step {2}: "
-                                  "training diverged (try a lower --lr); "
-                                  "nothing saved",
-                                  std::isnan(result->loss) ? "NaN" : "infinite",
-                                  epoch + 1, steps + 1));
+        return diverged("loss", result->loss,
+                        llvm::formatv("at epoch {0}, step {1}", epoch + 1,
+                                      steps + 1));
       // The first step of a run sets its kernels up: not a pipeline figure.
       if (pipelined && pipelined->stepsDone() > firstStep + 1)
         profile.add(pipelined->lastStep());
@@ -632,6 +637,9 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       auto eval = job->evaluate(*evalData, 1000);
       if (!eval)
         return fail("evaluation: " + llvm::toString(eval.takeError()));
+      if (!std::isfinite(eval->loss)) // the last update went out of range
+        return diverged("evaluation loss", eval->loss,
+                        llvm::formatv("after epoch {0}", epoch + 1));
       epochReport["eval_loss"] = eval->loss;
       evalLoss = llvm::formatv("{0:F4}", eval->loss).str();
       if (eval->judged) {
