@@ -41,6 +41,26 @@ StageTimes heterps::planner::layerTimes(const LayerCost &cost, int64_t batch,
   return t;
 }
 
+void SplitTimes::add(const LayerCost &cost, double batch) {
+  double scale = batch / cost.b0;
+  ctSerial += cost.oct * scale * (1 - cost.alpha);
+  ctParallel += cost.oct * scale * cost.alpha;
+  dtSerial += cost.odt * scale * (1 - cost.beta);
+  dtParallel += cost.odt * scale * cost.beta;
+}
+
+SplitTimes &SplitTimes::operator+=(const SplitTimes &other) {
+  ctSerial += other.ctSerial;
+  ctParallel += other.ctParallel;
+  dtSerial += other.dtSerial;
+  dtParallel += other.dtParallel;
+  return *this;
+}
+
+double SplitTimes::et(double k) const {
+  return std::max(ctSerial + ctParallel / k, dtSerial + dtParallel / k);
+}
+
 StageTimes heterps::planner::stageTimes(const std::vector<Layer> &layers,
                                         const Stage &stage, int64_t batch,
                                         int64_t k) {

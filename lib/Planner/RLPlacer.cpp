@@ -96,17 +96,6 @@ void rl::setPreviousActions(MatrixXd &inputs, const FeatureLayout &layout,
     inputs(layout.previousAction() + actions[t - 1], t) = 1;
 }
 
-/// A layer's times on one type for batch `batch`, split into the part that
-/// k replicas divide and the part they do not (CostModel.h, layerTimes).
-static void splitTimes(const LayerCost &c, int64_t batch, double &cs,
-                       double &cp, double &ds, double &dp) {
-  double scale = c.b0 > 0 ? static_cast<double>(batch) / c.b0 : 0;
-  cs = c.oct * scale * (1 - c.alpha);
-  cp = c.oct * scale * c.alpha;
-  ds = c.odt * scale * (1 - c.beta);
-  dp = c.odt * scale * c.beta;
-}
-
 /// B / floor: the longest a stage may take; infinite without a floor.
 static double stageTimeLimit(const PlacementProblem &problem) {
   double limit = problem.limit();
@@ -127,8 +116,10 @@ MatrixXd rl::layerFeatures(const PlacementProblem &problem) {
   for (Index i = 0; i < x.cols(); ++i) {
     const Layer &l = problem.layers()[static_cast<size_t>(i)];
     for (size_t t = 0; t < types && t < l.costs.size(); ++t) {
-      double cs, cp, ds, dp;
-      splitTimes(l.costs[t], batch, cs, cp, ds, dp);
+      SplitTimes p;
+      p.add(l.costs[t], static_cast<double>(batch));
+      double cs = p.ctSerial, cp = p.ctParallel, ds = p.dtSerial,
+             dp = p.dtParallel;
       double need = std::isinf(tau) ? std::max(cs + cp, ds + dp)
                     : (cs >= tau || ds >= tau)
                         ? std::numeric_limits<double>::infinity()
@@ -170,7 +161,7 @@ PlanState::PlanState(const PlacementProblem &problem)
     for (size_t t = 0; t < numTypes_; ++t) {
       Parts &p = parts_[i * numTypes_ + t];
       if (t < problem.layers()[i].costs.size())
-        splitTimes(problem.layers()[i].costs[t], batch, p.cs, p.cp, p.ds, p.dp);
+        p.add(problem.layers()[i].costs[t], static_cast<double>(batch));
     }
   for (const DeviceType &d : problem.spec().deviceTypes) {
     maxCount_.push_back(static_cast<double>(std::max<int64_t>(1, d.maxCount)));
@@ -193,7 +184,7 @@ double PlanState::partialCost() const {
     price += pricePerSecond_[t] * committed_[t];
   double k = wholeDevices(devicesFor(run_), maxCount_[runType_]);
   price += pricePerSecond_[runType_] * k;
-  return batchesPerJob_ * std::max(slowest_, timeAt(run_, k)) * price;
+  return batchesPerJob_ * std::max(slowest_, run_.et(k)) * price;
 }
 
 void PlanState::reset() {
@@ -207,13 +198,10 @@ void PlanState::reset() {
 double PlanState::devicesFor(const Parts &p) const {
   if (std::isinf(tau_))
     return 0;
-  if (p.cs >= tau_ || p.ds >= tau_)
+  if (p.ctSerial >= tau_ || p.dtSerial >= tau_)
     return std::numeric_limits<double>::infinity();
-  return std::max(p.cp / (tau_ - p.cs), p.dp / (tau_ - p.ds));
-}
-
-double PlanState::timeAt(const Parts &p, double k) const {
-  return std::max(p.cs + p.cp / k, p.ds + p.dp / k);
+  return std::max(p.ctParallel / (tau_ - p.ctSerial),
+                  p.dtParallel / (tau_ - p.dtSerial));
 }
 
 void PlanState::write(size_t layer, double *out) const {
@@ -234,7 +222,7 @@ void PlanState::write(size_t layer, double *out) const {
     out[2 * T + t] = std::isinf(k) ? 1 : whole - std::max(k, 0.0);
     out[3 * T + t] = std::isinf(tau_)
                          ? 0
-                         : std::min(timeAt(stage, whole) / tau_, featureCap);
+                         : std::min(stage.et(whole) / tau_, featureCap);
     out[4 * T + t] =
         std::min(pricePerSecond_[t] * added / maxPrice_, featureCap);
     out[5 * T + t] = std::min(whole / maxCount_[t], featureCap);
@@ -244,7 +232,7 @@ void PlanState::write(size_t layer, double *out) const {
     for (int l = 0; l < 4; ++l)
       out[(6 + l) * T + t] = whole >= levels[l] ? 1 : 0;
   }
-  double load = std::isinf(tau_) ? 0 : std::max(run_.cs, run_.ds) / tau_;
+  double load = std::isinf(tau_) ? 0 : std::max(run_.ctSerial, run_.dtSerial) / tau_;
   out[10 * T] = std::min(load, featureCap);
   out[10 * T + 1] = std::log1p(static_cast<double>(runLength_)) /
                     std::log1p(static_cast<double>(numLayers_));
@@ -269,7 +257,7 @@ void PlanState::place(size_t layer, size_t type) {
 void PlanState::close() {
   double k = wholeDevices(devicesFor(run_), maxCount_[runType_]);
   committed_[runType_] += k;
-  slowest_ = std::max(slowest_, timeAt(run_, k));
+  slowest_ = std::max(slowest_, run_.et(k));
 }
 
 void PlanState::allowedTypes(size_t layer, double *allowed) const {

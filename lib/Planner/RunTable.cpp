@@ -43,16 +43,9 @@ void heterps::planner::sortNonNegative(std::vector<double> &values) {
 
 namespace {
 
-/// The times of a run of layers on one type as Amdahl coefficients: with k
-/// devices, CT = ctSerial + ctParallel / k and DT likewise, so a run's
-/// times are sums of its layers' coefficients.
-struct RunCoefficients {
-  double ctSerial = 0, ctParallel = 0, dtSerial = 0, dtParallel = 0;
-
-  /// Adds a layer's coefficients at batch `batch`.
-  void add(const LayerCost &cost, double batch);
-  /// ET = max(CT, DT) on k devices.
-  double et(int64_t k) const;
+/// The times of a run of layers on one type (a run's are the sums of its
+/// layers'), with the provisioning questions the searches ask of them.
+struct RunCoefficients : SplitTimes {
   /// The provisioning test: B / ET >= limit (a stage of ET 0 never limits).
   bool meets(int64_t k, double batch, double limit) const;
   /// The smallest k in 1..cap meeting the floor `limit`, or nullopt.
@@ -62,21 +55,8 @@ struct RunCoefficients {
 
 } // namespace
 
-void RunCoefficients::add(const LayerCost &cost, double batch) {
-  double scale = batch / cost.b0;
-  ctSerial += cost.oct * scale * (1 - cost.alpha);
-  ctParallel += cost.oct * scale * cost.alpha;
-  dtSerial += cost.odt * scale * (1 - cost.beta);
-  dtParallel += cost.odt * scale * cost.beta;
-}
-
-double RunCoefficients::et(int64_t k) const {
-  double kd = static_cast<double>(k);
-  return std::max(ctSerial + ctParallel / kd, dtSerial + dtParallel / kd);
-}
-
 bool RunCoefficients::meets(int64_t k, double batch, double limit) const {
-  double t = et(k);
+  double t = et(static_cast<double>(k));
   return t == 0 || batch / t >= limit;
 }
 

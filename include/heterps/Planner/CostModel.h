@@ -56,6 +56,19 @@ struct StageTimes {
 };
 StageTimes layerTimes(const LayerCost &cost, int64_t batch, int64_t k);
 
+/// The times of a layer, or of a run of layers summed, on one device type
+/// as the parts k replicas do not divide and those they do:
+///   CT(k) = ctSerial + ctParallel / k, DT(k) = dtSerial + dtParallel / k.
+struct SplitTimes {
+  double ctSerial = 0, ctParallel = 0, dtSerial = 0, dtParallel = 0;
+
+  /// Adds a layer's parts at batch `batch` (layerTimes' terms).
+  void add(const LayerCost &cost, double batch);
+  SplitTimes &operator+=(const SplitTimes &other);
+  /// ET = max(CT, DT) on k devices (k may be fractional).
+  double et(double k) const;
+};
+
 /// A stage: consecutive layers on one device type.
 struct Stage {
   size_t deviceType = 0;      // index into ClusterSpec::deviceTypes

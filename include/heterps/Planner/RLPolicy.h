@@ -116,18 +116,10 @@ public:
             const FeatureLayout &layout, const Placement &actions);
 
 private:
-  struct Parts {
-    double cs = 0, cp = 0, ds = 0, dp = 0;
-    Parts &operator+=(const Parts &o) {
-      cs += o.cs, cp += o.cp, ds += o.ds, dp += o.dp;
-      return *this;
-    }
-  };
+  using Parts = SplitTimes;
   /// Continuous k meeting the floor (0 when nothing is parallel), or
   /// infinity when the serial part alone misses it.
   double devicesFor(const Parts &parts) const;
-  /// max(CT, DT) on k devices.
-  double timeAt(const Parts &parts, double k) const;
   /// Closes the open stage: commits its devices.
   void close();
   const Parts &part(size_t layer, size_t type) const {
