@@ -316,6 +316,36 @@ TEST(FusedRelu, ConvTrainsAsConvThenRelu) {
   }
 }
 
+// The weight gradient of an ungrouped Conv comes in the layout the forward
+// reads its weights in (the optimizer then keeps the weights there): fed
+// back in that layout, the weights give the plain weights' output. A
+// grouped Conv's gradient is plain.
+TEST(ConvWeights, GradientInTheForwardsLayout) {
+  TrainBackend backend;
+  backend.enterThread();
+  for (int64_t groups : {1, 2}) {
+    SCOPED_TRACE("groups " + std::to_string(groups));
+    std::vector<Tensor> inputs = {random({2, 16, 8, 8}, 60),
+                                  random({32, 16 / groups, 3, 3}, 61)};
+    Attrs attrs = Attrs().ints("pads", {1, 1, 1, 1}).i("group", groups);
+    plan::Op op = makeOp("Conv", 2, inputs, attrs);
+    OpInfo info(op, {nullptr, nullptr});
+    auto kernel = backend.createKernel(info, 0);
+    ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+    Tensor y, again;
+    ASSERT_FALSE(bool((*kernel)->forward({&inputs[0], &inputs[1]}, y)));
+    std::vector<Tensor> grads(2);
+    ASSERT_FALSE(bool((*kernel)->backward({&inputs[0], &inputs[1]}, y, y,
+                                          {false, true}, grads)));
+    EXPECT_EQ(grads[1].isPlain(), groups > 1) << grads[1].typeString();
+    Tensor w = llvm::cantFail(inputs[1].toLayoutOf(grads[1]));
+    ASSERT_TRUE(w.sameLayout(grads[1]));
+    ASSERT_FALSE(bool((*kernel)->forward({&inputs[0], &w}, again)));
+    EXPECT_TRUE(allClose(llvm::cantFail(again.toPlain()),
+                         llvm::cantFail(y.toPlain()), 0, 0));
+  }
+}
+
 TEST(FusedRelu, BatchNormTrainsAsBatchNormThenRelu) {
   checkFusedRelu("BatchNormalization",
                  {random({4, 16, 5, 5}, 53), random({16}, 54, 0.5f, 1.5f),
