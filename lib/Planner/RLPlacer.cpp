@@ -220,9 +220,8 @@ void PlanState::write(size_t layer, double *out) const {
     out[T + t] =
         std::min((committed_[t] + before + added) / maxCount_[t], featureCap);
     out[2 * T + t] = std::isinf(k) ? 1 : whole - std::max(k, 0.0);
-    out[3 * T + t] = std::isinf(tau_)
-                         ? 0
-                         : std::min(stage.et(whole) / tau_, featureCap);
+    out[3 * T + t] =
+        std::isinf(tau_) ? 0 : std::min(stage.et(whole) / tau_, featureCap);
     out[4 * T + t] =
         std::min(pricePerSecond_[t] * added / maxPrice_, featureCap);
     out[5 * T + t] = std::min(whole / maxCount_[t], featureCap);
@@ -232,7 +231,8 @@ void PlanState::write(size_t layer, double *out) const {
     for (int l = 0; l < 4; ++l)
       out[(6 + l) * T + t] = whole >= levels[l] ? 1 : 0;
   }
-  double load = std::isinf(tau_) ? 0 : std::max(run_.ctSerial, run_.dtSerial) / tau_;
+  double load =
+      std::isinf(tau_) ? 0 : std::max(run_.ctSerial, run_.dtSerial) / tau_;
   out[10 * T] = std::min(load, featureCap);
   out[10 * T + 1] = std::log1p(static_cast<double>(runLength_)) /
                     std::log1p(static_cast<double>(numLayers_));

@@ -585,9 +585,9 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
         return fail(llvm::toString(result.takeError()));
       // Every later step would be NaN too: stop before saving such weights.
       if (!std::isfinite(result->loss))
-        return diverged("loss", result->loss,
-                        llvm::formatv("at epoch {0}, step {1}", epoch + 1,
-                                      steps + 1));
+        return diverged(
+            "loss", result->loss,
+            llvm::formatv("at epoch {0}, step {1}", epoch + 1, steps + 1));
       // The first step of a run sets its kernels up: not a pipeline figure.
       if (pipelined && pipelined->stepsDone() > firstStep + 1)
         profile.add(pipelined->lastStep());

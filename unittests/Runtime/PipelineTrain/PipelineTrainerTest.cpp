@@ -139,7 +139,8 @@ TEST(PipelineTrainer, BSPEqualsFullBatchTraining) {
       }
       auto weights = pipeline->weights();
       ASSERT_TRUE(bool(weights)) << llvm::toString(weights.takeError());
-      EXPECT_LT(maxDifference(llvm::cantFail(trainer->weights()), *weights), 2e-5f);
+      EXPECT_LT(maxDifference(llvm::cantFail(trainer->weights()), *weights),
+                2e-5f);
     }
 }
 

@@ -59,7 +59,8 @@ TEST(Checkpoint, ResumedTrainingIsBitIdentical) {
   losses.insert(losses.end(), rest.begin(), rest.end());
   EXPECT_EQ(losses, expected);
   for (const auto &[v, t] : llvm::cantFail(straight->weights()))
-    EXPECT_EQ(0, std::memcmp(t.rawData(), llvm::cantFail(resumed->weights()).at(v).rawData(),
+    EXPECT_EQ(0, std::memcmp(t.rawData(),
+                             llvm::cantFail(resumed->weights()).at(v).rawData(),
                              t.bytes()))
         << mlp.plan.values(v).name();
 }

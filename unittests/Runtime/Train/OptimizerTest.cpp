@@ -72,7 +72,8 @@ public:
     return plain;
   }
   llvm::Expected<Tensor> fromPlain(const Tensor &plain) const override {
-    Tensor t(DType::F32, plain.shape(), std::make_shared<ReversedLayout>(*this));
+    Tensor t(DType::F32, plain.shape(),
+             std::make_shared<ReversedLayout>(*this));
     std::fill(t.data<float>(), t.data<float>() + n + pad, 0.f);
     for (int64_t i = 0; i < n; ++i)
       t.data<float>()[n - 1 - i] = plain.data<float>()[i];

@@ -70,9 +70,11 @@ TEST(Trainer, FrozenParametersStay) {
   auto trainer = makeTrainer(mlp, options);
   EXPECT_EQ(trainer->parameters().size(), 3u);
   data::Dataset data = makeData(8, 3);
-  Tensor before = llvm::cantFail(trainer->weights()).at(1).clone(); // value 1 is w1
+  Tensor before =
+      llvm::cantFail(trainer->weights()).at(1).clone(); // value 1 is w1
   ASSERT_TRUE(bool(trainer->step(data.inputs, data.targets, 0.1f)));
-  EXPECT_EQ(0, std::memcmp(before.rawData(), llvm::cantFail(trainer->weights()).at(1).rawData(),
+  EXPECT_EQ(0, std::memcmp(before.rawData(),
+                           llvm::cantFail(trainer->weights()).at(1).rawData(),
                            before.bytes()));
   EXPECT_NE(0, std::memcmp(mlp.weights.at(2).rawData(),
                            llvm::cantFail(trainer->weights()).at(2).rawData(),
@@ -180,7 +182,8 @@ TEST(SaveTrainedModel, RoundTripsAndNeverLeavesPartialFiles) {
   data::Dataset data = makeData(8, 5);
   ASSERT_TRUE(bool(trainer->step(data.inputs, data.targets, 0.1f)));
   std::string out = dir.file("trained.onnx");
-  ASSERT_FALSE(bool(saveTrainedModel(mlp.plan, llvm::cantFail(trainer->weights()), out)));
+  ASSERT_FALSE(bool(
+      saveTrainedModel(mlp.plan, llvm::cantFail(trainer->weights()), out)));
   plan::Plan reloaded = mlp.plan;
   reloaded.set_model_path(out);
   WeightMap saved = llvm::cantFail(loadWeights(reloaded));
