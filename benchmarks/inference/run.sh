@@ -8,8 +8,12 @@
 # Needs a build in build/, node and npm, and Debian's python3-torch.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-dir=${1:-/tmp/heterps-tv-models}
-shift || true
+# A first argument that starts with '-' is an option for bench.py.
+dir=/tmp/heterps-tv-models
+if [[ $# -gt 0 && $1 != -* ]]; then
+  dir=$1
+  shift
+fi
 ort=/tmp/heterps-ort
 models=(alexnet vgg16 resnet18 resnet50 inception_v3 mobilenet_v2
         squeezenet1_0 googlenet)

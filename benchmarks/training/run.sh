@@ -8,7 +8,11 @@
 # Needs a build in build/ and dataset-fashion-mnist.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-work=${1:-/tmp/heterps-train-bench}
-shift || true
+# A first argument that starts with '-' is an option for bench.py.
+work=/tmp/heterps-train-bench
+if [[ $# -gt 0 && $1 != -* ]]; then
+  work=$1
+  shift
+fi
 exec /usr/bin/python3 "$root/benchmarks/training/bench.py" "$root" "$work" \
   "$@"
