@@ -15,8 +15,9 @@ PACKAGES=(
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
   # Unit tests.
   libgtest-dev libgmock-dev
-  # Runtime kernels (CPU backend).
-  libdnnl-dev libtbb-dev libeigen3-dev
+  # Runtime kernels (CPU backend; Debian's oneDNN threads with OpenMP) and the
+  # planner's LSTM (Eigen).
+  libdnnl-dev libeigen3-dev
   # dnnl-config.cmake looks for OpenCL (Debian builds oneDNN with its OCL runtime).
   ocl-icd-opencl-dev
   # Training data: IDX reader (zlib for the gzipped files) and Fashion-MNIST.
