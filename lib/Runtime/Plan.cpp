@@ -311,8 +311,9 @@ heterps::runtime::devicesToEmulate(const plan::Plan &plan,
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           describeOp(plan, i) + " is placed on device type '" + device +
-              "', which this machine does not have (heterps-run "
-              "--emulate-missing-devices runs it on the CPU)");
+              "', which is not a CPU type, and this runtime has only its CPU "
+              "backend (heterps-run --emulate-missing-devices runs it on the "
+              "CPU)");
     emulated.push_back(device);
   }
   return emulated;

@@ -70,7 +70,8 @@ cl::opt<int> iterations("iterations", cl::desc("Timed runs (default 10)"),
                         cl::init(10), cl::cat(category));
 cl::opt<bool> emulateMissing(
     "emulate-missing-devices",
-    cl::desc("Run ops placed on device types this machine lacks on the CPU"),
+    cl::desc("Run ops placed on device types other than the CPU's (no GPU "
+             "backend yet) on the CPU backend"),
     cl::cat(category));
 cl::opt<bool> deterministic(
     "deterministic",

@@ -193,9 +193,9 @@ TEST(Executor, MissingDeviceTypesAreErrorsUnlessEmulated) {
   b.place("v100", 0);
   b.output("y", y);
   EXPECT_EQ(errorOf(Executor::create(b.build())),
-            "op 0 'Relu0' (Relu) is placed on device type 'v100', which this "
-            "machine does not have (heterps-run --emulate-missing-devices "
-            "runs it on the CPU)");
+            "op 0 'Relu0' (Relu) is placed on device type 'v100', which is "
+            "not a CPU type, and this runtime has only its CPU backend "
+            "(heterps-run --emulate-missing-devices runs it on the CPU)");
   ExecutorOptions options;
   options.emulateMissingDevices = true;
   auto exec = Executor::create(b.build(), options);
