@@ -171,18 +171,16 @@ static bool allEqual(const plan::Op &op, llvm::StringRef name, int64_t v) {
 int heterps::runtime::fuseDepthwiseConvs(plan::Plan &plan,
                                          const WeightMap &weights) {
   Uses uses(plan);
-  auto weightOf = [&](const plan::Op &op, int k) {
-    return weightInput(weights, op, k);
-  };
   // A bias is absent or a weight.
   auto constantBias = [&](const plan::Op &op) {
-    return op.inputs_size() < 3 || op.inputs(2) < 0 || weightOf(op, 2);
+    return op.inputs_size() < 3 || op.inputs(2) < 0 ||
+           weightInput(weights, op, 2);
   };
   std::vector<bool> dead(plan.ops_size(), false);
   int fused = 0;
   for (int i = 0; i < plan.ops_size(); ++i) {
     plan::Op &pw = *plan.mutable_ops(i);
-    const Tensor *w = weightOf(pw, 1);
+    const Tensor *w = weightInput(weights, pw, 1);
     if (pw.type() != "Conv" || pw.outputs_size() != 1 || pw.inputs_size() > 3 ||
         !w || w->rank() != 4 || w->dim(2) != 1 || w->dim(3) != 1 ||
         !constantBias(pw) || !allEqual(pw, "group", 1) ||
@@ -193,7 +191,7 @@ int heterps::runtime::fuseDepthwiseConvs(plan::Plan &plan,
     if (j < 0)
       continue;
     const plan::Op &dw = plan.ops(j);
-    const Tensor *dwW = weightOf(dw, 1);
+    const Tensor *dwW = weightInput(weights, dw, 1);
     int64_t m = w->dim(0);
     std::vector<int64_t> strides = intsOf(dw, "strides");
     int64_t stride = strides.empty() ? 1 : strides[0];
@@ -252,19 +250,18 @@ static std::string stringOf(const plan::Op &op, llvm::StringRef name,
 /// axes and none negative. Empty otherwise.
 static std::vector<int64_t> zeroSpatialPads(const plan::Op &pad,
                                             const WeightMap &weights) {
-  auto weightOf = [&](int k) { return weightInput(weights, pad, k); };
   if (stringOf(pad, "mode", "constant") != "constant" ||
       pad.inputs_size() > 3 || pad.outputs_size() != 1)
     return {};
   std::vector<int64_t> all = intsOf(pad, "pads");
   if (pad.inputs_size() > 1 && pad.inputs(1) >= 0) {
-    const Tensor *p = weightOf(1);
+    const Tensor *p = weightInput(weights, pad, 1);
     if (!p || p->dtype() != DType::I64)
       return {};
     all.assign(p->data<int64_t>(), p->data<int64_t>() + p->numElements());
   }
   if (pad.inputs_size() > 2 && pad.inputs(2) >= 0) {
-    const Tensor *v = weightOf(2);
+    const Tensor *v = weightInput(weights, pad, 2);
     if (!v || v->dtype() != DType::F32 || v->numElements() != 1 ||
         v->data<float>()[0] != 0.f)
       return {};
@@ -333,9 +330,6 @@ int heterps::runtime::fusePads(plan::Plan &plan, const WeightMap &weights) {
 int heterps::runtime::foldBatchNorms(plan::Plan &plan, WeightMap &weights) {
   Uses uses(plan);
   std::vector<bool> dead(plan.ops_size(), false);
-  auto weightOf = [&](const plan::Op &op, int k) {
-    return weightInput(weights, op, k);
-  };
   int folded = 0;
   for (int i = 0; i < plan.ops_size(); ++i) {
     plan::Op &conv = *plan.mutable_ops(i);
@@ -349,14 +343,14 @@ int heterps::runtime::foldBatchNorms(plan::Plan &plan, WeightMap &weights) {
         bn.outputs_size() != 1 || bn.inputs(0) != conv.outputs(0) ||
         !samePlacement(conv, bn))
       continue;
-    const Tensor *w = weightOf(conv, 1);
-    const Tensor *b = weightOf(conv, 2);
+    const Tensor *w = weightInput(weights, conv, 1);
+    const Tensor *b = weightInput(weights, conv, 2);
     bool hasBias = conv.inputs_size() > 2 && conv.inputs(2) >= 0;
     const Tensor *params[4];
     bool ok =
         w && w->dtype() == DType::F32 && w->rank() >= 3 && (!hasBias || b);
     for (int k = 0; k < 4 && ok; ++k) {
-      params[k] = weightOf(bn, k + 1);
+      params[k] = weightInput(weights, bn, k + 1);
       ok = params[k] && params[k]->dtype() == DType::F32 &&
            params[k]->numElements() == w->dim(0);
     }

@@ -148,20 +148,15 @@ llvm::Expected<EvalResult> Trainer::evaluate(const data::Dataset &data,
                        options.numThreads);
 }
 
-/// `weights` in plain layout (plain tensors as they are, sharing buffers).
-static llvm::Expected<WeightMap> plainWeights(const WeightMap &weights) {
+llvm::Expected<WeightMap> Trainer::weights() const {
   WeightMap plain;
-  for (const auto &[v, t] : weights) {
-    llvm::Expected<Tensor> p = t.toPlain();
+  for (const auto &[v, t] : weightMap) {
+    llvm::Expected<Tensor> p = t.toPlain(); // plain ones share their buffer
     if (!p)
       return p.takeError();
     plain.emplace(v, std::move(*p));
   }
   return plain;
-}
-
-llvm::Expected<WeightMap> Trainer::weights() const {
-  return plainWeights(weightMap);
 }
 
 llvm::Expected<EvalResult> heterps::runtime::train::evaluateModel(
@@ -203,19 +198,31 @@ llvm::Expected<EvalResult> heterps::runtime::train::evaluateModel(
   return result;
 }
 
+/// A plain copy of `t` with its own buffer (null stays null).
+static llvm::Expected<Tensor> plainCopy(const Tensor &t) {
+  if (t.isNull())
+    return t;
+  if (t.isPlain())
+    return t.clone();
+  return t.toPlain(); // a copy already
+}
+
 llvm::Expected<Trainer::State> Trainer::state() const {
   State s;
-  auto copy = [](const Tensor &t) { return t.isNull() ? t : t.clone(); };
-  llvm::Expected<WeightMap> plain = weights();
-  if (!plain)
-    return plain.takeError();
-  for (const auto &[v, t] : *plain)
-    s.weights.emplace(v, copy(t));
+  for (const auto &[v, t] : weightMap) {
+    llvm::Expected<Tensor> copy = plainCopy(t);
+    if (!copy)
+      return copy.takeError();
+    s.weights.emplace(v, std::move(*copy));
+  }
   for (const auto &[slot, st] : optimizer.slots()) {
-    auto moments = plainWeights({{0, st.first}, {1, st.second}});
-    if (!moments)
-      return moments.takeError();
-    s.optimizer[slot] = {copy((*moments)[0]), copy((*moments)[1]), st.steps};
+    llvm::Expected<Tensor> first = plainCopy(st.first);
+    if (!first)
+      return first.takeError();
+    llvm::Expected<Tensor> second = plainCopy(st.second);
+    if (!second)
+      return second.takeError();
+    s.optimizer[slot] = {std::move(*first), std::move(*second), st.steps};
   }
   for (int i = ops->begin(); i < ops->end(); ++i)
     s.randomDraws.push_back(ops->kernel(i).randomDraws());
