@@ -40,9 +40,9 @@ static Tensor zerosLike(const Tensor &t) {
 
 /// Moves `t` (unless null) into `grad`'s layout.
 static llvm::Error conform(Tensor &t, const Tensor &grad) {
-  if (t.isNull() || t.sameLayout(grad))
+  if (t.isNull())
     return llvm::Error::success();
-  llvm::Expected<Tensor> moved = t.toLayoutOf(grad);
+  llvm::Expected<Tensor> moved = t.toLayoutOf(grad); // `t` itself if it is
   if (!moved)
     return moved.takeError();
   t = std::move(*moved);
