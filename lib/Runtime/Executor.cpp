@@ -103,7 +103,41 @@ llvm::Error Executor::prepare() {
   for (int v = 0; v < program.values_size(); ++v)
     if (lastUse[v] >= 0 && !keep[v] && constants[v].isNull())
       releaseAfter[lastUse[v]].push_back(v);
+  planInPlaceJoins();
   return llvm::Error::success();
+}
+
+// A Concat copies its inputs into its output. Where the producer of an input
+// can write into a part of that output instead (a Conv or pool into whole
+// channel blocks of a batch-1 Concat), the copy goes: GoogLeNet's nine
+// Concats took 3% of its time at batch 1. A value joins one Concat at most,
+// and only once.
+void Executor::planInPlaceJoins() {
+  std::vector<int> producer(program.values_size(), -1);
+  for (int i = 0; i < program.ops_size(); ++i)
+    for (int32_t v : program.ops(i).outputs())
+      producer[v] = i;
+  std::vector<bool> claimed(program.values_size(), false);
+  joinsBefore.assign(program.ops_size(), {});
+  for (int c = 0; c < program.ops_size(); ++c) {
+    if (!kernels[c]->joinsInputs())
+      continue;
+    const plan::Op &op = program.ops(c);
+    InPlaceJoin join{c, {}};
+    int first = c;
+    for (int k = 0; k < op.inputs_size(); ++k) {
+      int32_t v = op.inputs(k);
+      if (v < 0 || claimed[v] || producer[v] < 0 ||
+          !kernels[producer[v]]->fillsOfferedOutputs() ||
+          llvm::count(op.inputs(), v) != 1)
+        continue;
+      claimed[v] = true;
+      join.inputs.push_back(k);
+      first = std::min(first, producer[v]);
+    }
+    if (!join.inputs.empty())
+      joinsBefore[first].push_back(std::move(join));
+  }
 }
 
 llvm::Error Executor::checkInput(int index, const Tensor &t) const {
@@ -171,9 +205,22 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
 
   std::vector<const Tensor *> args;
   std::vector<Tensor> plainArgs, lastReads, results;
+  // Destinations offered (see planInPlaceJoins): per value, the part of a
+  // join's output its producer may fill; per join op, that output.
+  std::vector<Tensor> offeredParts(program.values_size()),
+      offeredJoins(program.ops_size());
   for (int i = 0; i < program.ops_size(); ++i) {
     const plan::Op &op = program.ops(i);
     Kernel &kernel = *kernels[i];
+    for (const InPlaceJoin &join : joinsBefore[i]) {
+      std::optional<JoinDestinations> d = kernels[join.op]->joinDestinations();
+      if (!d || static_cast<int>(d->inputs.size()) !=
+                    program.ops(join.op).inputs_size())
+        continue;
+      offeredJoins[join.op] = std::move(d->output);
+      for (int k : join.inputs)
+        offeredParts[program.ops(join.op).inputs(k)] = std::move(d->inputs[k]);
+    }
     args.clear();
     plainArgs.assign(op.inputs_size(), Tensor());
     // The values this op reads last move out of `values`: the kernel then
@@ -202,6 +249,11 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
       args.push_back(t);
     }
     results.assign(op.outputs_size(), Tensor());
+    if (kernel.fillsOfferedOutputs())
+      for (int k = 0; k < op.outputs_size(); ++k)
+        results[k] = std::move(offeredParts[op.outputs(k)]);
+    if (kernel.joinsInputs() && op.outputs_size() > 0)
+      results[0] = std::move(offeredJoins[i]);
     auto start = std::chrono::steady_clock::now();
     if (llvm::Error e = kernel.run(args, results))
       return runError(describeOp(program, i) + ": " +

@@ -85,6 +85,20 @@ Tensor Tensor::reshaped(Shape shape) const {
   return view;
 }
 
+Tensor Tensor::part(size_t offset, Shape shape,
+                    std::shared_ptr<const Layout> layout) const {
+  Tensor view;
+  view.type = type;
+  view.dims = std::move(shape);
+  view.size = layout ? layout->bytes()
+                     : runtime::numElements(view.dims) * dtypeSize(type);
+  assert(offset + view.size <= size && "part beyond the buffer");
+  // The aliasing constructor: owns what `buffer` owns, points inside it.
+  view.buffer = std::shared_ptr<uint8_t>(buffer, buffer.get() + offset);
+  view.layoutPtr = std::move(layout);
+  return view;
+}
+
 llvm::Expected<Tensor> Tensor::toPlain() const {
   if (isPlain())
     return *this;

@@ -588,3 +588,57 @@ TEST(Executor, KeepsDepthwiseConvApartWhenItCannotFuse) {
   ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
   EXPECT_EQ((*exec)->plan().ops_size(), 2);
 }
+
+// At batch 1 a Concat offers its producers their parts of its output for the
+// next run: pools (plain here, like their input) compute there and the
+// Concat copies only the rest. A value that joins twice, a graph input,
+// values other ops read after the Concat and Convs (channels-last without
+// autotuning, which is not contiguous per input) keep their values; so
+// does a batch of 2 (no offers).
+TEST(Executor, ComputesConcatInputsInPlaceAtBatchOne) {
+  std::mt19937 rng(11);
+  Tensor w3 = randomTensor({32, 16, 3, 3}, rng);
+  PlanBuilder b;
+  int x = b.input("x", {-1, 16, 10, 10}), z = b.input("z", {-1, 16, 10, 10});
+  Attrs window =
+      Attrs().ints("kernel_shape", {3, 3}).ints("pads", {1, 1, 1, 1});
+  int p = b.op("MaxPool", {x}, {-1, 16, 10, 10}, window);
+  int q = b.op("AveragePool", {x}, {-1, 16, 10, 10}, window);
+  int y3 = b.op("Conv", {x, b.weight("w3", w3)}, {-1, 32, 10, 10},
+                Attrs().ints("pads", {1, 1, 1, 1}));
+  b.output("joined",
+           b.op("Concat", {p, z, q}, {-1, 48, 10, 10}, Attrs().i("axis", 1)));
+  b.output("twice",
+           b.op("Concat", {q, q}, {-1, 32, 10, 10}, Attrs().i("axis", 1)));
+  b.output("after", b.op("Relu", {p}, {-1, 16, 10, 10}));
+  b.output("convs",
+           b.op("Concat", {y3, p}, {-1, 48, 10, 10}, Attrs().i("axis", 1)));
+  ExecutorOptions fixedLayouts;
+  fixedLayouts.autotune = false;
+  auto exec = Executor::create(b.build(), fixedLayouts);
+  ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+
+  auto check = [&](int64_t batch) {
+    Tensor xs = randomTensor({batch, 16, 10, 10}, rng),
+           zs = randomTensor({batch, 16, 10, 10}, rng);
+    auto out = (*exec)->run(std::vector<Tensor>{xs, zs});
+    ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
+    Tensor rp = refPool2d(xs, {{3, 3}, {1, 1}, {1, 1, 1, 1}, true});
+    Tensor rq = refPool2d(xs, {{3, 3}, {1, 1}, {1, 1, 1, 1}, false});
+    Tensor r3 = refConv(xs, w3, nullptr, {{1, 1}, {1, 1}, {1, 1, 1, 1}, 1});
+    EXPECT_TRUE(allClose((*out)[0], refConcat({rp, zs, rq}, 1)));
+    EXPECT_TRUE(allClose((*out)[1], refConcat({rq, rq}, 1)));
+    EXPECT_TRUE(allClose((*out)[2], refUnary(rp, relu)));
+    EXPECT_TRUE(allClose((*out)[3], refConcat({r3, rp}, 1)));
+  };
+  check(1);
+  EXPECT_EQ((*exec)->cacheStats().joinedInPlace, 0); // nothing offered yet
+  check(1);
+  check(1);
+  EXPECT_EQ((*exec)->cacheStats().joinedInPlace, 4); // p and q, twice
+  check(2);
+  check(1);
+  EXPECT_EQ((*exec)->cacheStats().joinedInPlace, 4); // offers for batch 2
+  check(1);
+  EXPECT_EQ((*exec)->cacheStats().joinedInPlace, 6);
+}

@@ -24,6 +24,21 @@ TEST(Tensor, ViewsShareAndClonesCopy) {
   EXPECT_EQ(Tensor::fromInts({}, {7}).typeString(), "i64[]");
 }
 
+TEST(Tensor, PartsShareTheBufferAndKeepItAlive) {
+  Tensor part;
+  const float *whole;
+  {
+    Tensor t = Tensor::fromFloats({2, 3}, {1, 2, 3, 4, 5, 6});
+    whole = t.data<float>();
+    part = t.part(3 * sizeof(float), {1, 3}, nullptr);
+    EXPECT_FALSE(t.ownsBufferAlone());
+  }
+  EXPECT_EQ(part.data<float>(), whole + 3);
+  EXPECT_EQ(part.bytes(), 12u);
+  EXPECT_EQ(part.data<float>()[2], 6);
+  EXPECT_TRUE(part.ownsBufferAlone());
+}
+
 TEST(ONNXTensor, RoundTripsThroughFiles) {
   llvm::SmallString<128> file;
   ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("tensor", "pb", file));

@@ -67,6 +67,7 @@ public:
 private:
   Executor(plan::Plan plan, WeightMap weights, ExecutorOptions options);
   llvm::Error prepare();
+  void planInPlaceJoins();
   llvm::Error checkInput(int index, const Tensor &t) const;
   llvm::Error checkOutput(int op, const Tensor &t, int32_t value) const;
 
@@ -78,6 +79,15 @@ private:
   std::vector<std::unique_ptr<Kernel>> kernels;
   /// Per op: values whose last use it is.
   std::vector<std::vector<int32_t>> releaseAfter;
+  /// A join (Concat) some of whose inputs may be computed in its output: the
+  /// op and the input positions whose producers fill offered outputs.
+  struct InPlaceJoin {
+    int op;
+    std::vector<int> inputs;
+  };
+  /// Per op: the joins whose destinations are asked for before it runs
+  /// (it is the first of their producers).
+  std::vector<std::vector<InPlaceJoin>> joinsBefore;
   std::vector<std::string> emulated;
   std::vector<double> opTimes;
 };

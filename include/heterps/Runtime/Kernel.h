@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace heterps::runtime {
 
@@ -41,19 +42,44 @@ struct OpInfo {
   llvm::Error checkArity(int minIn, int maxIn, int outputs = 1) const;
 };
 
+/// Where a kernel that joins its inputs into one output (Concat) would have
+/// them: a new output tensor and, per input, the part of it (Tensor::part)
+/// that input becomes, or a null tensor where it cannot be computed in place.
+struct JoinDestinations {
+  Tensor output;
+  std::vector<Tensor> inputs;
+};
+
 class Kernel {
 public:
   virtual ~Kernel();
   /// Whether the kernel takes inputs in a backend layout as they are;
   /// otherwise the executor hands it plain tensors.
   virtual bool acceptsLayouts() const { return false; }
-  /// Computes `outputs` (already sized, null tensors) from `inputs` (null
-  /// pointers for absent optional inputs). An input whose buffer no other
-  /// tensor shares (Tensor::ownsBufferAlone) may be overwritten or become an
-  /// output's: a caller that reads it afterwards keeps a tensor on that
-  /// buffer (the Executor hands over the values an op reads last).
+  /// Computes `outputs` (already sized) from `inputs` (null pointers for
+  /// absent optional inputs). An input whose buffer no other tensor shares
+  /// (Tensor::ownsBufferAlone) may be overwritten or become an output's: a
+  /// caller that reads it afterwards keeps a tensor on that buffer (the
+  /// Executor hands over the values an op reads last).
+  /// An output is a null tensor, or a destination the caller offers (see
+  /// joinDestinations): a kernel writes into it when it has the shape and
+  /// layout the kernel produces, and replaces it otherwise.
   virtual llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                           llvm::MutableArrayRef<Tensor> outputs) = 0;
+  /// Whether run() writes into offered outputs of the right shape and
+  /// layout (kernels that do not just replace them).
+  virtual bool fillsOfferedOutputs() const { return false; }
+  /// Whether the kernel joins its inputs into its output (see
+  /// joinDestinations).
+  virtual bool joinsInputs() const { return false; }
+  /// For a kernel that joins its inputs: destinations for the next run, in
+  /// which producers that fill offered outputs compute the inputs in place
+  /// and run() then copies nothing for them; offered to run() as its output.
+  /// Based on the inputs of the last run; std::nullopt when there was none
+  /// or their parts of the output are not contiguous.
+  virtual std::optional<JoinDestinations> joinDestinations() {
+    return std::nullopt;
+  }
 };
 
 using KernelFactory =

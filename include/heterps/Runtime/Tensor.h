@@ -2,7 +2,7 @@
 //
 // A tensor is an element type, a shape and a reference-counted, 64-byte
 // aligned buffer. Copies share the buffer; `reshaped` makes a view with
-// another shape over the same bytes.
+// another shape over the same bytes, `part` one over some of them.
 //
 // The buffer is plain row-major unless the tensor carries a `Layout`: a
 // backend (the oneDNN CPU backend) may keep activations in a blocked format
@@ -97,6 +97,11 @@ public:
 
   /// A view of this plain tensor with `shape` (same element count).
   Tensor reshaped(Shape shape) const;
+  /// A tensor of `shape` (in `layout`, or plain when null) over this one's
+  /// buffer from byte `offset` on, sharing its ownership: a part of a
+  /// larger buffer that a kernel may compute in place (a Concat input).
+  Tensor part(size_t offset, Shape shape,
+              std::shared_ptr<const Layout> layout) const;
   /// A plain copy (or this tensor itself when it is plain already).
   llvm::Expected<Tensor> toPlain() const;
   /// Whether both buffers hold their elements the same way.

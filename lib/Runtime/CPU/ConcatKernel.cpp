@@ -15,6 +15,11 @@
 // are copies of whole runs instead, also after the reorders that unify the
 // layouts (GoogLeNet's nine concats at batch 1: 0.35 ms -> 0.16 ms).
 //
+// At batch 1 each input is then one run at a fixed place in the output, so
+// the kernel offers those places to the inputs' producers for the next run
+// (joinDestinations): a Conv or pool computes its result there and the copy
+// goes (GoogLeNet at batch 1: 4% faster, SqueezeNet 3.5%).
+//
 //===----------------------------------------------------------------------===//
 
 #include "CPUKernels.h"
@@ -35,6 +40,7 @@ struct ConcatEntry {
   std::vector<memory::desc> srcMds;
   memory::desc dstMd;
   Shape outShape;
+  size_t numInputs = 0;
   /// Bytes per batch item of each used input when the concat is a copy of
   /// contiguous runs (see above); empty otherwise.
   std::vector<size_t> runBytes;
@@ -45,6 +51,25 @@ public:
   ConcatKernel(CPUContextPtr ctx, int64_t axis)
       : cache(std::move(ctx)), axis(axis) {}
   bool acceptsLayouts() const override { return true; }
+  bool joinsInputs() const override { return true; }
+
+  std::optional<JoinDestinations> joinDestinations() override {
+    if (!last || last->runBytes.empty() || last->outShape[0] != 1)
+      return std::nullopt;
+    JoinDestinations d;
+    d.output = allocate(last->dstMd, last->outShape, cache.context());
+    d.inputs.resize(last->numInputs);
+    size_t offset = 0;
+    for (size_t k = 0; k < last->used.size(); ++k) {
+      const memory::desc &md = last->srcMds[k];
+      memory::dims dims = md.dims();
+      Shape shape(dims.begin(), dims.end());
+      d.inputs[last->used[k]] =
+          d.output.part(offset, shape, layoutOf(md, shape, cache.context()));
+      offset += last->runBytes[k];
+    }
+    return d;
+  }
 
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override {
@@ -56,13 +81,15 @@ public:
       if (!entry)
         return entry.takeError();
       ConcatEntry &e = **entry;
-      Tensor y = e.used.empty() ? Tensor(DType::F32, e.outShape)
-                                : allocate(e.dstMd, e.outShape, ctx);
+      last = &e;
+      Tensor y = e.used.empty()
+                     ? Tensor(DType::F32, e.outShape)
+                     : destination(outputs[0], e.dstMd, e.outShape, ctx);
       std::vector<Tensor> srcs;
       for (size_t k = 0; k < e.used.size(); ++k)
         srcs.push_back(reorderTo(*inputs[e.used[k]], e.srcMds[k], ctx));
       if (!e.runBytes.empty()) {
-        copyRuns(srcs, e, y);
+        ctx->stats.joinedInPlace += copyRuns(srcs, e, y);
       } else if (!e.used.empty()) {
         std::unordered_map<int, memory> args = {
             {DNNL_ARG_DST, memoryOf(y, *ctx)}};
@@ -78,22 +105,31 @@ public:
 
 private:
   /// The concat as copies of each used input's contiguous run per batch
-  /// item; `srcs` are the used inputs in their layouts.
-  static void copyRuns(llvm::ArrayRef<Tensor> srcs, const ConcatEntry &e,
-                       Tensor &y) {
+  /// item; `srcs` are the used inputs in their layouts. Returns how many
+  /// were in place already (computed in the output, see joinDestinations),
+  /// which are not copied.
+  static int copyRuns(llvm::ArrayRef<Tensor> srcs, const ConcatEntry &e,
+                      Tensor &y) {
     int64_t batch = y.dim(0);
     int64_t numInputs = static_cast<int64_t>(e.used.size());
     std::vector<size_t> offset(numInputs + 1, 0);
     for (int64_t k = 0; k < numInputs; ++k)
       offset[k + 1] = offset[k] + e.runBytes[k];
     auto *out = static_cast<char *>(y.rawData());
+    std::vector<char> inPlace(numInputs, false);
+    int numInPlace = 0;
+    if (batch == 1)
+      for (int64_t k = 0; k < numInputs; ++k)
+        numInPlace += inPlace[k] = srcs[k].rawData() == out + offset[k];
 #pragma omp parallel for collapse(2) schedule(static)
     for (int64_t n = 0; n < batch; ++n)
       for (int64_t k = 0; k < numInputs; ++k)
-        std::memcpy(out + n * offset[numInputs] + offset[k],
-                    static_cast<const char *>(srcs[k].rawData()) +
-                        n * e.runBytes[k],
-                    e.runBytes[k]);
+        if (!inPlace[k])
+          std::memcpy(out + n * offset[numInputs] + offset[k],
+                      static_cast<const char *>(srcs[k].rawData()) +
+                          n * e.runBytes[k],
+                      e.runBytes[k]);
+    return numInPlace;
   }
 
   /// Bytes per batch item of each input when, in the layouts `mds` (inputs
@@ -145,6 +181,7 @@ private:
     if (!a)
       return a.takeError();
     ConcatEntry entry;
+    entry.numInputs = inputs.size();
     entry.outShape = first.shape();
     entry.outShape[*a] = 0;
     std::vector<memory::desc> mds;
@@ -224,6 +261,8 @@ private:
 
   PrimitiveCache<ConcatEntry> cache;
   int64_t axis;
+  /// The entry of the last run, for joinDestinations.
+  ConcatEntry *last = nullptr;
 };
 
 } // namespace

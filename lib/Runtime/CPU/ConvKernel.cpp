@@ -56,6 +56,7 @@ public:
       : cache(std::move(ctx)), params(std::move(params)),
         constantWeights(constantWeights) {}
   bool acceptsLayouts() const override { return true; }
+  bool fillsOfferedOutputs() const override { return !params.sum; }
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override;
 
@@ -226,7 +227,7 @@ llvm::Error ConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
       if (dst.rawData() == addend.rawData() && !reuse)
         dst = dst.clone();
     } else {
-      dst = allocate(e.dstMd, e.outShape, ctx);
+      dst = destination(outputs[0], e.dstMd, e.outShape, ctx);
     }
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, memoryOf(src, *ctx)},

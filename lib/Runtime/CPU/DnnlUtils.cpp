@@ -59,12 +59,27 @@ void cpu::addScratchpad(const memory::desc &md, CPUContext &ctx,
   args[DNNL_ARG_SCRATCHPAD] = memory(md, ctx.engine, ctx.scratchpad.get());
 }
 
+std::shared_ptr<const Layout> cpu::layoutOf(const memory::desc &md,
+                                            llvm::ArrayRef<int64_t> shape,
+                                            const CPUContextPtr &ctx) {
+  if (md == plainDesc(shape))
+    return nullptr;
+  return std::make_shared<DnnlLayout>(md, ctx);
+}
+
 Tensor cpu::allocate(const memory::desc &md, Shape shape,
                      const CPUContextPtr &ctx) {
-  if (md == plainDesc(shape))
+  std::shared_ptr<const Layout> layout = layoutOf(md, shape, ctx);
+  if (!layout)
     return Tensor(DType::F32, std::move(shape));
-  return Tensor(DType::F32, std::move(shape),
-                std::make_shared<DnnlLayout>(md, ctx));
+  return Tensor(DType::F32, std::move(shape), std::move(layout));
+}
+
+Tensor cpu::destination(const Tensor &offered, const memory::desc &md,
+                        const Shape &shape, const CPUContextPtr &ctx) {
+  if (!offered.isNull() && offered.shape() == shape && descOf(offered) == md)
+    return offered;
+  return allocate(md, shape, ctx);
 }
 
 Tensor cpu::reorderTo(const Tensor &t, const memory::desc &md,

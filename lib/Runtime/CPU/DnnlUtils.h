@@ -73,9 +73,17 @@ void useCallerScratchpad(dnnl::primitive_attr &attr);
 void addScratchpad(const memory::desc &md, CPUContext &ctx,
                    std::unordered_map<int, memory> &args);
 
-/// A new f32 tensor of `shape` in `md`: plain when `md` is the plain
-/// descriptor of `shape`, otherwise carrying a DnnlLayout.
+/// The layout of an f32 tensor of `shape` in `md`: null when `md` is the
+/// plain descriptor of `shape`, otherwise a DnnlLayout.
+std::shared_ptr<const Layout> layoutOf(const memory::desc &md,
+                                       llvm::ArrayRef<int64_t> shape,
+                                       const CPUContextPtr &ctx);
+/// A new f32 tensor of `shape` in `md` (layoutOf).
 Tensor allocate(const memory::desc &md, Shape shape, const CPUContextPtr &ctx);
+/// Where a kernel writes an output of `shape` in `md`: `offered` (see
+/// Kernel::run) when it has that shape and layout, else a new tensor.
+Tensor destination(const Tensor &offered, const memory::desc &md,
+                   const Shape &shape, const CPUContextPtr &ctx);
 /// `t` in format `md`: `t` itself if it is already, else a reordered copy.
 Tensor reorderTo(const Tensor &t, const memory::desc &md,
                  const CPUContextPtr &ctx);

@@ -24,6 +24,7 @@ public:
   PoolKernel(CPUContextPtr ctx, PoolParams params)
       : cache(std::move(ctx)), params(std::move(params)) {}
   bool acceptsLayouts() const override { return true; }
+  bool fillsOfferedOutputs() const override { return true; }
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override;
 
@@ -58,7 +59,8 @@ llvm::Error PoolKernel::run(llvm::ArrayRef<const Tensor *> inputs,
     auto entry = cache.get(shapeKey(inputs), [&] { return make(x); });
     if (!entry)
       return entry.takeError();
-    Tensor y = allocate((*entry)->dstMd, (*entry)->outShape, ctx);
+    Tensor y =
+        destination(outputs[0], (*entry)->dstMd, (*entry)->outShape, ctx);
     (*entry)->primitive.execute(
         ctx->stream,
         {{DNNL_ARG_SRC, memoryOf(x, *ctx)}, {DNNL_ARG_DST, memoryOf(y, *ctx)}});

@@ -38,6 +38,9 @@ struct PrimitiveCacheStats {
   int64_t created = 0;
   /// Kernel runs that found their primitive in the cache.
   int64_t hits = 0;
+  /// Concat inputs found computed in place in the Concat's output (not
+  /// copied; see Kernel::joinDestinations).
+  int64_t joinedInPlace = 0;
 };
 
 class CPUBackend : public Backend {
