@@ -143,6 +143,57 @@ int heterps::runtime::fuseTrainableActivations(plan::Plan &plan) {
                            [](llvm::StringRef type) { return type == "Relu"; });
 }
 
+/// Sets the int attribute `name` of `op` to 1.
+static void setFlag(plan::Op &op, llvm::StringRef name) {
+  plan::Attribute *a = op.add_attributes();
+  a->set_name(name.str());
+  a->set_i(1);
+}
+
+int heterps::runtime::moveReluMasksToMaxPools(plan::Plan &plan) {
+  Uses uses(plan);
+  std::vector<int> definedBy(plan.values_size(), -1);
+  for (int i = 0; i < plan.ops_size(); ++i)
+    for (int32_t v : plan.ops(i).outputs())
+      definedBy[v] = i;
+  // The op defining `v` when only `reader` reads it.
+  auto soleProducer = [&](int32_t v, int reader) {
+    return v >= 0 && uses.soleReader(v) == reader ? definedBy[v] : -1;
+  };
+  auto reluConv = [&](int i) {
+    if (i < 0 || plan.ops(i).type() != "Conv")
+      return false;
+    for (const plan::Attribute &a : plan.ops(i).attributes())
+      if (a.name() == "activation")
+        return a.s() == "Relu";
+    return false;
+  };
+  int moved = 0;
+  for (int p = 0; p < plan.ops_size(); ++p) {
+    const plan::Op &pool = plan.ops(p);
+    if (pool.type() != "MaxPool" || pool.outputs_size() != 1 ||
+        pool.inputs_size() != 1)
+      continue;
+    int producer = soleProducer(pool.inputs(0), p);
+    std::vector<int> convs;
+    if (reluConv(producer)) {
+      convs.push_back(producer);
+    } else if (producer >= 0 && plan.ops(producer).type() == "Concat") {
+      for (int32_t v : plan.ops(producer).inputs())
+        convs.push_back(soleProducer(v, producer));
+      if (!llvm::all_of(convs, reluConv))
+        continue;
+    } else {
+      continue;
+    }
+    for (int c : convs)
+      setFlag(*plan.mutable_ops(c), "relu_grad_masked");
+    setFlag(*plan.mutable_ops(p), "grad_mask_relu");
+    ++moved;
+  }
+  return moved;
+}
+
 /// The weight that input `k` of `op` is, or null (absent or computed).
 static const Tensor *weightInput(const WeightMap &weights, const plan::Op &op,
                                  int k) {

@@ -26,6 +26,16 @@ int fuseActivations(plan::Plan &plan);
 /// Inference kernels run the result too. Returns the number of fused ops.
 int fuseTrainableActivations(plan::Plan &plan);
 
+/// For training, after fuseTrainableActivations: where a MaxPool reads the
+/// output of a Conv with a fused Relu, or a Concat of such outputs, and is
+/// the only reader of each, the Relus' gradient mask moves to the MaxPool's
+/// output gradient (the Conv gets `relu_grad_masked` = 1, the MaxPool
+/// `grad_mask_relu` = 1). A max-pooled Relu output is > 0 exactly where the
+/// window's selected input is, so the gradients are the same, bit for bit,
+/// and the mask covers the pooled tensor instead of the larger one.
+/// Returns the number of MaxPools.
+int moveReluMasksToMaxPools(plan::Plan &plan);
+
 /// Folds an Add of a Conv's output and another value of the same declared
 /// shape (a residual connection) into the Conv, as a fourth input the Conv
 /// sums into its result; the other value must be defined before the Conv.

@@ -511,6 +511,47 @@ TEST(Executor, RunsBatchNormsWithAFusedRelu) {
   EXPECT_TRUE(allClose((*got)[0], (*want)[0], 1e-5f, 1e-6f));
 }
 
+// moveReluMasksToMaxPools marks a MaxPool over Relu Convs, directly or
+// through a Concat, when nothing else reads what lies between; the kernels'
+// side is GradCheckTest's MovedReluMask.
+TEST(Fusion, MovesReluMasksToMaxPoolsOverReluConvs) {
+  std::mt19937 rng(5);
+  PlanBuilder b;
+  int x = b.input("x", {1, 8, 8, 8});
+  Attrs window = Attrs().ints("kernel_shape", {2, 2}).ints("strides", {2, 2});
+  auto conv = [&](int in, const std::string &name) {
+    return b.op("Conv", {in, b.weight(name, randomTensor({8, 8, 1, 1}, rng))},
+                {1, 8, 8, 8});
+  };
+  auto relu = [&](int in) { return b.op("Relu", {in}, {1, 8, 8, 8}); };
+  auto pool = [&](int in, int64_t channels) {
+    return b.op("MaxPool", {in}, {1, channels, 4, 4}, window);
+  };
+  auto concat = [&](std::vector<int> in) {
+    return b.op("Concat", in, {1, 8 * int64_t(in.size()), 8, 8},
+                Attrs().i("axis", 1));
+  };
+  b.output("direct", pool(relu(conv(x, "a")), 8));
+  b.output("joined",
+           pool(concat({relu(conv(x, "b")), relu(conv(x, "c"))}), 16));
+  b.output("no_relu", pool(concat({relu(conv(x, "d")), conv(x, "e")}), 16));
+  int shared = relu(conv(x, "f"));
+  b.output("shared", pool(shared, 8));
+  b.output("also", shared);
+  plan::Plan p = b.build();
+  ASSERT_EQ(fuseTrainableActivations(p), 5);
+  EXPECT_EQ(moveReluMasksToMaxPools(p), 2);
+  std::vector<std::string> marked;
+  for (const plan::Op &op : p.ops())
+    for (const plan::Attribute &a : op.attributes())
+      if (a.name() == "relu_grad_masked" || a.name() == "grad_mask_relu")
+        marked.push_back(op.type() + " " + a.name());
+  EXPECT_EQ(marked, (std::vector<std::string>{
+                        "Conv relu_grad_masked", "MaxPool grad_mask_relu",
+                        "Conv relu_grad_masked", "Conv relu_grad_masked",
+                        "MaxPool grad_mask_relu"}));
+}
+
 //===----------------------------------------------------------------------===//
 // Pointwise + depthwise convolutions (MobileNet blocks)
 //===----------------------------------------------------------------------===//

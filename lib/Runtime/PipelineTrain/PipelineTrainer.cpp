@@ -115,8 +115,10 @@ layoutStages(const plan::Plan &plan, const WeightMap &weights,
 llvm::Error PipelineTrainer::prepare(WeightMap weights) {
   if (llvm::Error e = train::checkTrainingPlan(program))
     return e;
-  // Relus run inside the Conv or batch norm before them (Fusion.h).
+  // Relus run inside the Conv or batch norm before them, and their
+  // gradient masks after a MaxPool (Fusion.h).
   fuseTrainableActivations(program);
+  moveReluMasksToMaxPools(program);
   if (options.microBatches < 1)
     return pipelineError("--micro-batches must be at least 1, not " +
                          llvm::Twine(options.microBatches));

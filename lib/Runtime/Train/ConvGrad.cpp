@@ -17,7 +17,9 @@
 // (fuseTrainableActivations) is an eltwise post-op of the forward; the
 // backward masks the incoming gradient with the output (oneDNN's
 // relu_use_dst_for_bwd) before the two convolution backwards, so the
-// forward saves the Relu's pass over the output. The input's gradient is
+// forward saves the Relu's pass over the output; the MaxPool after it
+// applies the mask instead when moveReluMasksToMaxPools says so (Fusion.h).
+// The input's gradient is
 // skipped when nothing needs it (the first layer's image).
 //
 //===----------------------------------------------------------------------===//
@@ -57,8 +59,10 @@ struct ConvGradEntry {
 
 class ConvGradKernel : public TrainKernel {
 public:
-  ConvGradKernel(CPUContextPtr ctx, cpu::ConvAttrs attrs, bool relu)
-      : cache(std::move(ctx)), attrs(std::move(attrs)), relu(relu) {}
+  ConvGradKernel(CPUContextPtr ctx, cpu::ConvAttrs attrs, bool relu,
+                 bool reluMaskedLater)
+      : cache(std::move(ctx)), attrs(std::move(attrs)), relu(relu),
+        reluMaskedLater(reluMaskedLater) {}
   bool differentiable(int i) const override { return i <= 2; }
   llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
                       Tensor &output) override;
@@ -77,12 +81,15 @@ private:
   /// blocked formats have a dimension more than the weights.
   Tensor weightGradient(const Tensor &dw, const Shape &shape) const;
 
-  /// dOutput, masked by the fused Relu's output when there is one.
+  /// dOutput, masked by the fused Relu's output when there is one and the
+  /// MaxPool after it did not mask it already.
   Tensor reluGradient(const Tensor &output, const Tensor &dOutput) const;
 
   cpu::PrimitiveCache<ConvGradEntry> cache;
   cpu::ConvAttrs attrs;
   bool relu;
+  /// The gradient comes masked (attribute `relu_grad_masked`).
+  bool reluMaskedLater;
   ConvGradEntry *entry = nullptr;
   /// The forward's source in the primitive's format, for backward-weights.
   Tensor src;
@@ -176,7 +183,7 @@ llvm::Expected<ConvGradEntry> ConvGradKernel::make(const Tensor &x,
 
 Tensor ConvGradKernel::reluGradient(const Tensor &output,
                                     const Tensor &dOutput) const {
-  if (!relu)
+  if (!relu || reluMaskedLater)
     return dOutput;
   const CPUContextPtr &ctx = cache.context();
   const memory::desc &md = entry->forwardPd.dst_desc();
@@ -314,9 +321,13 @@ void train::registerConvGrad(TrainRegistry &registry) {
     llvm::Expected<bool> relu = cpu::fusesRelu(info.attrs, "a trained Conv");
     if (!relu)
       return relu.takeError();
+    llvm::Expected<int64_t> masked = info.attrs.getInt("relu_grad_masked", 0);
+    if (!masked)
+      return masked.takeError();
     llvm::Expected<cpu::ConvAttrs> attrs = cpu::parseConvAttrs(info.attrs);
     if (!attrs)
       return attrs.takeError();
-    return std::make_unique<ConvGradKernel>(env.ctx, std::move(*attrs), *relu);
+    return std::make_unique<ConvGradKernel>(env.ctx, std::move(*attrs), *relu,
+                                            *masked != 0);
   };
 }

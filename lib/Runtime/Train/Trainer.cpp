@@ -38,8 +38,10 @@ Trainer::create(const plan::Plan &plan, WeightMap weights,
 llvm::Error Trainer::prepare() {
   if (llvm::Error e = checkTrainingPlan(program))
     return e;
-  // Relus run inside the Conv or batch norm before them (Fusion.h).
+  // Relus run inside the Conv or batch norm before them, and their
+  // gradient masks after a MaxPool (Fusion.h).
   fuseTrainableActivations(program);
+  moveReluMasksToMaxPools(program);
   backend.enterThread();
   // Tensor copies share buffers: own the weights, which training updates in
   // place, so the caller's map stays as it was.

@@ -316,6 +316,59 @@ TEST(FusedRelu, ConvTrainsAsConvThenRelu) {
   }
 }
 
+// A Relu mask moved to the MaxPool after the Conv (moveReluMasksToMaxPools):
+// the MaxPool masks its output gradient, the Conv then leaves it as it is,
+// and the Conv's input, weight and bias gradients are those of the Conv
+// masking it, bit for bit.
+TEST(MovedReluMask, ConvThenMaxPoolTrainsAsBefore) {
+  TrainBackend backend;
+  backend.enterThread();
+  Tensor x = random({2, 8, 10, 10}, 60), w = random({16, 8, 3, 3}, 61),
+         bias = random({16}, 62);
+  std::vector<Tensor> inputs = {x, w, bias};
+  std::vector<const Tensor *> args = {&x, &w, &bias};
+  Attrs window = Attrs().ints("kernel_shape", {3, 3}).ints("strides", {2, 2});
+  auto kernelOf = [&](const std::string &type, const std::vector<Tensor> &in,
+                      const Attrs &attrs) {
+    plan::Op op = makeOp(type, in.size(), in, attrs);
+    OpInfo info(op, std::vector<const Tensor *>(in.size(), nullptr));
+    auto kernel = backend.createKernel(info, 0);
+    EXPECT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+    return std::move(*kernel);
+  };
+  // Conv + Relu -> MaxPool backwards; returns the Conv's three gradients.
+  auto grads = [&](bool moved, bool poolMasks) {
+    Attrs convAttrs =
+        Attrs().ints("pads", {1, 1, 1, 1}).s("activation", "Relu");
+    Attrs poolAttrs = window;
+    if (moved)
+      convAttrs.i("relu_grad_masked", 1);
+    if (poolMasks)
+      poolAttrs.i("grad_mask_relu", 1);
+    auto conv = kernelOf("Conv", inputs, convAttrs);
+    Tensor y, pooled;
+    EXPECT_FALSE(bool(conv->forward(args, y)));
+    auto pool = kernelOf("MaxPool", {y}, poolAttrs);
+    EXPECT_FALSE(bool(pool->forward({&y}, pooled)));
+    std::mt19937 rng(3);
+    Tensor r = randomTensor(pooled.shape(), rng);
+    std::vector<Tensor> dy(1), d(3);
+    EXPECT_FALSE(bool(pool->backward({&y}, pooled, r, {true}, dy)));
+    EXPECT_FALSE(bool(conv->backward(args, y, dy[0], {true, true, true}, d)));
+    for (Tensor &t : d)
+      t = llvm::cantFail(t.toPlain());
+    return d;
+  };
+  std::vector<Tensor> before = grads(false, false), after = grads(true, true),
+                      unmasked = grads(true, false);
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE("input " + std::to_string(i));
+    EXPECT_TRUE(allClose(after[i], before[i], 0, 0));
+    // Neither kernel masking gives other gradients: the mask matters.
+    EXPECT_FALSE(allClose(unmasked[i], before[i], 1e-3f, 1e-3f));
+  }
+}
+
 // The weight gradient of an ungrouped Conv comes in the layout the forward
 // reads its weights in (the optimizer then keeps the weights there): fed
 // back in that layout, the weights give the plain weights' output. A
