@@ -10,14 +10,19 @@
 using namespace heterps::runtime;
 
 namespace {
-/// Where each value is read: op indices and whether a graph output is it.
+/// Where each value is defined and read: op indices and whether a graph
+/// output is it.
 struct Uses {
   explicit Uses(const plan::Plan &plan)
-      : readers(plan.values_size()), isOutput(plan.values_size(), false) {
-    for (int i = 0; i < plan.ops_size(); ++i)
+      : definedBy(plan.values_size(), -1), readers(plan.values_size()),
+        isOutput(plan.values_size(), false) {
+    for (int i = 0; i < plan.ops_size(); ++i) {
       for (int32_t v : plan.ops(i).inputs())
         if (v >= 0)
           readers[v].push_back(i);
+      for (int32_t v : plan.ops(i).outputs())
+        definedBy[v] = i;
+    }
     for (const plan::Binding &b : plan.outputs())
       isOutput[b.value()] = true;
   }
@@ -25,6 +30,8 @@ struct Uses {
   int soleReader(int32_t v) const {
     return readers[v].size() == 1 && !isOutput[v] ? readers[v][0] : -1;
   }
+  /// The op defining each value; -1 for graph inputs and weights.
+  std::vector<int> definedBy;
   std::vector<std::vector<int>> readers;
   std::vector<bool> isOutput;
 };
@@ -54,11 +61,6 @@ static bool hasActivation(const plan::Op &op) {
 
 int heterps::runtime::fuseResidualAdds(plan::Plan &plan) {
   Uses uses(plan);
-  // Index of the op defining each value; -1 for graph inputs and weights.
-  std::vector<int> definedBy(plan.values_size(), -1);
-  for (int i = 0; i < plan.ops_size(); ++i)
-    for (int32_t v : plan.ops(i).outputs())
-      definedBy[v] = i;
   std::vector<bool> dead(plan.ops_size(), false);
   int fused = 0;
   for (int i = 0; i < plan.ops_size(); ++i) {
@@ -76,7 +78,7 @@ int heterps::runtime::fuseResidualAdds(plan::Plan &plan) {
       continue;
     int32_t other = add.inputs(0) == out ? add.inputs(1) : add.inputs(0);
     const plan::Value &a = plan.values(out), &b = plan.values(other);
-    if (other == out || definedBy[other] >= i || a.dtype() != b.dtype() ||
+    if (other == out || uses.definedBy[other] >= i || a.dtype() != b.dtype() ||
         a.dims_size() != b.dims_size() ||
         !std::equal(a.dims().begin(), a.dims().end(), b.dims().begin()))
       continue;
@@ -152,13 +154,9 @@ static void setFlag(plan::Op &op, llvm::StringRef name) {
 
 int heterps::runtime::moveReluMasksToMaxPools(plan::Plan &plan) {
   Uses uses(plan);
-  std::vector<int> definedBy(plan.values_size(), -1);
-  for (int i = 0; i < plan.ops_size(); ++i)
-    for (int32_t v : plan.ops(i).outputs())
-      definedBy[v] = i;
   // The op defining `v` when only `reader` reads it.
   auto soleProducer = [&](int32_t v, int reader) {
-    return v >= 0 && uses.soleReader(v) == reader ? definedBy[v] : -1;
+    return v >= 0 && uses.soleReader(v) == reader ? uses.definedBy[v] : -1;
   };
   auto reluConv = [&](int i) {
     if (i < 0 || plan.ops(i).type() != "Conv")
