@@ -101,16 +101,18 @@ llvm::Error PoolGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
   });
 }
 
-/// `dy` where `y` > 0, else 0; `y` and `dy` in the same layout.
-static Tensor maskByPositive(const Tensor &y, const Tensor &dy) {
-  // In place when nothing else holds the gradient.
-  Tensor masked = dy.ownsBufferAlone() ? dy : Tensor(dy).clone();
-  const float *yp = y.data<float>();
-  float *dp = masked.data<float>();
+/// `dy` where `y` > 0, else 0 (`y` and `dy` in the same layout): into
+/// `dy`'s buffer when `inPlace`, else a new one.
+static Tensor maskByPositive(const Tensor &y, const Tensor &dy, bool inPlace) {
+  Tensor masked = inPlace        ? dy
+                  : dy.isPlain() ? Tensor(DType::F32, dy.shape())
+                                 : Tensor(DType::F32, dy.shape(), dy.layout());
+  const float *yp = y.data<float>(), *dp = dy.data<float>();
+  float *out = masked.data<float>();
   int64_t n = static_cast<int64_t>(dy.bytes() / sizeof(float));
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i)
-    dp[i] = yp[i] > 0.f ? dp[i] : 0.f;
+    out[i] = yp[i] > 0.f ? dp[i] : 0.f;
   return masked;
 }
 
@@ -122,9 +124,13 @@ llvm::Error PoolGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
   const CPUContextPtr &ctx = cache.context();
   return cpu::guardDnnl([&]() -> llvm::Error {
     const auto &pd = entry->backwardPd;
+    // The gradient may be masked in place when nothing else holds it
+    // (OpSequence hands over its only reference) or it is a reordered copy.
+    bool owned = dOutput.ownsBufferAlone();
     Tensor dy = cpu::reorderTo(dOutput, pd.diff_dst_desc(), ctx);
     if (maskRelu)
-      dy = maskByPositive(cpu::reorderTo(output, pd.diff_dst_desc(), ctx), dy);
+      dy = maskByPositive(cpu::reorderTo(output, pd.diff_dst_desc(), ctx), dy,
+                          owned || dy.rawData() != dOutput.rawData());
     Tensor dx = cpu::allocate(pd.diff_src_desc(), inputs[0]->shape(), ctx);
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_DIFF_DST, memoryOf(dy, *ctx)},

@@ -337,7 +337,9 @@ TEST(MovedReluMask, ConvThenMaxPoolTrainsAsBefore) {
     return std::move(*kernel);
   };
   // Conv + Relu -> MaxPool backwards; returns the Conv's three gradients.
-  auto grads = [&](bool moved, bool poolMasks) {
+  // With `owned`, the MaxPool holds the only reference to its output
+  // gradient and masks it in place.
+  auto grads = [&](bool moved, bool poolMasks, bool owned = false) {
     Attrs convAttrs =
         Attrs().ints("pads", {1, 1, 1, 1}).s("activation", "Relu");
     Attrs poolAttrs = window;
@@ -353,17 +355,20 @@ TEST(MovedReluMask, ConvThenMaxPoolTrainsAsBefore) {
     std::mt19937 rng(3);
     Tensor r = randomTensor(pooled.shape(), rng);
     std::vector<Tensor> dy(1), d(3);
-    EXPECT_FALSE(bool(pool->backward({&y}, pooled, r, {true}, dy)));
+    EXPECT_FALSE(
+        bool(pool->backward({&y}, pooled, owned ? r.clone() : r, {true}, dy)));
     EXPECT_FALSE(bool(conv->backward(args, y, dy[0], {true, true, true}, d)));
     for (Tensor &t : d)
       t = llvm::cantFail(t.toPlain());
     return d;
   };
   std::vector<Tensor> before = grads(false, false), after = grads(true, true),
+                      inPlace = grads(true, true, true),
                       unmasked = grads(true, false);
   for (int i = 0; i < 3; ++i) {
     SCOPED_TRACE("input " + std::to_string(i));
     EXPECT_TRUE(allClose(after[i], before[i], 0, 0));
+    EXPECT_TRUE(allClose(inPlace[i], before[i], 0, 0));
     // Neither kernel masking gives other gradients: the mask matters.
     EXPECT_FALSE(allClose(unmasked[i], before[i], 1e-3f, 1e-3f));
   }
