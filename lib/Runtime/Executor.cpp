@@ -120,9 +120,9 @@ void Executor::planInPlaceJoins() {
   std::vector<bool> claimed(program.values_size(), false);
   joinsBefore.assign(program.ops_size(), {});
   for (int c = 0; c < program.ops_size(); ++c) {
-    if (!kernels[c]->joinsInputs())
-      continue;
     const plan::Op &op = program.ops(c);
+    if (!kernels[c]->joinsInputs() || op.outputs_size() != 1)
+      continue;
     InPlaceJoin join{c, {}};
     int first = c;
     for (int k = 0; k < op.inputs_size(); ++k) {
@@ -205,21 +205,20 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
 
   std::vector<const Tensor *> args;
   std::vector<Tensor> plainArgs, lastReads, results;
-  // Destinations offered (see planInPlaceJoins): per value, the part of a
-  // join's output its producer may fill; per join op, that output.
-  std::vector<Tensor> offeredParts(program.values_size()),
-      offeredJoins(program.ops_size());
+  // Per value, the destination offered to the op computing it (see
+  // planInPlaceJoins): a join's output, or the part of it a join input is.
+  std::vector<Tensor> offered(program.values_size());
   for (int i = 0; i < program.ops_size(); ++i) {
     const plan::Op &op = program.ops(i);
     Kernel &kernel = *kernels[i];
     for (const InPlaceJoin &join : joinsBefore[i]) {
       std::optional<JoinDestinations> d = kernels[join.op]->joinDestinations();
-      if (!d || static_cast<int>(d->inputs.size()) !=
-                    program.ops(join.op).inputs_size())
+      const plan::Op &joinOp = program.ops(join.op);
+      if (!d || static_cast<int>(d->inputs.size()) != joinOp.inputs_size())
         continue;
-      offeredJoins[join.op] = std::move(d->output);
+      offered[joinOp.outputs(0)] = std::move(d->output);
       for (int k : join.inputs)
-        offeredParts[program.ops(join.op).inputs(k)] = std::move(d->inputs[k]);
+        offered[joinOp.inputs(k)] = std::move(d->inputs[k]);
     }
     args.clear();
     plainArgs.assign(op.inputs_size(), Tensor());
@@ -249,11 +248,9 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
       args.push_back(t);
     }
     results.assign(op.outputs_size(), Tensor());
-    if (kernel.fillsOfferedOutputs())
+    if (kernel.fillsOfferedOutputs() || kernel.joinsInputs())
       for (int k = 0; k < op.outputs_size(); ++k)
-        results[k] = std::move(offeredParts[op.outputs(k)]);
-    if (kernel.joinsInputs() && op.outputs_size() > 0)
-      results[0] = std::move(offeredJoins[i]);
+        results[k] = std::move(offered[op.outputs(k)]);
     auto start = std::chrono::steady_clock::now();
     if (llvm::Error e = kernel.run(args, results))
       return runError(describeOp(program, i) + ": " +

@@ -51,12 +51,17 @@ static bool samePlacement(const plan::Op &a, const plan::Op &b) {
   return a.device() == b.device() && a.stage() == b.stage();
 }
 
-/// Whether `op` already fuses an activation.
-static bool hasActivation(const plan::Op &op) {
+/// The activation `op` fuses ("Relu", ...), or "" for none.
+static llvm::StringRef activationOf(const plan::Op &op) {
   for (const plan::Attribute &a : op.attributes())
     if (a.name() == "activation")
-      return true;
-  return false;
+      return a.s();
+  return "";
+}
+
+/// Whether `op` already fuses an activation.
+static bool hasActivation(const plan::Op &op) {
+  return !activationOf(op).empty();
 }
 
 int heterps::runtime::fuseResidualAdds(plan::Plan &plan) {
@@ -159,12 +164,8 @@ int heterps::runtime::moveReluMasksToMaxPools(plan::Plan &plan) {
     return v >= 0 && uses.soleReader(v) == reader ? uses.definedBy[v] : -1;
   };
   auto reluConv = [&](int i) {
-    if (i < 0 || plan.ops(i).type() != "Conv")
-      return false;
-    for (const plan::Attribute &a : plan.ops(i).attributes())
-      if (a.name() == "activation")
-        return a.s() == "Relu";
-    return false;
+    return i >= 0 && plan.ops(i).type() == "Conv" &&
+           activationOf(plan.ops(i)) == "Relu";
   };
   int moved = 0;
   for (int p = 0; p < plan.ops_size(); ++p) {
