@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Training.h"
+#include "OptionChecks.h"
 
 #include "heterps/Runtime/Data/BatchLoader.h"
 #include "heterps/Runtime/Pipeline.h"
@@ -32,6 +33,7 @@
 using namespace heterps;
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
+using namespace heterps::tools;
 namespace cl = llvm::cl;
 
 llvm::cl::OptionCategory &tools::trainingCategory() {
@@ -413,12 +415,13 @@ bool tools::trainingRequested() { return trainFlag; }
 int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
   if (dataSpec.empty())
     return fail("--train needs --data SPEC");
-  if (epochs < 1 || learningRate <= 0 || lrStep < 1 || maxSteps < 0 ||
-      checkpointEvery < 0 || stopAfter < 0)
-    return fail(
-        "--epochs and --lr-step must be at least 1, --lr positive "
-        "and --max-steps, --checkpoint-every and --stop-after-steps not "
-        "negative");
+  if (OptionProblem p = firstProblem(
+          {atLeast(epochs, 1), positive(learningRate), atLeast(momentum, 0.f),
+           atLeast(weightDecay, 0.f), atLeast(lrStep, 1), positive(lrGamma),
+           atLeast(maxSteps, int64_t(0)), atLeast(checkpointEvery, int64_t(0)),
+           atLeast(stopAfter, int64_t(0)), atLeast(sparseMinRows, int64_t(0)),
+           atLeast(sparseInitScale, 0.f)}))
+    return fail(*p);
   if (resume && checkpointDir.empty())
     return fail("--resume needs --checkpoint DIR");
   if (!saveModel.empty())

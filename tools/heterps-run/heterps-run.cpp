@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OptionChecks.h"
 #include "Training.h"
 
 #include "heterps/InitAll.h"
@@ -29,6 +30,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -44,6 +46,7 @@
 #include <thread>
 
 using namespace heterps::runtime;
+using namespace heterps::tools;
 namespace cl = llvm::cl;
 
 namespace {
@@ -62,7 +65,8 @@ cl::opt<std::string>
               cl::value_desc("DIR"), cl::cat(category));
 cl::opt<int64_t> batch("batch",
                        cl::desc("Size of dynamic dimensions of random inputs "
-                                "(default 1)"),
+                                "(default 1); with --train, samples per step "
+                                "(default 32)"),
                        cl::init(1), cl::cat(category));
 cl::opt<int> warmup("warmup", cl::desc("Untimed runs first (default 3)"),
                     cl::init(3), cl::cat(category));
@@ -388,8 +392,6 @@ int splitByTime(plan::Plan &plan, const std::vector<Tensor> &inputs,
 /// figure stays for them).
 int writeProfile(const plan::Plan &plan, const std::vector<Tensor> &inputs,
                  const ExecutorOptions &options) {
-  if (iterations < 1)
-    return fail("--iterations must be at least 1");
   int k = options.numThreads > 0
               ? options.numThreads
               : static_cast<int>(std::thread::hardware_concurrency());
@@ -509,6 +511,14 @@ int main(int argc, char **argv) {
       "HeterPS runner: runs an ONNX model or an executable plan on this "
       "machine\n");
 
+  // More threads than this is a typo, and past the system's limit OpenMP
+  // crashes instead of failing.
+  constexpr int kMaxThreads = 1024;
+  if (OptionProblem p = firstProblem(
+          {atLeast(batch, int64_t(1)), atLeast(warmup, 0),
+           atLeast(iterations, 1), inRange(threads, 0, kMaxThreads)}))
+    return fail(*p);
+
   llvm::Expected<plan::Plan> plan = mlir::hps::isONNXFilename(modelPath)
                                         ? planFromONNX(modelPath)
                                         : loadPlan(modelPath);
@@ -559,9 +569,13 @@ int main(int argc, char **argv) {
     bool known = llvm::any_of(plan->inputs(), [&](const plan::Binding &b) {
       return b.name() == name;
     });
-    if (!known)
+    if (!known) {
+      std::vector<std::string> names;
+      for (const plan::Binding &b : plan->inputs())
+        names.push_back("'" + b.name() + "'");
       return fail("--input " + name + ": the model has no input '" + name +
-                  "'");
+                  "' (its inputs: " + llvm::join(names, ", ") + ")");
+    }
     llvm::Expected<Tensor> t = readInput(file);
     if (!t)
       return fail(llvm::toString(t.takeError()));
@@ -628,8 +642,6 @@ int main(int argc, char **argv) {
     if (i >= warmup)
       ms.push_back(took.count());
   }
-  if (ms.empty())
-    return fail("--iterations must be at least 1");
   double p50 = percentile(ms, 0.5), p90 = percentile(ms, 0.9);
   double throughput = static_cast<double>(batch) * 1000.0 / p50;
   llvm::outs() << llvm::formatv(

@@ -12,9 +12,15 @@
 // the packed copy): on AlexNet's 9216x4096 and 4096x4096 layers at M = 1
 // sgemm read B at 31-38 GB/s, the matmul primitive 15-25% slower.
 //
+// Empty operands (a batch of 0, an inner dimension of 0) never reach
+// oneDNN, whose 2.6 matmul divides by zero on them: the product is empty,
+// or all zeros when only the inner dimension is 0 (plus beta * C for Gemm).
+//
 //===----------------------------------------------------------------------===//
 
 #include "CPUKernels.h"
+
+#include <algorithm>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
@@ -156,6 +162,10 @@ public:
         return kernelError("C " + c->typeString() + " does not broadcast to [" +
                            llvm::Twine(m) + ", " + llvm::Twine(n) + "]");
     }
+    if (m == 0 || n == 0 || k == 0) {
+      outputs[0] = emptyProduct(m, n, c, cShape);
+      return llvm::Error::success();
+    }
     return guardDnnl([&]() -> llvm::Error {
       auto entry = cache.get(shapeKey(inputs), [&] {
         MatMulEntry e;
@@ -194,6 +204,21 @@ public:
   }
 
 private:
+  /// The [m, n] result when A or B is empty: beta * C broadcast, or zeros.
+  Tensor emptyProduct(int64_t m, int64_t n, const Tensor *c,
+                      const Shape &cShape) const {
+    Tensor y(DType::F32, {m, n});
+    float *out = y.data<float>();
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        out[i * n + j] =
+            c ? params.beta *
+                    c->data<float>()[(cShape[0] == 1 ? 0 : i) * cShape[1] +
+                                     (cShape[1] == 1 ? 0 : j)]
+              : 0.f;
+    return y;
+  }
+
   /// y = alpha op(A) op(B) + C (C already scaled by beta, broadcast).
   llvm::Error runSgemm(const Tensor &a, const Tensor &b, const Tensor *c,
                        const Shape &cShape, Tensor &y) const {
@@ -275,6 +300,12 @@ public:
       out.push_back(sa[rank - 2]);
     if (!promoteB)
       out.push_back(sb[rank - 1]);
+    if (numElements(out) == 0 || sa.back() == 0) {
+      Tensor y(DType::F32, out);
+      std::fill_n(y.data<float>(), y.numElements(), 0.f);
+      outputs[0] = std::move(y);
+      return llvm::Error::success();
+    }
     return guardDnnl([&]() -> llvm::Error {
       auto entry = cache.get(shapeKey(inputs), [&] {
         MatMulEntry e;
@@ -286,10 +317,6 @@ public:
       });
       if (!entry)
         return entry.takeError();
-      if (numElements(out) == 0) {
-        outputs[0] = Tensor(DType::F32, out);
-        return llvm::Error::success();
-      }
       return execute(**entry, a, b, nullptr, outputs);
     });
   }

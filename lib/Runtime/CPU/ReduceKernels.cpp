@@ -3,11 +3,16 @@
 // oneDNN's reduction primitive over the plan's `axes` (all axes when
 // empty): its destination keeps the reduced axes as size 1, which is the
 // result with keepdims; without, the same buffer is viewed without them.
+// An empty source never reaches oneDNN (which needs one element): each
+// output element reduces an empty set and is the reduction's identity, as
+// in ONNX (sum 0, max -inf, min +inf) or NaN for the mean (0 / 0).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CPUKernels.h"
 
+#include <algorithm>
+#include <limits>
 #include <set>
 
 using namespace heterps::runtime;
@@ -45,10 +50,13 @@ public:
         out.push_back(kept[a]);
     }
     Tensor y(DType::F32, kept);
-    // oneDNN needs at least one dimension and no empty source.
-    if (x.rank() == 0 || x.numElements() == 0 || reduced.empty()) {
-      if (x.numElements() == 0)
-        return kernelError("reducing an empty tensor is not supported");
+    if (x.numElements() == 0) {
+      std::fill_n(y.data<float>(), y.numElements(), emptySetValue());
+      outputs[0] = y.reshaped(out);
+      return llvm::Error::success();
+    }
+    // oneDNN needs at least one dimension.
+    if (x.rank() == 0 || reduced.empty()) {
       std::memcpy(y.rawData(), x.rawData(), x.bytes());
       outputs[0] = y.reshaped(out);
       return llvm::Error::success();
@@ -72,6 +80,20 @@ public:
   }
 
 private:
+  /// The reduction of an empty set.
+  float emptySetValue() const {
+    switch (algorithm) {
+    case dnnl::algorithm::reduction_sum:
+      return 0.f;
+    case dnnl::algorithm::reduction_max:
+      return -std::numeric_limits<float>::infinity();
+    case dnnl::algorithm::reduction_min:
+      return std::numeric_limits<float>::infinity();
+    default:
+      return std::numeric_limits<float>::quiet_NaN();
+    }
+  }
+
   using Primitive = dnnl::reduction;
   PrimitiveCache<Primitive> cache;
   dnnl::algorithm algorithm;
