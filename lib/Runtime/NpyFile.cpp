@@ -6,6 +6,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <cstring>
+#include <vector>
 
 using namespace heterps::runtime;
 
@@ -19,6 +20,26 @@ static llvm::StringRef dictValue(llvm::StringRef header, llvm::StringRef key) {
   size_t end =
       rest.starts_with("(") ? rest.find(')') + 1 : rest.find_first_of(",}");
   return rest.take_front(end).trim();
+}
+
+/// Copies the elements of an array of `shape` from column-major (Fortran)
+/// order in `data` to row-major order in `out`: what np.save writes for a
+/// transposed array.
+static void fortranToC(const char *data, const Shape &shape, size_t elemSize,
+                       char *out) {
+  size_t rank = shape.size();
+  std::vector<int64_t> stride(rank, 1), index(rank, 0);
+  for (size_t d = 1; d < rank; ++d)
+    stride[d] = stride[d - 1] * shape[d - 1];
+  for (int64_t i = 0, n = numElements(shape); i < n; ++i) {
+    int64_t from = 0;
+    for (size_t d = 0; d < rank; ++d)
+      from += index[d] * stride[d];
+    std::memcpy(out + i * elemSize, data + from * elemSize, elemSize);
+    // The next row-major index: the last dimension moves fastest.
+    for (size_t d = rank; d-- > 0 && ++index[d] == shape[d];)
+      index[d] = 0;
+  }
 }
 
 llvm::Expected<Tensor> heterps::runtime::readNpyFile(llvm::StringRef path) {
@@ -60,8 +81,9 @@ llvm::Expected<Tensor> heterps::runtime::readNpyFile(llvm::StringRef path) {
   else
     return fail("dtype '" + descr +
                 "' is not supported (float32 '<f4' or int64 '<i8')");
-  if (dictValue(header, "fortran_order") != "False")
-    return fail("Fortran-ordered arrays are not supported");
+  llvm::StringRef order = dictValue(header, "fortran_order");
+  if (order != "False" && order != "True")
+    return fail("bad fortran_order '" + order + "'");
   Shape shape;
   llvm::SmallVector<llvm::StringRef> dims;
   dictValue(header, "shape").trim("()").split(dims, ',', -1, false);
@@ -77,6 +99,10 @@ llvm::Expected<Tensor> heterps::runtime::readNpyFile(llvm::StringRef path) {
   if (data.size() != size)
     return fail("expected " + llvm::Twine(size) + " data bytes, found " +
                 llvm::Twine(data.size()));
-  std::memcpy(t.rawData(), data.data(), size);
+  if (order == "True")
+    fortranToC(data.data(), shape, dtypeSize(type),
+               static_cast<char *>(t.rawData()));
+  else
+    std::memcpy(t.rawData(), data.data(), size);
   return t;
 }

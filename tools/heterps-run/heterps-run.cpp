@@ -23,6 +23,7 @@
 #include "heterps/Runtime/ONNXTensor.h"
 #include "heterps/Runtime/Pipeline.h"
 #include "heterps/Runtime/Plan.h"
+#include "heterps/Runtime/Train/SaveModel.h"
 #include "heterps/Target/ONNX/ImportONNX.h"
 #include "heterps/Transforms/LowerToRuntime.h"
 #include "heterps/Transforms/Passes.h"
@@ -518,6 +519,17 @@ int main(int argc, char **argv) {
           {atLeast(batch, int64_t(1)), atLeast(warmup, 0),
            atLeast(iterations, 1), inRange(threads, 0, kMaxThreads)}))
     return fail(*p);
+  // Output places that cannot be written fail now, not after the run.
+  for (const cl::opt<std::string> *file : {&reportPath, &profileOut})
+    if (!file->empty())
+      if (llvm::Error e = train::checkCanSave(*file))
+        return fail("--" + file->ArgStr + ": " + llvm::toString(std::move(e)));
+  if (!outputDir.empty()) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
+      return fail("--output-dir: " + outputDir + ": " + ec.message());
+    if (!llvm::sys::fs::is_directory(outputDir))
+      return fail("--output-dir: " + outputDir + ": not a directory");
+  }
 
   llvm::Expected<plan::Plan> plan = mlir::hps::isONNXFilename(modelPath)
                                         ? planFromONNX(modelPath)
@@ -601,8 +613,6 @@ int main(int argc, char **argv) {
                                     shapeToString(t.shape()));
       if (outputDir.empty())
         continue;
-      if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
-        return fail(outputDir + ": " + ec.message());
       llvm::SmallString<128> path(outputDir);
       llvm::sys::path::append(path, "output_" + std::to_string(k) + ".pb");
       if (llvm::Error err = writeTensorFile(t, name, path))
