@@ -67,6 +67,24 @@ std::shared_ptr<const Layout> cpu::layoutOf(const memory::desc &md,
   return std::make_shared<DnnlLayout>(md, ctx);
 }
 
+std::optional<int64_t> cpu::channelBlockOf(const memory::desc &md,
+                                           llvm::ArrayRef<int64_t> shape) {
+  if (shape.size() < 2)
+    return std::nullopt;
+  if (md == plainDesc(shape))
+    return 1;
+  static const std::pair<Tag, Tag> blocked[] = {{Tag::aBc8b, Tag::aBc16b},
+                                                {Tag::aBcd8b, Tag::aBcd16b},
+                                                {Tag::aBcde8b, Tag::aBcde16b}};
+  if (shape.size() < 3 || shape.size() > 5)
+    return std::nullopt;
+  auto [by8, by16] = blocked[shape.size() - 3];
+  for (auto [block, tag] : {std::pair{8, by8}, {16, by16}})
+    if (md == memory::desc(toDims(shape), memory::data_type::f32, tag))
+      return block;
+  return std::nullopt;
+}
+
 Tensor cpu::allocate(const memory::desc &md, Shape shape,
                      const CPUContextPtr &ctx) {
   std::shared_ptr<const Layout> layout = layoutOf(md, shape, ctx);

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 namespace heterps::runtime::cpu {
@@ -78,6 +79,12 @@ void addScratchpad(const memory::desc &md, CPUContext &ctx,
 std::shared_ptr<const Layout> layoutOf(const memory::desc &md,
                                        llvm::ArrayRef<int64_t> shape,
                                        const CPUContextPtr &ctx);
+/// The channel block of an f32 tensor of `shape` (rank >= 2) in `md`: 1
+/// when plain, 8 or 16 when channel-blocked (N, C/b, ..., b); nothing for
+/// other layouts. In these, one batch item is one contiguous run of memory,
+/// and so is a range of its channels that starts and ends on a block.
+std::optional<int64_t> channelBlockOf(const memory::desc &md,
+                                      llvm::ArrayRef<int64_t> shape);
 /// A new f32 tensor of `shape` in `md` (layoutOf).
 Tensor allocate(const memory::desc &md, Shape shape, const CPUContextPtr &ctx);
 /// Where a kernel writes an output of `shape` in `md`: `offered` (see

@@ -220,6 +220,49 @@ TEST(GradCheck, Concat) {
             {0, 1, 2}, Attrs().i("axis", 1));
 }
 
+// At batch 2 in channel-blocked layouts the gradient's slices are copies of
+// runs (ShapeGrad.cpp); with an input in another block size, reorders. Both
+// give the plain gradient's slices, in each input's layout.
+TEST(ConcatGrad, SlicesBlockedGradients) {
+  TrainBackend backend;
+  backend.enterThread();
+  auto ctx = std::make_shared<cpu::CPUContext>();
+  using cpu::memory;
+  using cpu::Tag;
+  auto blocked = [&](const Tensor &t, Tag tag) {
+    return cpu::reorderTo(
+        t, memory::desc(cpu::toDims(t.shape()), memory::data_type::f32, tag),
+        ctx);
+  };
+  Tensor a = random({2, 16, 3, 3}, 70), b = random({2, 32, 3, 3}, 71);
+  for (Tag bTag : {Tag::aBcd16b, Tag::aBcd8b}) {
+    SCOPED_TRACE(bTag == Tag::aBcd16b ? "runs" : "reorders");
+    std::vector<Tensor> inputs = {blocked(a, Tag::aBcd16b), blocked(b, bTag)};
+    plan::Op op = makeOp("Concat", 2, inputs, Attrs().i("axis", 1));
+    OpInfo info(op, {nullptr, nullptr});
+    auto kernel = backend.createKernel(info, 0);
+    ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+    std::vector<const Tensor *> args = {&inputs[0], &inputs[1]};
+    Tensor y;
+    ASSERT_FALSE(bool((*kernel)->forward(args, y)));
+    Tensor r = random({2, 48, 3, 3}, 72);
+    std::vector<Tensor> grads(2);
+    ASSERT_FALSE(bool((*kernel)->backward(args, y, blocked(r, Tag::aBcd16b),
+                                          {true, true}, grads)));
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_TRUE(cpu::descOf(grads[i]) == cpu::descOf(inputs[i]));
+      Tensor plain = llvm::cantFail(grads[i].toPlain());
+      int64_t channels = inputs[i].dim(1), first = i == 0 ? 0 : 16;
+      for (int64_t n = 0; n < 2; ++n)
+        for (int64_t c = 0; c < channels; ++c)
+          for (int64_t k = 0; k < 9; ++k)
+            ASSERT_EQ(plain.data<float>()[(n * channels + c) * 9 + k],
+                      r.data<float>()[(n * 48 + first + c) * 9 + k])
+                << "input " << i << " n " << n << " c " << c;
+    }
+  }
+}
+
 // Repeated and negative ids: their rows' gradients add up.
 TEST(GradCheck, GatherRows) {
   gradCheck("Gather",
