@@ -134,45 +134,24 @@ private:
 
   /// Bytes per batch item of each input when, in the layouts `mds` (inputs
   /// in others are reordered first), the concat along `axis` is a copy of
-  /// contiguous runs; empty otherwise.
+  /// contiguous runs (channelBlockOf); empty otherwise.
   static std::vector<size_t> runBytesOf(llvm::ArrayRef<const Tensor *> inputs,
                                         const std::vector<int> &used,
                                         const std::vector<memory::desc> &mds,
                                         int64_t axis) {
-    if (axis != 1)
+    if (axis != 1 || used.empty())
       return {};
+    std::optional<int64_t> block =
+        channelBlockOf(mds[0], inputs[used[0]]->shape());
     std::vector<size_t> runs;
     for (size_t k = 0; k < used.size(); ++k) {
       const Tensor &t = *inputs[used[k]];
-      std::optional<Tag> tag = tagOf(mds[k], t);
-      if (!tag || *tag != tagOf(mds[0], *inputs[used[0]]))
-        return {};
-      int64_t block = blockOf(*tag);
-      if (block == 0 || t.dim(1) % block != 0)
+      if (!block || channelBlockOf(mds[k], t.shape()) != block ||
+          t.dim(1) % *block != 0)
         return {};
       runs.push_back(mds[k].get_size() / t.dim(0));
     }
     return runs;
-  }
-
-  /// The channel block of a plain (1) or channel-blocked tag; 0 for others.
-  static int64_t blockOf(Tag tag) {
-    switch (tag) {
-    case Tag::abc:
-    case Tag::abcd:
-    case Tag::abcde:
-      return 1;
-    case Tag::aBc8b:
-    case Tag::aBcd8b:
-    case Tag::aBcde8b:
-      return 8;
-    case Tag::aBc16b:
-    case Tag::aBcd16b:
-    case Tag::aBcde16b:
-      return 16;
-    default:
-      return 0;
-    }
   }
 
   llvm::Expected<ConcatEntry> make(llvm::ArrayRef<const Tensor *> inputs) {

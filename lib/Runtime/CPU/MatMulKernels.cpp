@@ -208,15 +208,22 @@ private:
   Tensor emptyProduct(int64_t m, int64_t n, const Tensor *c,
                       const Shape &cShape) const {
     Tensor y(DType::F32, {m, n});
+    std::fill_n(y.data<float>(), y.numElements(), 0.f);
+    if (c)
+      addBroadcast(y, *c, cShape, params.beta);
+    return y;
+  }
+
+  /// y += scale * C, C of `cShape` ([1 or m, 1 or n]) broadcast to y's.
+  static void addBroadcast(Tensor &y, const Tensor &c, const Shape &cShape,
+                           float scale) {
+    int64_t m = y.dim(0), n = y.dim(1);
     float *out = y.data<float>();
+    const float *add = c.data<float>();
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j)
-        out[i * n + j] =
-            c ? params.beta *
-                    c->data<float>()[(cShape[0] == 1 ? 0 : i) * cShape[1] +
-                                     (cShape[1] == 1 ? 0 : j)]
-              : 0.f;
-    return y;
+        out[i * n + j] += scale * add[(cShape[0] == 1 ? 0 : i) * cShape[1] +
+                                      (cShape[1] == 1 ? 0 : j)];
   }
 
   /// y = alpha op(A) op(B) + C (C already scaled by beta, broadcast).
@@ -231,14 +238,8 @@ private:
     if (status != dnnl_success)
       return kernelError("dnnl_sgemm failed with status " +
                          llvm::Twine(static_cast<int>(status)));
-    if (c) {
-      float *out = y.data<float>();
-      const float *add = c->data<float>();
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j)
-          out[i * n + j] += add[(cShape[0] == 1 ? 0 : i) * cShape[1] +
-                                (cShape[1] == 1 ? 0 : j)];
-    }
+    if (c)
+      addBroadcast(y, *c, cShape, 1.f);
     return llvm::Error::success();
   }
 

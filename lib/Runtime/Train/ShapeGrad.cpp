@@ -54,11 +54,11 @@ public:
                        llvm::MutableArrayRef<Tensor> dInputs) override;
 
 private:
-  /// The slices as copies of contiguous runs, if the layouts allow it (see
-  /// the file comment).
-  std::optional<std::vector<Tensor>>
-  sliceRuns(llvm::ArrayRef<const Tensor *> inputs, const Tensor &dOutput,
-            llvm::ArrayRef<bool> needGrad) const;
+  /// Cuts the slices into `dInputs` as copies of contiguous runs, if the
+  /// layouts allow it (see the file comment); whether it did.
+  bool sliceRuns(llvm::ArrayRef<const Tensor *> inputs, const Tensor &dOutput,
+                 llvm::ArrayRef<bool> needGrad,
+                 llvm::MutableArrayRef<Tensor> dInputs) const;
 
   int64_t axis;
 };
@@ -282,12 +282,8 @@ llvm::Error ConcatGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
       }
       return slices;
     };
-    if (*a == 1)
-      if (auto runs = sliceRuns(inputs, dOutput, needGrad)) {
-        for (size_t i = 0; i < inputs.size(); ++i)
-          dInputs[i] = std::move((*runs)[i]);
-        return llvm::Error::success();
-      }
+    if (*a == 1 && sliceRuns(inputs, dOutput, needGrad, dInputs))
+      return llvm::Error::success();
     Tensor dy = dOutput;
     std::vector<memory::desc> slices = slicesOf(dy);
     if (slices.empty()) {
@@ -309,39 +305,39 @@ llvm::Error ConcatGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
   });
 }
 
-std::optional<std::vector<Tensor>>
-ConcatGradKernel::sliceRuns(llvm::ArrayRef<const Tensor *> inputs,
-                            const Tensor &dOutput,
-                            llvm::ArrayRef<bool> needGrad) const {
+bool ConcatGradKernel::sliceRuns(llvm::ArrayRef<const Tensor *> inputs,
+                                 const Tensor &dOutput,
+                                 llvm::ArrayRef<bool> needGrad,
+                                 llvm::MutableArrayRef<Tensor> dInputs) const {
   std::optional<int64_t> block =
       cpu::channelBlockOf(cpu::descOf(dOutput), dOutput.shape());
   if (!block)
-    return std::nullopt;
+    return false;
   // Bytes of each input per batch item, in the gradient and in the input's
   // own layout (the same when both have the block).
   std::vector<size_t> runBytes;
   for (const Tensor *x : inputs) {
     if (x->dim(1) % *block != 0 ||
         cpu::channelBlockOf(cpu::descOf(*x), x->shape()) != block)
-      return std::nullopt;
+      return false;
     runBytes.push_back(x->dim(0) ? x->bytes() / x->dim(0) : 0);
   }
   std::vector<size_t> offset(inputs.size() + 1, 0);
   for (size_t i = 0; i < inputs.size(); ++i)
     offset[i + 1] = offset[i] + runBytes[i];
-  std::vector<Tensor> d(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i)
     if (needGrad[i])
-      d[i] = cpu::allocate(cpu::descOf(*inputs[i]), inputs[i]->shape(), ctx);
+      dInputs[i] =
+          cpu::allocate(cpu::descOf(*inputs[i]), inputs[i]->shape(), ctx);
   const char *from = static_cast<const char *>(dOutput.rawData());
   int64_t batch = dOutput.dim(0), n = static_cast<int64_t>(inputs.size());
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < n; ++i)
       if (needGrad[i])
-        std::memcpy(static_cast<char *>(d[i].rawData()) + b * runBytes[i],
+        std::memcpy(static_cast<char *>(dInputs[i].rawData()) + b * runBytes[i],
                     from + b * offset[n] + offset[i], runBytes[i]);
-  return d;
+  return true;
 }
 
 void train::registerShapeGrad(TrainRegistry &registry) {
