@@ -49,6 +49,20 @@ static llvm::Error conform(Tensor &t, const Tensor &grad) {
   return llvm::Error::success();
 }
 
+/// Heavy-ball momentum (PyTorch's form), Nesterov's variant a template
+/// argument: a branch inside the loop kept it from vectorizing.
+template <bool Nesterov>
+static void momentumUpdate(float *p, float *b, const float *g0, int64_t n,
+                           float lr, float mu, float wd) {
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    float g = g0[i] + wd * p[i];
+    float v = mu * b[i] + g;
+    b[i] = v;
+    p[i] -= lr * (Nesterov ? g + mu * v : v);
+  }
+}
+
 llvm::Error Optimizer::update(int slot, Tensor &param, const Tensor &grad,
                               float lr) {
   State &s = states[slot];
@@ -68,16 +82,14 @@ llvm::Error Optimizer::update(int slot, Tensor &param, const Tensor &grad,
       p[i] -= lr * (g0[i] + wd * p[i]);
     break;
   case OptimizerKind::Momentum: {
-    bool first = s.first.isNull();
-    if (first)
+    // A zero buffer makes the first step's buffer the gradient itself.
+    if (s.first.isNull())
       s.first = zerosLike(param);
     float *b = s.first.data<float>(), mu = options.momentum;
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-    for (int64_t i = 0; i < n; ++i) {
-      float g = g0[i] + wd * p[i];
-      b[i] = first ? g : mu * b[i] + g;
-      p[i] -= lr * (options.nesterov ? g + mu * b[i] : b[i]);
-    }
+    if (options.nesterov)
+      momentumUpdate<true>(p, b, g0, n, lr, mu, wd);
+    else
+      momentumUpdate<false>(p, b, g0, n, lr, mu, wd);
     break;
   }
   case OptimizerKind::Adam: {

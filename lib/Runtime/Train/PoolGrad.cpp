@@ -110,9 +110,14 @@ static Tensor maskByPositive(const Tensor &y, const Tensor &dy, bool inPlace) {
   const float *yp = y.data<float>(), *dp = dy.data<float>();
   float *out = masked.data<float>();
   int64_t n = static_cast<int64_t>(dy.bytes() / sizeof(float));
+  // Both loads unconditional: a select vectorizes, a conditional load
+  // became a branch per element (mispredicted half the time after a Relu;
+  // 9% of the Fashion CNN's training step).
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = yp[i] > 0.f ? dp[i] : 0.f;
+  for (int64_t i = 0; i < n; ++i) {
+    float d = dp[i];
+    out[i] = yp[i] > 0.f ? d : 0.f;
+  }
   return masked;
 }
 

@@ -59,6 +59,60 @@ TEST(Optimizer, AdamAndAdagrad) {
   EXPECT_NEAR(p[1], 0.9f - 0.1f * 0.5f / std::sqrt(0.5f), 1e-6);
 }
 
+// Long tensors take the vectorized loops and, above 32768 elements, the
+// parallel ones: every element must still follow the scalar formula.
+TEST(Optimizer, LongTensorsFollowTheFormulas) {
+  const int64_t n = 40003; // not a multiple of any vector width
+  std::vector<float> p0(n), g(n);
+  for (int64_t i = 0; i < n; ++i) {
+    p0[i] = 0.001f * static_cast<float>(i % 997) - 0.5f;
+    g[i] = 0.01f * static_cast<float>((i * 7919) % 201 - 100);
+  }
+  const float lr = 0.05f, wd = 0.01f, mu = 0.9f;
+  for (OptimizerKind kind : {OptimizerKind::SGD, OptimizerKind::Momentum,
+                             OptimizerKind::Adam, OptimizerKind::Adagrad})
+    for (bool nesterov : {false, true}) {
+      OptimizerOptions o;
+      o.kind = kind;
+      o.momentum = mu;
+      o.nesterov = nesterov;
+      o.weightDecay = wd;
+      Optimizer optimizer(o);
+      Tensor p = Tensor::fromFloats({n}, p0), grad = Tensor::fromFloats({n}, g);
+      for (int step = 0; step < 2; ++step)
+        llvm::cantFail(optimizer.update(0, p, grad, lr));
+      for (int64_t i = 0; i < n; i += 1009) {
+        // Two steps of the textbook update, in double.
+        double w = p0[i], m = 0, v = 0;
+        for (int t = 1; t <= 2; ++t) {
+          double gi = g[i] + wd * w;
+          switch (kind) {
+          case OptimizerKind::SGD:
+            w -= lr * gi;
+            break;
+          case OptimizerKind::Momentum:
+            m = mu * m + gi;
+            w -= lr * (nesterov ? gi + mu * m : m);
+            break;
+          case OptimizerKind::Adam:
+            m = 0.9 * m + 0.1 * gi;
+            v = 0.999 * v + 0.001 * gi * gi;
+            w -= lr * (m / (1 - std::pow(0.9, t))) /
+                 (std::sqrt(v / (1 - std::pow(0.999, t))) + 1e-8);
+            break;
+          case OptimizerKind::Adagrad:
+            v += gi * gi;
+            w -= lr * gi / (std::sqrt(v) + 1e-10);
+            break;
+          }
+        }
+        ASSERT_NEAR(p.data<float>()[i], w, 1e-5)
+            << "optimizer " << static_cast<int>(kind) << ", nesterov "
+            << nesterov << ", element " << i;
+      }
+    }
+}
+
 /// Elements stored last to first, plus `pad` trailing zeros: a stand-in
 /// for a backend's blocked layout.
 class ReversedLayout : public Layout {
