@@ -3,6 +3,7 @@
 #include "heterps/Runtime/NpyFile.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <cstring>
@@ -25,6 +26,19 @@ static llvm::StringRef dictValue(llvm::StringRef header, llvm::StringRef key) {
 /// Copies the elements of an array of `shape` from column-major (Fortran)
 /// order in `data` to row-major order in `out`: what np.save writes for a
 /// transposed array.
+/// NumPy's name for a dtype descriptor a user is likely to have saved.
+static llvm::StringRef numpyName(llvm::StringRef descr) {
+  return llvm::StringSwitch<llvm::StringRef>(descr.drop_front())
+      .Case("f8", "float64")
+      .Case("f2", "float16")
+      .Case("i4", "int32")
+      .Case("i2", "int16")
+      .Case("u1", "uint8")
+      .Case("i1", "int8")
+      .Case("b1", "bool")
+      .Default("");
+}
+
 static void fortranToC(const char *data, const Shape &shape, size_t elemSize,
                        char *out) {
   size_t rank = shape.size();
@@ -78,9 +92,12 @@ llvm::Expected<Tensor> heterps::runtime::readNpyFile(llvm::StringRef path) {
     type = DType::F32;
   else if (descr == "<i8")
     type = DType::I64;
-  else
-    return fail("dtype '" + descr +
-                "' is not supported (float32 '<f4' or int64 '<i8')");
+  else {
+    std::string known = numpyName(descr).str();
+    return fail("dtype '" + descr + "'" +
+                (known.empty() ? "" : " (" + known + ")") +
+                " is not supported: save float32 ('<f4') or int64 ('<i8')");
+  }
   llvm::StringRef order = dictValue(header, "fortran_order");
   if (order != "False" && order != "True")
     return fail("bad fortran_order '" + order + "'");

@@ -81,8 +81,9 @@ train::computeLoss(LossKind kind, const Tensor &output, const Tensor &targets) {
       int64_t label = labels[i];
       if (label < 0 || label >= classes)
         return lossError(llvm::formatv(
-            "label {0} of sample {1} is outside the model's {2} classes", label,
-            i, classes));
+            "label {0} of sample {1} is outside the model's {2} classes "
+            "(0 to {3})",
+            label, i, classes, classes - 1));
       const float *row = x + i * classes;
       float *grow = g + i * classes;
       int64_t best = 0;

@@ -106,7 +106,7 @@ llvm::Error heterps::runtime::train::checkTrainingData(
         return trainError(llvm::Twine("data '") + data.name + "': label " +
                           llvm::Twine(label) + " of sample " + llvm::Twine(i) +
                           " is outside the model's " + llvm::Twine(classes) +
-                          " classes");
+                          " classes (0 to " + llvm::Twine(classes - 1) + ")");
     }
   return llvm::Error::success();
 }

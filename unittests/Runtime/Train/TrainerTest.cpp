@@ -172,7 +172,7 @@ TEST(Trainer, BadDataIsOneClearError) {
   auto r = trainer->step(data.inputs, data.targets, 0.1f);
   ASSERT_FALSE(bool(r));
   EXPECT_EQ(llvm::toString(r.takeError()),
-            "label 7 of sample 2 is outside the model's 3 classes");
+            "label 7 of sample 2 is outside the model's 3 classes (0 to 2)");
 }
 
 TEST(SaveTrainedModel, RoundTripsAndNeverLeavesPartialFiles) {
