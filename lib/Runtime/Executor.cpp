@@ -177,13 +177,9 @@ Executor::run(const std::map<std::string, Tensor> &inputs) {
     if (llvm::none_of(program.inputs(),
                       [&, &name = name](const plan::Binding &b) {
                         return b.name() == name;
-                      })) {
-      std::string known;
-      for (const plan::Binding &b : program.inputs())
-        known += (known.empty() ? "'" : ", '") + b.name() + "'";
+                      }))
       return runError("unknown input '" + name + "' (the plan's inputs are " +
-                      known + ")");
-    }
+                      describeInputs(program) + ")");
   return run(ordered);
 }
 

@@ -23,9 +23,6 @@ static llvm::StringRef dictValue(llvm::StringRef header, llvm::StringRef key) {
   return rest.take_front(end).trim();
 }
 
-/// Copies the elements of an array of `shape` from column-major (Fortran)
-/// order in `data` to row-major order in `out`: what np.save writes for a
-/// transposed array.
 /// NumPy's name for a dtype descriptor a user is likely to have saved.
 static llvm::StringRef numpyName(llvm::StringRef descr) {
   return llvm::StringSwitch<llvm::StringRef>(descr.drop_front())
@@ -39,6 +36,9 @@ static llvm::StringRef numpyName(llvm::StringRef descr) {
       .Default("");
 }
 
+/// Copies the elements of an array of `shape` from column-major (Fortran)
+/// order in `data` to row-major order in `out`: what np.save writes for a
+/// transposed array.
 static void fortranToC(const char *data, const Shape &shape, size_t elemSize,
                        char *out) {
   size_t rank = shape.size();

@@ -7,6 +7,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -26,6 +27,13 @@ std::string heterps::runtime::describeOp(const plan::Plan &plan, int index) {
   if (!op.name().empty())
     s += " '" + op.name() + "'";
   return s + " (" + (op.type().empty() ? "no type" : op.type()) + ")";
+}
+
+std::string heterps::runtime::describeInputs(const plan::Plan &plan) {
+  std::vector<std::string> names;
+  for (const plan::Binding &b : plan.inputs())
+    names.push_back("'" + b.name() + "'");
+  return llvm::join(names, ", ");
 }
 
 static bool isTextPath(llvm::StringRef path) {

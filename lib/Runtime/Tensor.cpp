@@ -127,6 +127,12 @@ Tensor Tensor::clone() const {
   return copy;
 }
 
+Tensor Tensor::uninitialisedLike() const {
+  Tensor fresh = *this;
+  fresh.buffer = allocate(size);
+  return fresh;
+}
+
 std::string Tensor::typeString() const {
   std::string s = std::string(dtypeName(type)) + shapeToString(dims);
   if (layoutPtr)

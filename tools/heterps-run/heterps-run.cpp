@@ -31,7 +31,6 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -581,13 +580,9 @@ int main(int argc, char **argv) {
     bool known = llvm::any_of(plan->inputs(), [&](const plan::Binding &b) {
       return b.name() == name;
     });
-    if (!known) {
-      std::vector<std::string> names;
-      for (const plan::Binding &b : plan->inputs())
-        names.push_back("'" + b.name() + "'");
+    if (!known)
       return fail("--input " + name + ": the model has no input '" + name +
-                  "' (its inputs: " + llvm::join(names, ", ") + ")");
-    }
+                  "' (its inputs: " + describeInputs(*plan) + ")");
     llvm::Expected<Tensor> t = readInput(file);
     if (!t)
       return fail(llvm::toString(t.takeError()));

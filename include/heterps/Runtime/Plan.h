@@ -37,6 +37,9 @@ llvm::Error savePlan(const plan::Plan &plan, llvm::StringRef path);
 /// "op 3 'conv1' (Conv)", the prefix of messages about one op.
 std::string describeOp(const plan::Plan &plan, int index);
 
+/// "'image', 'mask'": the plan's input names, for messages.
+std::string describeInputs(const plan::Plan &plan);
+
 /// The device types the plan's ops are placed on that are not this
 /// machine's CPU ("", "cpu" or one of `cpuTypes`), in order of first use.
 /// Unless `emulate` (run them on the CPU), the first op placed on one is an

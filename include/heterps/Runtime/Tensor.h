@@ -111,6 +111,9 @@ public:
   llvm::Expected<Tensor> toLayoutOf(const Tensor &other) const;
   /// A deep copy with its own buffer.
   Tensor clone() const;
+  /// A new tensor of the same type, shape and layout, its buffer
+  /// uninitialised (for a result that overwrites every element).
+  Tensor uninitialisedLike() const;
 
   /// "f32[1, 3, 224, 224]".
   std::string typeString() const;

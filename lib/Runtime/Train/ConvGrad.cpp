@@ -19,8 +19,8 @@
 // relu_use_dst_for_bwd) before the two convolution backwards, so the
 // forward saves the Relu's pass over the output; the MaxPool after it
 // applies the mask instead when moveReluMasksToMaxPools says so (Fusion.h).
-// The input's gradient is
-// skipped when nothing needs it (the first layer's image).
+// The input's gradient is skipped when nothing needs it (the first layer's
+// image).
 //
 //===----------------------------------------------------------------------===//
 

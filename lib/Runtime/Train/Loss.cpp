@@ -12,6 +12,13 @@
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
 
+std::string train::outOfRangeLabel(int64_t label, int64_t sample,
+                                   int64_t classes) {
+  return llvm::formatv(
+      "label {0} of sample {1} is outside the model's {2} classes (0 to {3})",
+      label, sample, classes, classes - 1);
+}
+
 static llvm::Error lossError(const llvm::Twine &what) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
 }
@@ -80,10 +87,7 @@ train::computeLoss(LossKind kind, const Tensor &output, const Tensor &targets) {
     for (int64_t i = 0; i < batch; ++i) {
       int64_t label = labels[i];
       if (label < 0 || label >= classes)
-        return lossError(llvm::formatv(
-            "label {0} of sample {1} is outside the model's {2} classes "
-            "(0 to {3})",
-            label, i, classes, classes - 1));
+        return lossError(outOfRangeLabel(label, i, classes));
       const float *row = x + i * classes;
       float *grow = g + i * classes;
       int64_t best = 0;

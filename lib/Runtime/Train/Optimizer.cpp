@@ -32,8 +32,7 @@ static constexpr int64_t kParallelMin = 1 << 15;
 
 /// Zeros in `t`'s layout (blocked layouts' padding included).
 static Tensor zerosLike(const Tensor &t) {
-  Tensor z = t.isPlain() ? Tensor(DType::F32, t.shape())
-                         : Tensor(DType::F32, t.shape(), t.layout());
+  Tensor z = t.uninitialisedLike();
   std::memset(z.rawData(), 0, z.bytes());
   return z;
 }

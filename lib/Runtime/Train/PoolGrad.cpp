@@ -104,9 +104,7 @@ llvm::Error PoolGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
 /// `dy` where `y` > 0, else 0 (`y` and `dy` in the same layout): into
 /// `dy`'s buffer when `inPlace`, else a new one.
 static Tensor maskByPositive(const Tensor &y, const Tensor &dy, bool inPlace) {
-  Tensor masked = inPlace        ? dy
-                  : dy.isPlain() ? Tensor(DType::F32, dy.shape())
-                                 : Tensor(DType::F32, dy.shape(), dy.layout());
+  Tensor masked = inPlace ? dy : dy.uninitialisedLike();
   const float *yp = y.data<float>(), *dp = dy.data<float>();
   float *out = masked.data<float>();
   int64_t n = static_cast<int64_t>(dy.bytes() / sizeof(float));

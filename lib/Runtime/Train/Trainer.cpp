@@ -103,10 +103,8 @@ llvm::Error heterps::runtime::train::checkTrainingData(
     for (int64_t i = 0; i < data.size(); ++i) {
       int64_t label = data.targets.data<int64_t>()[i];
       if (label < 0 || label >= classes)
-        return trainError(llvm::Twine("data '") + data.name + "': label " +
-                          llvm::Twine(label) + " of sample " + llvm::Twine(i) +
-                          " is outside the model's " + llvm::Twine(classes) +
-                          " classes (0 to " + llvm::Twine(classes - 1) + ")");
+        return trainError(llvm::Twine("data '") + data.name +
+                          "': " + outOfRangeLabel(label, i, classes));
     }
   return llvm::Error::success();
 }

@@ -200,6 +200,11 @@ TEST(Loss, SoftmaxCrossEntropy) {
   EXPECT_NEAR(r.grad.data<float>()[1], (1 / 3.0 - 1) / 2, 1e-6);
   EXPECT_EQ(r.correct, 1); // the first row's argmax is 0
   EXPECT_EQ(r.judged, 2);
+  llvm::Expected<LossResult> bad = computeLoss(
+      LossKind::SoftmaxCrossEntropy, logits, Tensor::fromInts({2}, {1, 3}));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(llvm::toString(bad.takeError()),
+            "label 3 of sample 1 is outside the model's 3 classes (0 to 2)");
 }
 
 TEST(Loss, BinaryCrossEntropyAndMSE) {

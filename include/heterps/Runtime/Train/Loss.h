@@ -41,8 +41,12 @@ struct LossResult {
   int64_t correct = 0, judged = 0;
 };
 
+/// What is wrong with class label `label` of sample `sample` when it lies
+/// outside [0, classes).
+std::string outOfRangeLabel(int64_t label, int64_t sample, int64_t classes);
+
 /// The loss of `output` (plain f32) against `targets` and its gradient; a
-/// label outside [0, C) is an error naming it.
+/// label outside [0, C) is an error naming it (outOfRangeLabel).
 llvm::Expected<LossResult> computeLoss(LossKind kind, const Tensor &output,
                                        const Tensor &targets);
 
