@@ -6,6 +6,7 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
+#include <optional>
 
 using namespace heterps::runtime;
 
@@ -454,4 +455,170 @@ int heterps::runtime::foldBatchNorms(plan::Plan &plan, WeightMap &weights) {
   if (folded)
     eraseOps(plan, dead);
   return folded;
+}
+
+/// A new value like `like` (same dtype and dims) but with `channels` in
+/// dimension 1; returns its index.
+static int32_t addChannelSlice(plan::Plan &plan, int32_t like,
+                               const std::string &name, int64_t channels) {
+  plan::Value value = plan.values(like);
+  value.set_name(name);
+  value.set_dims(1, channels);
+  *plan.add_values() = std::move(value);
+  return plan.values_size() - 1;
+}
+
+/// The product of `v`'s dimensions after the first, or -1 when one is not
+/// known.
+static int64_t itemElements(const plan::Plan &plan, int32_t v) {
+  int64_t n = 1;
+  const auto &dims = plan.values(v).dims();
+  for (int d = 1; d < dims.size(); ++d) {
+    if (dims[d] <= 0)
+      return -1;
+    n *= dims[d];
+  }
+  return n;
+}
+
+namespace {
+/// A Concat whose channels reach one ungrouped Conv's source only through
+/// ops that act on each channel alone (see splitConcatConvs).
+struct ConcatConv {
+  int concat, conv;
+  /// The ops between them, in order.
+  std::vector<int> between;
+};
+} // namespace
+
+/// The ConcatConv starting at op `c`, if it is one that pays to split.
+static std::optional<ConcatConv> matchConcatConv(const plan::Plan &plan,
+                                                 const Uses &uses, int c) {
+  const plan::Op &concat = plan.ops(c);
+  if (concat.type() != "Concat" || concat.inputs_size() < 2 ||
+      concat.outputs_size() != 1)
+    return std::nullopt;
+  int32_t joined = concat.outputs(0);
+  std::vector<int64_t> axis = intsOf(concat, "axis");
+  if (plan.values(joined).dims_size() != 4 || axis.size() != 1 ||
+      (axis[0] != 1 && axis[0] != -3))
+    return std::nullopt;
+  for (int32_t v : concat.inputs())
+    if (v < 0 || plan.values(v).dims_size() != 4 || plan.values(v).dims(1) <= 0)
+      return std::nullopt;
+  ConcatConv match{c, -1, {}};
+  int32_t v = joined;
+  for (int i = uses.soleReader(v); i >= 0; i = uses.soleReader(v)) {
+    const plan::Op &op = plan.ops(i);
+    if (!samePlacement(op, concat) || op.inputs_size() < 1 ||
+        op.inputs(0) != v || op.outputs_size() != 1)
+      return std::nullopt;
+    if (op.type() == "Conv") {
+      int32_t w = op.inputs_size() > 1 ? op.inputs(1) : -1;
+      if (op.inputs_size() > 3 || w < 0 || !allEqual(op, "group", 1) ||
+          plan.values(w).dims_size() != 4 ||
+          plan.values(w).dims(1) != plan.values(joined).dims(1))
+        return std::nullopt;
+      // The copies saved are of the Concat's output (forward and
+      // backward); each extra part costs a pass over the Conv's output.
+      int64_t in = itemElements(plan, joined),
+              out = itemElements(plan, op.outputs(0));
+      if (in < 0 || out < 0 || out >= in)
+        return std::nullopt;
+      match.conv = i;
+      return match;
+    }
+    bool perChannel = llvm::StringSwitch<bool>(op.type())
+                          .Cases("MaxPool", "AveragePool", "Dropout", true)
+                          .Default(false);
+    if (!perChannel || plan.values(op.outputs(0)).dims_size() != 4)
+      return std::nullopt;
+    match.between.push_back(i);
+    v = op.outputs(0);
+  }
+  return std::nullopt;
+}
+
+int heterps::runtime::splitConcatConvs(plan::Plan &plan) {
+  Uses uses(plan);
+  std::vector<ConcatConv> matches;
+  std::vector<int> matchAt(plan.ops_size(), -1);
+  std::vector<bool> dead(plan.ops_size(), false);
+  for (int c = 0; c < plan.ops_size(); ++c)
+    if (std::optional<ConcatConv> m = matchConcatConv(plan, uses, c)) {
+      dead[m->concat] = true;
+      for (int i : m->between)
+        dead[i] = true;
+      matchAt[m->conv] = static_cast<int>(matches.size());
+      matches.push_back(std::move(*m));
+    }
+  if (matches.empty())
+    return 0;
+  google::protobuf::RepeatedPtrField<plan::Op> ops;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    if (dead[i])
+      continue;
+    if (matchAt[i] < 0) {
+      *ops.Add() = plan.ops(i);
+      continue;
+    }
+    const ConcatConv &m = matches[matchAt[i]];
+    const plan::Op conv = plan.ops(i);
+    const plan::Op &concat = plan.ops(m.concat);
+    int32_t partial = -1;
+    int64_t first = 0;
+    for (int k = 0; k < concat.inputs_size(); ++k) {
+      std::string part = ":part" + std::to_string(k);
+      int32_t src = concat.inputs(k);
+      int64_t channels = plan.values(src).dims(1);
+      // The per-channel ops, on this part's channels.
+      for (int b : m.between) {
+        plan::Op &op = *ops.Add() = plan.ops(b);
+        op.set_name(op.name() + part);
+        op.set_inputs(0, src);
+        src =
+            addChannelSlice(plan, op.outputs(0),
+                            plan.values(op.outputs(0)).name() + part, channels);
+        op.set_outputs(0, src);
+      }
+      // The weights of this part's input channels.
+      plan::Op &slice = *ops.Add();
+      slice.set_name(conv.name() + "/weights" + part);
+      slice.set_type("Slice");
+      slice.set_device(conv.device());
+      slice.set_stage(conv.stage());
+      slice.add_inputs(conv.inputs(1));
+      int32_t w =
+          addChannelSlice(plan, conv.inputs(1),
+                          plan.values(conv.inputs(1)).name() + part, channels);
+      slice.add_outputs(w);
+      for (auto [name, value] : {std::pair("starts", first),
+                                 {"ends", first + channels},
+                                 {"axes", 1},
+                                 {"steps", 1}}) {
+        plan::Attribute *a = slice.add_attributes();
+        a->set_name(name);
+        a->mutable_ints()->add_values(value);
+      }
+      first += channels;
+      // The Conv of this part, summing the parts before it; the bias
+      // once, in the first.
+      plan::Op &op = *ops.Add() = conv;
+      op.set_name(conv.name() + part);
+      op.clear_inputs();
+      op.add_inputs(src);
+      op.add_inputs(w);
+      op.add_inputs(k == 0 && conv.inputs_size() > 2 ? conv.inputs(2) : -1);
+      if (k > 0)
+        op.add_inputs(partial);
+      if (k + 1 < concat.inputs_size()) {
+        partial = addChannelSlice(plan, conv.outputs(0),
+                                  plan.values(conv.outputs(0)).name() + part,
+                                  plan.values(conv.outputs(0)).dims(1));
+        op.set_outputs(0, partial);
+      }
+    }
+  }
+  plan.mutable_ops()->Swap(&ops);
+  return static_cast<int>(matches.size());
 }

@@ -36,6 +36,20 @@ int fuseTrainableActivations(plan::Plan &plan);
 /// Returns the number of MaxPools.
 int moveReluMasksToMaxPools(plan::Plan &plan);
 
+/// For training, before fuseTrainableActivations: an ungrouped Conv reading
+/// a channel Concat of 4-D values, directly or through MaxPools,
+/// AveragePools and Dropouts that are the only readers of what they read,
+/// becomes one Conv per Concat input over a Slice of the weights' input
+/// channels, each summing the one before it (fourth input; the bias goes to
+/// the first), with the pools and dropouts repeated per input. A Conv is
+/// linear in its input channels, so the result is the same up to rounding,
+/// and the Concat's copies go: of its inputs in the forward pass and of its
+/// gradient in the backward pass (oneDNN's convolutions cannot write into
+/// or read from a channel slice of a batch). Done only where the Conv's
+/// output is smaller than the Concat's (SqueezeNet's squeeze convolutions),
+/// as the sums cost passes over it. Returns the number of Concats removed.
+int splitConcatConvs(plan::Plan &plan);
+
 /// Folds an Add of a Conv's output and another value of the same declared
 /// shape (a residual connection) into the Conv, as a fourth input the Conv
 /// sums into its result; the other value must be defined before the Conv.

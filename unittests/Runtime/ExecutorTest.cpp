@@ -552,6 +552,79 @@ TEST(Fusion, MovesReluMasksToMaxPoolsOverReluConvs) {
                         "MaxPool grad_mask_relu"}));
 }
 
+namespace {
+/// x -> (Conv 1x1 -> Relu, Conv 3x3 -> Relu) -> Concat -> MaxPool -> Conv
+/// 1x1 with `squeeze` outputs -> Relu: a SqueezeNet Fire module and the
+/// next one's squeeze. With `shared`, the Concat is a graph output too.
+plan::Plan fireModule(int64_t squeeze, bool shared, int64_t group = 1) {
+  std::mt19937 rng(17);
+  PlanBuilder b;
+  Attrs pads = Attrs().ints("pads", {1, 1, 1, 1});
+  int x = b.input("x", {-1, 8, 8, 8});
+  int e1 = b.op("Conv", {x, b.weight("e1", randomTensor({8, 8, 1, 1}, rng))},
+                {-1, 8, 8, 8});
+  int e3 = b.op("Conv", {x, b.weight("e3", randomTensor({16, 8, 3, 3}, rng))},
+                {-1, 16, 8, 8}, pads);
+  int joined = b.op(
+      "Concat",
+      {b.op("Relu", {e1}, {-1, 8, 8, 8}), b.op("Relu", {e3}, {-1, 16, 8, 8})},
+      {-1, 24, 8, 8}, Attrs().i("axis", 1));
+  int pooled =
+      b.op("MaxPool", {joined}, {-1, 24, 4, 4},
+           Attrs().ints("kernel_shape", {2, 2}).ints("strides", {2, 2}));
+  int s = b.op("Conv",
+               {pooled,
+                b.weight("s", randomTensor({squeeze, 24 / group, 1, 1}, rng)),
+                b.weight("s_b", randomTensor({squeeze}, rng))},
+               {-1, squeeze, 4, 4}, Attrs().i("group", group));
+  b.output("y", b.op("Relu", {s}, {-1, squeeze, 4, 4}));
+  if (shared)
+    b.output("joined", joined);
+  return b.build();
+}
+} // namespace
+
+// splitConcatConvs: the squeeze Conv reads the two parts through a MaxPool
+// each, over Slices of its weights, the second summing the first; the
+// outputs are those of the plan as written.
+TEST(Fusion, SplitsConcatsBeforeSqueezeConvs) {
+  plan::Plan original = fireModule(4, false), split = original;
+  ASSERT_EQ(splitConcatConvs(split), 1);
+  std::vector<std::string> types;
+  for (const plan::Op &op : split.ops())
+    types.push_back(op.type());
+  EXPECT_EQ(types, (std::vector<std::string>{
+                       "Conv", "Conv", "Relu", "Relu", "MaxPool", "Slice",
+                       "Conv", "MaxPool", "Slice", "Conv", "Relu"}));
+  const plan::Op &second = split.ops(9);
+  ASSERT_EQ(second.inputs_size(), 4);
+  EXPECT_EQ(second.inputs(2), -1); // the bias went to the first part
+  EXPECT_EQ(second.inputs(3), split.ops(6).outputs(0));
+  EXPECT_EQ(split.values(split.ops(8).outputs(0)).dims(1), 16);
+
+  std::mt19937 rng(4);
+  Tensor in = randomTensor({3, 8, 8, 8}, rng);
+  auto want = Executor::create(original), got = Executor::create(split);
+  ASSERT_TRUE(static_cast<bool>(want)) << errorOf(want.takeError());
+  ASSERT_TRUE(static_cast<bool>(got)) << errorOf(got.takeError());
+  auto a = (*want)->run({in}), c = (*got)->run({in});
+  ASSERT_TRUE(a && c);
+  EXPECT_TRUE(allClose((*c)[0], (*a)[0], 1e-5f, 1e-5f));
+}
+
+// Left as they are: a Conv whose output is larger than the Concat's (the
+// sums would cost more than the copy), a Concat something else reads, a
+// grouped Conv.
+TEST(Fusion, KeepsConcatsThatDoNotPayOrCannotSplit) {
+  for (auto [squeeze, shared, group] :
+       {std::tuple{int64_t(120), false, int64_t(1)},
+        {int64_t(4), true, 1},
+        {int64_t(4), false, 2}}) {
+    plan::Plan p = fireModule(squeeze, shared, group);
+    EXPECT_EQ(splitConcatConvs(p), 0) << squeeze << " " << shared;
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Pointwise + depthwise convolutions (MobileNet blocks)
 //===----------------------------------------------------------------------===//

@@ -81,3 +81,10 @@ cpu::convGeometry(const ConvAttrs &attrs, const Tensor &x, const Tensor &w) {
   }
   return geometry;
 }
+
+llvm::Error cpu::checkSummedInput(const Tensor &addend, const Shape &outShape) {
+  if (addend.shape() == outShape)
+    return llvm::Error::success();
+  return kernelError("summed input is " + addend.typeString() +
+                     ", expected shape " + shapeToString(outShape));
+}

@@ -38,6 +38,9 @@ struct ConvGeometry {
 llvm::Expected<ConvGeometry> convGeometry(const ConvAttrs &attrs,
                                           const Tensor &x, const Tensor &w);
 
+/// An error unless a Conv's summed fourth input has the output's shape.
+llvm::Error checkSummedInput(const Tensor &addend, const Shape &outShape);
+
 } // namespace heterps::runtime::cpu
 
 #endif // HETERPS_LIB_RUNTIME_CPU_CONVGEOMETRY_H

@@ -216,9 +216,8 @@ llvm::Error ConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
     Tensor dst;
     if (params.sum) {
       const Tensor &addend = *inputs[3];
-      if (addend.shape() != e.outShape)
-        return kernelError("summed input is " + addend.typeString() +
-                           ", expected shape " + shapeToString(e.outShape));
+      if (llvm::Error err = checkSummedInput(addend, e.outShape))
+        return err;
       // The primitive accumulates into dst: into the addend's buffer only
       // when nothing else reads it (`src` holds a reference when it is the
       // addend).

@@ -115,8 +115,10 @@ layoutStages(const plan::Plan &plan, const WeightMap &weights,
 llvm::Error PipelineTrainer::prepare(WeightMap weights) {
   if (llvm::Error e = train::checkTrainingPlan(program))
     return e;
-  // Relus run inside the Conv or batch norm before them, and their
-  // gradient masks after a MaxPool (Fusion.h).
+  // Convolutions read the parts of a Concat instead of copies, Relus run
+  // inside the Conv or batch norm before them, and their gradient masks
+  // after a MaxPool (Fusion.h).
+  splitConcatConvs(program);
   fuseTrainableActivations(program);
   moveReluMasksToMaxPools(program);
   if (options.microBatches < 1)

@@ -19,6 +19,9 @@
 // relu_use_dst_for_bwd) before the two convolution backwards, so the
 // forward saves the Relu's pass over the output; the MaxPool after it
 // applies the mask instead when moveReluMasksToMaxPools says so (Fusion.h).
+// An optional fourth input is summed into the result before the Relu
+// (oneDNN's sum post-op; splitConcatConvs makes such Convs); its gradient
+// is the output's.
 // The input's gradient is skipped when nothing needs it (the first layer's
 // image).
 //
@@ -63,7 +66,7 @@ public:
                  bool reluMaskedLater)
       : cache(std::move(ctx)), attrs(std::move(attrs)), relu(relu),
         reluMaskedLater(reluMaskedLater) {}
-  bool differentiable(int i) const override { return i <= 2; }
+  bool differentiable(int i) const override { return i <= 3; }
   llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
                       Tensor &output) override;
   llvm::Error backward(llvm::ArrayRef<const Tensor *> inputs,
@@ -73,7 +76,7 @@ public:
 
 private:
   llvm::Expected<ConvGradEntry> make(const Tensor &x, const Tensor &w,
-                                     bool bias);
+                                     bool bias, bool sum);
   Tensor pack(const Tensor &w, const memory::desc &md) const;
   /// The weight gradient `dw` (backward-weights' format) in the forward's
   /// weights format, so that the optimizer updates the weights in the
@@ -109,8 +112,8 @@ static bool winogradPays(const cpu::ConvGeometry &geo) {
   return tiles >= kMinTilesPerThread * omp_get_max_threads();
 }
 
-llvm::Expected<ConvGradEntry> ConvGradKernel::make(const Tensor &x,
-                                                   const Tensor &w, bool bias) {
+llvm::Expected<ConvGradEntry>
+ConvGradKernel::make(const Tensor &x, const Tensor &w, bool bias, bool sum) {
   llvm::Expected<cpu::ConvGeometry> geometry = cpu::convGeometry(attrs, x, w);
   if (!geometry)
     return geometry.takeError();
@@ -124,11 +127,12 @@ llvm::Expected<ConvGradEntry> ConvGradKernel::make(const Tensor &x,
   dnnl::primitive_attr attr, forwardAttr;
   cpu::useCallerScratchpad(attr);
   cpu::useCallerScratchpad(forwardAttr);
-  if (relu) {
-    dnnl::post_ops ops;
+  dnnl::post_ops ops;
+  if (sum)
+    ops.append_sum(1.f);
+  if (relu)
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-    forwardAttr.set_post_ops(ops);
-  }
+  forwardAttr.set_post_ops(ops);
   const dnnl::engine &engine = cache.context()->engine;
   memory::desc srcMd = any(toDims(x.shape())), wMd = any(geo.weightDims),
                dstMd = any(toDims(geo.outShape));
@@ -239,8 +243,9 @@ llvm::Error ConvGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
   const CPUContextPtr &ctx = cache.context();
   return cpu::guardDnnl([&]() -> llvm::Error {
     const Tensor *b = inputs.size() > 2 ? inputs[2] : nullptr;
+    const Tensor *addend = inputs.size() > 3 ? inputs[3] : nullptr;
     auto got = cache.get(cpu::shapeKey(inputs.take_front(2)), [&] {
-      return make(*inputs[0], *inputs[1], b != nullptr);
+      return make(*inputs[0], *inputs[1], b != nullptr, addend != nullptr);
     });
     if (!got)
       return got.takeError();
@@ -248,7 +253,17 @@ llvm::Error ConvGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
     const auto &pd = entry->forwardPd;
     src = reorderTo(*inputs[0], pd.src_desc(), ctx);
     packedWeights = pack(*inputs[1], pd.weights_desc());
-    output = allocate(pd.dst_desc(), entry->outShape, ctx);
+    if (addend) {
+      if (llvm::Error e = cpu::checkSummedInput(*addend, entry->outShape))
+        return e;
+      // The primitive accumulates into the output: a copy, as the addend
+      // stays for its producer's backward.
+      output = reorderTo(*addend, pd.dst_desc(), ctx);
+      if (output.rawData() == addend->rawData())
+        output = output.clone();
+    } else {
+      output = allocate(pd.dst_desc(), entry->outShape, ctx);
+    }
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, memoryOf(src, *ctx)},
         {DNNL_ARG_WEIGHTS,
@@ -287,6 +302,9 @@ llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
       entry->backwardData.execute(ctx->stream, args);
       dInputs[0] = std::move(dx);
     }
+    // The summed input's gradient is the output's.
+    if (inputs.size() > 3 && inputs[3] && needGrad[3])
+      dInputs[3] = dOutput;
     bool bias = inputs.size() > 2 && inputs[2];
     if (!needGrad[1] && !(bias && needGrad[2]))
       return llvm::Error::success();
@@ -316,7 +334,7 @@ llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
 void train::registerConvGrad(TrainRegistry &registry) {
   registry["Conv"] = [](const OpInfo &info, const TrainKernelEnv &env)
       -> llvm::Expected<std::unique_ptr<TrainKernel>> {
-    if (llvm::Error e = info.checkArity(2, 3))
+    if (llvm::Error e = info.checkArity(2, 4))
       return e;
     llvm::Expected<bool> relu = cpu::fusesRelu(info.attrs, "a trained Conv");
     if (!relu)

@@ -38,8 +38,10 @@ Trainer::create(const plan::Plan &plan, WeightMap weights,
 llvm::Error Trainer::prepare() {
   if (llvm::Error e = checkTrainingPlan(program))
     return e;
-  // Relus run inside the Conv or batch norm before them, and their
-  // gradient masks after a MaxPool (Fusion.h).
+  // Convolutions read the parts of a Concat instead of copies, Relus run
+  // inside the Conv or batch norm before them, and their gradient masks
+  // after a MaxPool (Fusion.h).
+  splitConcatConvs(program);
   fuseTrainableActivations(program);
   moveReluMasksToMaxPools(program);
   backend.enterThread();

@@ -153,6 +153,15 @@ TEST(GradCheck, ConvWinogradShape) {
       {0, 1, 2}, Attrs().ints("pads", {1, 1, 1, 1}), 1e-2f, /*threads=*/1);
 }
 
+// A summed fourth input (splitConcatConvs) without a bias; the forward
+// must leave the addend as it was, or the differences drift.
+TEST(GradCheck, ConvSummingAnInput) {
+  gradCheck("Conv",
+            {random({2, 3, 6, 6}, 60), random({4, 3, 3, 3}, 61), Tensor(),
+             random({2, 4, 6, 6}, 62)},
+            {0, 1, 3}, Attrs().ints("pads", {1, 1, 1, 1}));
+}
+
 TEST(GradCheck, ConvGroupedDilatedNoBias) {
   gradCheck("Conv", {random({1, 4, 8, 8}, 4), random({6, 2, 3, 3}, 5)}, {0, 1},
             Attrs()
@@ -355,6 +364,12 @@ TEST(FusedRelu, ConvTrainsAsConvThenRelu) {
     omp_set_num_threads(1);
     checkFusedRelu("Conv", {random(x, 50), random(w, 51), random({w[0]}, 52)},
                    {0, 1, 2}, Attrs().ints("pads", {1, 1, 1, 1}));
+    // With a summed input: the Relu applies to the sum.
+    Shape y = {x[0], w[0], x[2], x[3]};
+    checkFusedRelu(
+        "Conv",
+        {random(x, 53), random(w, 54), random({w[0]}, 55), random(y, 56)},
+        {0, 1, 2, 3}, Attrs().ints("pads", {1, 1, 1, 1}));
     omp_set_num_threads(before);
   }
 }
