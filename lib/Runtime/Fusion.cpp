@@ -457,12 +457,12 @@ int heterps::runtime::foldBatchNorms(plan::Plan &plan, WeightMap &weights) {
   return folded;
 }
 
-/// A new value like `like` (same dtype and dims) but with `channels` in
-/// dimension 1; returns its index.
-static int32_t addChannelSlice(plan::Plan &plan, int32_t like,
-                               const std::string &name, int64_t channels) {
+/// A new value like `like` (dtype and dims), named like it plus `suffix`,
+/// with `channels` in dimension 1; returns its index.
+static int32_t addValueLike(plan::Plan &plan, int32_t like,
+                            const std::string &suffix, int64_t channels) {
   plan::Value value = plan.values(like);
-  value.set_name(name);
+  value.set_name(value.name() + suffix);
   value.set_dims(1, channels);
   *plan.add_values() = std::move(value);
   return plan.values_size() - 1;
@@ -576,9 +576,7 @@ int heterps::runtime::splitConcatConvs(plan::Plan &plan) {
         plan::Op &op = *ops.Add() = plan.ops(b);
         op.set_name(op.name() + part);
         op.set_inputs(0, src);
-        src =
-            addChannelSlice(plan, op.outputs(0),
-                            plan.values(op.outputs(0)).name() + part, channels);
+        src = addValueLike(plan, op.outputs(0), part, channels);
         op.set_outputs(0, src);
       }
       // The weights of this part's input channels.
@@ -588,9 +586,7 @@ int heterps::runtime::splitConcatConvs(plan::Plan &plan) {
       slice.set_device(conv.device());
       slice.set_stage(conv.stage());
       slice.add_inputs(conv.inputs(1));
-      int32_t w =
-          addChannelSlice(plan, conv.inputs(1),
-                          plan.values(conv.inputs(1)).name() + part, channels);
+      int32_t w = addValueLike(plan, conv.inputs(1), part, channels);
       slice.add_outputs(w);
       for (auto [name, value] : {std::pair("starts", first),
                                  {"ends", first + channels},
@@ -612,9 +608,8 @@ int heterps::runtime::splitConcatConvs(plan::Plan &plan) {
       if (k > 0)
         op.add_inputs(partial);
       if (k + 1 < concat.inputs_size()) {
-        partial = addChannelSlice(plan, conv.outputs(0),
-                                  plan.values(conv.outputs(0)).name() + part,
-                                  plan.values(conv.outputs(0)).dims(1));
+        partial = addValueLike(plan, conv.outputs(0), part,
+                               plan.values(conv.outputs(0)).dims(1));
         op.set_outputs(0, partial);
       }
     }

@@ -195,6 +195,24 @@ TEST_F(KernelTest, ConvRejectsMismatchedChannels) {
             "f32[4, 2, 3, 3] do not match with group 1");
 }
 
+// The summed fourth input (a fused residual Add) must have the output's
+// shape; the training kernel shares the check (GradCheckTest).
+TEST_F(KernelTest, ConvRejectsAMismatchedSummedInput) {
+  PlanBuilder b;
+  int x = b.input("x", {1, 3, 4, 4});
+  int addend = b.input("addend", {1, 4, 3, 3});
+  int w = b.weight("w", random({4, 3, 3, 3}));
+  b.output("y", b.op("Conv", {x, w, -1, addend}, {1, 4, 2, 2}));
+  auto exec = Executor::create(b.build());
+  ASSERT_TRUE(static_cast<bool>(exec)) << llvm::toString(exec.takeError());
+  std::vector<Tensor> inputs = {random({1, 3, 4, 4}), random({1, 4, 3, 3})};
+  auto out = (*exec)->run(inputs);
+  ASSERT_FALSE(static_cast<bool>(out));
+  EXPECT_EQ(llvm::toString(out.takeError()),
+            "op 0 'Conv0' (Conv): summed input is f32[1, 4, 3, 3], expected "
+            "shape [1, 4, 2, 2]");
+}
+
 //===----------------------------------------------------------------------===//
 // Gemm and MatMul
 //===----------------------------------------------------------------------===//

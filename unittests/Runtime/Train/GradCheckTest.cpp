@@ -590,6 +590,16 @@ TEST(TrainBackend, UnsupportedFormsAreNamed) {
             "the backward of Gather along axis 1 is not supported (axis 0 "
             "only)");
 
+  // A Conv's summed input must have the output's shape.
+  Tensor image = random({1, 3, 4, 4}, 71), w = random({4, 3, 3, 3}, 72),
+         addend = random({1, 4, 3, 3}, 73);
+  plan::Op conv = makeOp("Conv", 4, {image, w, Tensor(), addend}, Attrs());
+  OpInfo convInfo(conv, {nullptr, nullptr, nullptr, nullptr});
+  auto convKernel = llvm::cantFail(backend.createKernel(convInfo, 0));
+  EXPECT_EQ(
+      llvm::toString(convKernel->forward({&image, &w, nullptr, &addend}, y)),
+      "summed input is f32[1, 4, 3, 3], expected shape [1, 4, 2, 2]");
+
   plan::Op pad = makeOp(
       "Pad", 1, {x}, Attrs().s("mode", "reflect").ints("pads", {0, 1, 0, 1}));
   OpInfo padInfo(pad, {nullptr});
