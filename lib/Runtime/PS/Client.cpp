@@ -220,11 +220,11 @@ Ticket PSClient::submitAll(Requests requests) {
 
 PushRequest *PSClient::startPush(Request &request, int shard,
                                  const std::string &table, int64_t step,
-                                 float lr) const {
+                                 float lr, int worker) const {
   request.set_shard(shard);
   PushRequest *push = request.mutable_push();
   push->set_table(table);
-  push->set_worker(workerIndex);
+  push->set_worker(worker);
   push->set_step(step);
   push->set_lr(lr);
   push->clear_ids();
@@ -233,7 +233,7 @@ PushRequest *PSClient::startPush(Request &request, int shard,
 }
 
 Ticket PSClient::pushDense(const std::string &name, const Tensor &grad,
-                           int64_t step, float lr) {
+                           int64_t step, float lr, std::optional<int> worker) {
   llvm::Expected<TableInfo> info = expectKind(table(name), DENSE);
   if (!info)
     return failed(info.takeError());
@@ -245,7 +245,8 @@ Ticket PSClient::pushDense(const std::string &name, const Tensor &grad,
   Requests requests = takeRequests(numShards);
   const auto *src = static_cast<const char *>(grad.rawData());
   for (int s = 0; s < numShards; ++s) {
-    PushRequest *push = startPush((*requests)[s], s, name, step, lr);
+    PushRequest *push = startPush((*requests)[s], s, name, step, lr,
+                                  worker.value_or(workerIndex));
     int64_t begin = info->shard_offsets(s), end = info->shard_offsets(s + 1);
     push->set_grads(src + begin * sizeof(float), (end - begin) * sizeof(float));
   }
@@ -334,7 +335,7 @@ Ticket PSClient::pushSparse(const std::string &name,
     return failed(std::move(e));
   Requests requests = takeRequests(shards);
   for (int s = 0; s < shards; ++s)
-    startPush((*requests)[s], s, name, step, lr);
+    startPush((*requests)[s], s, name, step, lr, workerIndex);
   const auto *g = reinterpret_cast<const char *>(grads.rawData());
   for (size_t i = 0; i < ids.size(); ++i) {
     PushRequest *push = (*requests)[shardOf(ids[i], shards)].mutable_push();

@@ -59,8 +59,8 @@ PipelineTrainer::Worker &PipelineTrainer::leader(int s) const {
 }
 
 /// Which values cross each boundary and which weights and parameters each
-/// stage reads; an error for a parameter read by two stages (its gradient
-/// would have two owners).
+/// stage reads; an error for a sparse table read by two stages (its rows'
+/// gradients would have two owners).
 static llvm::Expected<PipelineTrainer::Layout>
 layoutStages(const plan::Plan &plan, const WeightMap &weights,
              const std::set<int32_t> &sparse,
@@ -100,16 +100,38 @@ layoutStages(const plan::Plan &plan, const WeightMap &weights,
       layout.live[b].push_back(v);
   }
   for (int32_t v : paths.paramValues) {
-    if (readers[v].size() > 1)
-      return pipelineError("parameter '" + plan.values(v).name() +
+    const std::set<int> &stages = readers[v];
+    if (!sparse.count(v)) {
+      for (int s : stages)
+        layout.params[s].push_back(v);
+      if (stages.size() > 1)
+        layout.sharedBy[v].assign(stages.begin(), stages.end());
+      continue;
+    }
+    if (stages.size() > 1)
+      return pipelineError("sparse table '" + plan.values(v).name() +
                            "' is read by stages " +
-                           llvm::Twine(*readers[v].begin()) + " and " +
-                           llvm::Twine(*readers[v].rbegin()) +
-                           "; a parameter must belong to one stage");
-    int owner = *readers[v].begin();
-    (sparse.count(v) ? layout.sparse : layout.params)[owner].push_back(v);
+                           llvm::Twine(*stages.begin()) + " and " +
+                           llvm::Twine(*stages.rbegin()) +
+                           "; a sparse table must belong to one stage");
+    layout.sparse[*stages.begin()].push_back(v);
   }
   return layout;
+}
+
+std::pair<int, int>
+PipelineTrainer::Layout::pushers(int32_t v, int stage,
+                                 llvm::ArrayRef<int> replicas) const {
+  auto shared = sharedBy.find(v);
+  if (shared == sharedBy.end())
+    return {replicas[stage], 0};
+  int all = 0, first = 0;
+  for (int s : shared->second) {
+    if (s == stage)
+      first = all;
+    all += replicas[s];
+  }
+  return {all, first};
 }
 
 llvm::Error PipelineTrainer::prepare(WeightMap weights) {
@@ -198,11 +220,14 @@ llvm::Error PipelineTrainer::prepare(WeightMap weights) {
   if (!created)
     return created.takeError();
   server = std::move(*created);
+  std::set<int32_t> added;
   for (int s = 0; s < p; ++s)
     for (int32_t v : layout->params[s])
-      if (llvm::Error e = server->addDenseTable(
-              program.values(v).name(), weights.at(v), options.replicas[s]))
-        return e;
+      if (added.insert(v).second)
+        if (llvm::Error e = server->addDenseTable(
+                program.values(v).name(), weights.at(v),
+                layout->pushers(v, s, options.replicas).first))
+          return e;
   for (int s = 0; s < p; ++s)
     for (int32_t v : layout->sparse[s]) {
       const plan::Value &table = program.values(v);
@@ -290,11 +315,14 @@ llvm::Expected<WeightMap> PipelineTrainer::weights() {
   WeightMap out;
   for (const auto &[v, t] : unread)
     out.emplace(v, t.clone());
+  std::set<int32_t> pulled;
   for (int s = 0; s < numStages(); ++s) {
     Worker &worker = leader(s);
     for (const auto &[v, t] : worker.localWeights())
       out.emplace(v, t.clone());
     for (int32_t v : layout->params[s]) {
+      if (!pulled.insert(v).second)
+        continue;
       ps::PSClient &client = worker.client();
       ps::Ticket ticket =
           client.pullDense(program.values(v).name(), out.at(v), steps);

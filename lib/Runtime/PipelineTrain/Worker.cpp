@@ -230,18 +230,23 @@ llvm::Error PipelineTrainer::Worker::pull(StepInputs &step) {
 }
 
 llvm::Error PipelineTrainer::Worker::push(StepInputs &step) {
-  // The server averages the stage's k replicas: k times each replica's
-  // share makes the mean the whole batch's gradient.
+  // Under BSP the server averages a table's n pushes (the stage's k
+  // replicas, or all replicas of the stages that share it): n times each
+  // replica's share makes the mean the whole batch's gradient. Under ASP
+  // each push is an update of its own, scaled as the stage's whole batch.
   float k = static_cast<float>(trainer.options.replicas[stageIndex]);
   std::vector<ps::Ticket> tickets;
   for (auto &[v, sum] : gradSums) {
-    if (k != 1.f) {
+    auto [n, first] = layout.pushers(v, stageIndex, trainer.options.replicas);
+    float scale = psClient->bsp() ? static_cast<float>(n) : k;
+    if (scale != 1.f) {
       float *g = sum.data<float>();
-      for (int64_t i = 0, n = sum.numElements(); i < n; ++i)
-        g[i] *= k;
+      for (int64_t i = 0, e = sum.numElements(); i < e; ++i)
+        g[i] *= scale;
     }
     tickets.push_back(psClient->pushDense(trainer.program.values(v).name(), sum,
-                                          step.version, step.lr));
+                                          step.version, step.lr,
+                                          first + replica));
   }
   for (auto &[v, sum] : sparseSums) {
     if (k != 1.f)

@@ -19,6 +19,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -65,8 +66,17 @@ struct PipelineTrainer::Layout {
   /// after it, ascending.
   std::vector<std::vector<int32_t>> live;
   /// Per stage: the weights its ops read (sparse tables not included),
-  /// its dense trainable parameters and its sparse tables.
+  /// the dense trainable parameters among them and its sparse tables.
   std::vector<std::vector<int32_t>> weights, params, sparse;
+  /// Dense parameters that more than one stage reads (tied weights, or
+  /// equal initializers an exporter merged into one): those stages,
+  /// ascending. Every replica of each pushes its share of the gradient.
+  std::map<int32_t, std::vector<int>> sharedBy;
+
+  /// How many workers push parameter `v`'s gradient each step, and the
+  /// index among them of stage `stage`'s first replica.
+  std::pair<int, int> pushers(int32_t v, int stage,
+                              llvm::ArrayRef<int> replicas) const;
 };
 
 class PipelineTrainer::Worker {

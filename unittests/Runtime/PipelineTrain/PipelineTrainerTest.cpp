@@ -11,6 +11,7 @@
 
 #include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
 
+#include <functional>
 #include <numeric>
 #include <set>
 
@@ -90,7 +91,21 @@ struct Split {
   std::vector<int> replicas;
 };
 
-TEST(PipelineTrainer, BSPEqualsFullBatchTraining) {
+/// makeSkipMLP with the second Gemm reading x, w1 and b1 instead of its
+/// own input and weights: the first layer's weights are tied, read by the
+/// stages of ops 0 and 2 (w2 and b2 are left unread).
+MLP makeTiedMLP(const std::string &modelPath, std::vector<int> cuts) {
+  MLP mlp = makeSkipMLP(modelPath, std::move(cuts));
+  for (int i = 0; i < 3; ++i)
+    mlp.plan.mutable_ops(2)->set_inputs(i, mlp.plan.ops(0).inputs(i));
+  return mlp;
+}
+
+/// Under BSP, each split of `make`'s model trains to the losses and weights
+/// of single-stage full-batch training.
+void expectFullBatchTraining(
+    const std::function<MLP(const std::string &, std::vector<int>)> &make,
+    const std::vector<Split> &splits) {
   TempDir dir;
   data::Dataset data = makeData(48, 3);
   const int steps = 6, batch = 12;
@@ -102,7 +117,7 @@ TEST(PipelineTrainer, BSPEqualsFullBatchTraining) {
   OptimizerOptions momentum;
   momentum.kind = OptimizerKind::Momentum;
 
-  MLP reference = makeSkipMLP(dir.file("ref.onnx"), {});
+  MLP reference = make(dir.file("ref.onnx"), {});
   TrainerOptions single;
   single.optimizer = momentum;
   auto trainer = makeTrainer(reference, single);
@@ -113,16 +128,12 @@ TEST(PipelineTrainer, BSPEqualsFullBatchTraining) {
                                      batchOf(i, data.targets), 0.1f))
             .loss);
 
-  std::vector<Split> splits = {{{}, 4, {3}},
-                               {{2}, 3, {2, 2}},
-                               {{2, 4}, 4, {1, 2, 1}},
-                               {{1, 3}, 5, {2, 1, 3}}};
   for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB})
     for (const Split &split : splits) {
       SCOPED_TRACE(std::string(scheduleName(kind)) + " with " +
                    std::to_string(split.cuts.size() + 1) +
                    " stages, m=" + std::to_string(split.microBatches));
-      MLP mlp = makeSkipMLP(dir.file("p.onnx"), split.cuts);
+      MLP mlp = make(dir.file("p.onnx"), split.cuts);
       PipelineTrainerOptions options;
       options.schedule = kind;
       options.microBatches = split.microBatches;
@@ -142,6 +153,25 @@ TEST(PipelineTrainer, BSPEqualsFullBatchTraining) {
       EXPECT_LT(maxDifference(llvm::cantFail(trainer->weights()), *weights),
                 2e-5f);
     }
+}
+
+TEST(PipelineTrainer, BSPEqualsFullBatchTraining) {
+  auto make = [](const std::string &path, std::vector<int> cuts) {
+    return makeSkipMLP(path, std::move(cuts));
+  };
+  expectFullBatchTraining(make, {{{}, 4, {3}},
+                                 {{2}, 3, {2, 2}},
+                                 {{2, 4}, 4, {1, 2, 1}},
+                                 {{1, 3}, 5, {2, 1, 3}}});
+}
+
+// A weight that two stages read gets both stages' shares of its gradient
+// (the server sums the pushes of all their replicas), whether the stages
+// are neighbours or not and whatever their replica counts.
+TEST(PipelineTrainer, TiedWeightsAcrossStagesEqualFullBatchTraining) {
+  expectFullBatchTraining(
+      makeTiedMLP,
+      {{{2}, 3, {2, 1}}, {{1, 2}, 4, {1, 2, 3}}, {{1, 4}, 2, {2, 1, 1}}});
 }
 
 TEST(PipelineTrainer, OneFOneBHoldsFewerMicroBatches) {
@@ -373,14 +403,6 @@ TEST(PipelineTrainer, ClearErrors) {
   noMicro.microBatches = 0;
   EXPECT_EQ(message(noMicro, mlp), "--micro-batches must be at least 1, not 0");
 
-  // A weight shared by two stages has no single owner.
-  MLP shared = makeSkipMLP(dir.file("s.onnx"), {2});
-  int w1 = shared.plan.ops(0).inputs(1);
-  shared.plan.mutable_ops(2)->set_inputs(1, w1);
-  shared.plan.mutable_ops(2)->set_inputs(0, shared.plan.ops(0).inputs(0));
-  EXPECT_EQ(message({}, shared), "parameter 'w1' is read by stages 0 and 1; "
-                                 "a parameter must belong to one stage");
-
   PipelineTrainerOptions eight;
   eight.microBatches = 8;
   auto pipeline = makePipeline(mlp, eight);
@@ -460,6 +482,16 @@ TEST(PipelineTrainer, SparseTableErrors) {
   EXPECT_EQ(message(withDropout, dense, options),
             "a model with sparse tables is evaluated with its training "
             "kernels, so it cannot have Dropout ('drop') yet");
+
+  // A sparse table's rows have one owner: two stages may not look it up.
+  plan::Plan shared = ctr.plan;
+  shared.mutable_ops(3)->set_inputs(0, ctr.plan.ops(1).inputs(0));
+  WeightMap sharedDense = dense;
+  int32_t table1 = ctr.plan.ops(3).inputs(0);
+  sharedDense.emplace(table1, ctr.weights.at(table1));
+  EXPECT_EQ(message(shared, sharedDense, options),
+            "sparse table 'table0' is read by stages 0 and 1; a sparse table "
+            "must belong to one stage");
 
   // A state must fit the tables: the same ones sparse, the weights alike.
   auto sparse =

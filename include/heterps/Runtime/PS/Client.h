@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <thread>
 
 namespace heterps::runtime::ps {
@@ -77,9 +78,11 @@ public:
   Ticket pullDense(const std::string &table, Tensor &out,
                    int64_t minVersion = 0);
   /// Sends the gradient of the whole dense table, computed from version
-  /// `step`; `grad` is copied before this returns.
+  /// `step`; `grad` is copied before this returns. `worker` (default: the
+  /// client's) is the pusher's index among the table's workers: a table
+  /// that several pipeline stages read has its own numbering.
   Ticket pushDense(const std::string &table, const Tensor &grad, int64_t step,
-                   float lr);
+                   float lr, std::optional<int> worker = std::nullopt);
   /// Rows `ids` of a sparse table into `out`, [ids.size(), dim].
   Ticket pullSparse(const std::string &table, std::vector<int64_t> ids,
                     Tensor &out, int64_t minVersion = 0);
@@ -114,9 +117,9 @@ private:
   /// reference goes: their byte buffers keep their capacity, so large
   /// pushes do not allocate (and page-fault) every time.
   Requests takeRequests(size_t count);
-  /// A pooled request emptied and addressed as this worker's push.
+  /// A pooled request emptied and addressed as worker `worker`'s push.
   PushRequest *startPush(Request &request, int shard, const std::string &table,
-                         int64_t step, float lr) const;
+                         int64_t step, float lr, int worker) const;
 
   /// Buffers of a sparse pull, reused from call to call.
   struct SparseScratch {
