@@ -2,10 +2,16 @@
 
 #include "heterps/Planner/ClusterSpec.h"
 
+#include "heterps/Support/NestingDepth.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/YAMLTraits.h"
+
+#include <cmath>
+#include <optional>
+#include <tuple>
 
 using namespace heterps::planner;
 
@@ -37,19 +43,19 @@ template <> struct MappingTraits<DeviceType> {
     if (d.kind != "cpu" && d.kind != "cuda")
       return "device type '" + d.name + "': 'kind' must be cpu or cuda, got '" +
              d.kind + "'";
-    if (d.pricePerHour < 0)
+    if (!(d.pricePerHour >= 0) || !std::isfinite(d.pricePerHour))
       return "device type '" + d.name +
-             "': 'price_per_hour' must not be "
-             "negative";
+             "': 'price_per_hour' must be a non-negative number";
     if (d.maxCount < 1)
       return "device type '" + d.name + "': 'max_count' must be at least 1";
-    if (d.gflops <= 0 || d.memoryBandwidthGBs <= 0 ||
-        d.networkBandwidthGBs <= 0)
+    auto positive = [](double x) { return x > 0 && std::isfinite(x); };
+    if (!positive(d.gflops) || !positive(d.memoryBandwidthGBs) ||
+        !positive(d.networkBandwidthGBs))
       return "device type '" + d.name +
              "': 'gflops', "
              "'memory_bandwidth_gbs' and 'network_bandwidth_gbs' must be "
              "positive";
-    if (d.alpha < 0 || d.alpha > 1)
+    if (!(d.alpha >= 0 && d.alpha <= 1))
       return "device type '" + d.name + "': 'alpha' must be in [0, 1]";
     return "";
   }
@@ -68,8 +74,8 @@ template <> struct MappingTraits<Job> {
     if (j.batchSize < 1 || j.samplesPerEpoch < 1 || j.epochs < 1)
       return "job: 'batch_size', 'samples_per_epoch' and 'epochs' must be "
              "at least 1";
-    if (j.throughputLimit < 0)
-      return "job: 'throughput_limit' must not be negative";
+    if (!(j.throughputLimit >= 0) || !std::isfinite(j.throughputLimit))
+      return "job: 'throughput_limit' must be a non-negative number";
     return "";
   }
 };
@@ -103,6 +109,25 @@ std::optional<size_t> ClusterSpec::find(const std::string &name) const {
   return std::nullopt;
 }
 
+/// Line and column of the first YAML alias ('*name' where a value starts)
+/// in `yaml`, if any.
+static std::optional<std::pair<int, int>> firstAlias(llvm::StringRef yaml) {
+  int lineNo = 0;
+  for (llvm::StringRef rest = yaml; !rest.empty();) {
+    auto [line, next] = rest.split('\n');
+    rest = next;
+    ++lineNo;
+    char previous = ' ';
+    for (size_t i = 0; i < line.size(); previous = line[i++]) {
+      if (line[i] == '#' && previous == ' ')
+        break;
+      if (line[i] == '*' && llvm::StringRef(" [{,").contains(previous))
+        return std::pair(lineNo, static_cast<int>(i) + 1);
+    }
+  }
+  return std::nullopt;
+}
+
 llvm::Expected<ClusterSpec>
 heterps::planner::parseClusterSpec(llvm::StringRef yaml,
                                    llvm::StringRef filename) {
@@ -119,14 +144,29 @@ heterps::planner::parseClusterSpec(llvm::StringRef yaml,
       }))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    filename + ": empty cluster spec");
+  if (llvm::Error e = heterps::checkNestingDepth(yaml, filename))
+    return std::move(e);
   std::string firstError;
   auto handler = [](const llvm::SMDiagnostic &diag, void *context) {
     auto *out = static_cast<std::string *>(context);
-    if (out->empty())
-      *out = (llvm::Twine(diag.getFilename()) + ":" +
-              llvm::Twine(diag.getLineNo()) + ":" +
-              llvm::Twine(diag.getColumnNo() + 1) + ": " + diag.getMessage())
-                 .str();
+    if (!out->empty())
+      return;
+    // YAML I/O has no node kind for an alias ("*name") and reports the
+    // token after it; name the alias instead.
+    int line = diag.getLineNo(), column = diag.getColumnNo() + 1;
+    std::string message = diag.getMessage().str();
+    if (message == "unknown node kind")
+      if (std::optional<std::pair<int, int>> alias = firstAlias(
+              diag.getSourceMgr()
+                  ->getMemoryBuffer(diag.getSourceMgr()->getMainFileID())
+                  ->getBuffer())) {
+        std::tie(line, column) = *alias;
+        message = "YAML aliases ('*name') are not supported; write the "
+                  "value out in full";
+      }
+    *out = (llvm::Twine(diag.getFilename()) + ":" + llvm::Twine(line) + ":" +
+            llvm::Twine(column) + ": " + message)
+               .str();
   };
   auto buffer = llvm::MemoryBuffer::getMemBuffer(yaml, filename);
   llvm::yaml::Input input(buffer->getMemBufferRef(), nullptr, handler,

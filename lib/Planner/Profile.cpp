@@ -2,8 +2,13 @@
 
 #include "heterps/Planner/Profile.h"
 
+#include "heterps/Support/NestingDepth.h"
+
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+
+#include <cmath>
+#include <limits>
 
 using namespace heterps::planner;
 
@@ -15,6 +20,8 @@ static llvm::Error profileError(llvm::StringRef filename,
 
 llvm::Expected<Profile>
 heterps::planner::parseProfile(llvm::StringRef text, llvm::StringRef filename) {
+  if (llvm::Error e = checkNestingDepth(text, filename))
+    return std::move(e);
   llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
   if (!json)
     return profileError(filename,
@@ -56,8 +63,14 @@ heterps::planner::parseProfile(llvm::StringRef text, llvm::StringRef filename) {
                               where + ": missing number '" + f.name + "'");
         *f.slot = *v;
       }
-      if (cost.oct < 0 || cost.odt < 0 || cost.b0 <= 0 || cost.alpha < 0 ||
-          cost.alpha > 1 || cost.beta < 0 || cost.beta > 1)
+      // Written so that NaN fails every test.
+      auto in = [](double x, double lo, double hi) {
+        return std::isfinite(x) && x >= lo && x <= hi;
+      };
+      double max = std::numeric_limits<double>::max();
+      if (!in(cost.oct, 0, max) || !in(cost.odt, 0, max) ||
+          !in(cost.b0, 0, max) || cost.b0 == 0 || !in(cost.alpha, 0, 1) ||
+          !in(cost.beta, 0, 1))
         return profileError(filename,
                             where + ": need oct_s, odt_s >= 0, b0 > 0 and "
                                     "alpha, beta in [0, 1]");

@@ -1,6 +1,7 @@
 //===- BufferPool.cpp - reuse of large tensor buffers ---------------------===//
 
 #include "heterps/Runtime/BufferPool.h"
+#include "heterps/Runtime/MemoryLimit.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -23,6 +24,10 @@ BufferPool::~BufferPool() {
 }
 
 static uint8_t *alignedAlloc(size_t rounded) {
+  // More than the process may use fails now rather than in the page faults
+  // that overcommitted memory would take (the OOM killer, no message).
+  if (rounded > (size_t(1) << 30) && rounded > memoryLimitBytes())
+    throw std::bad_alloc();
   void *p = std::aligned_alloc(64, rounded);
   if (!p)
     throw std::bad_alloc();

@@ -3,6 +3,7 @@
 #include "heterps/Runtime/Executor.h"
 
 #include "Fusion.h"
+#include "heterps/Runtime/MemoryLimit.h"
 #include "heterps/Runtime/Plan.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -83,6 +84,22 @@ llvm::Error Executor::prepare() {
   for (int i = 0; i < program.ops_size(); ++i) {
     const plan::Op &op = program.ops(i);
     std::string where = describeOp(program, i);
+    // An output that cannot fit (a Pad or Expand to a crafted size) is an
+    // error now, not a failed allocation in the middle of a run.
+    for (int32_t v : op.outputs()) {
+      const plan::Value &value = program.values(v);
+      llvm::ArrayRef<int64_t> dims(value.dims().data(), value.dims_size());
+      if (llvm::any_of(dims, [](int64_t d) { return d < 0; }))
+        continue;
+      DType type = value.dtype() == plan::INT64 ? DType::I64 : DType::F32;
+      llvm::Expected<uint64_t> bytes = checkedByteSize(dims, dtypeSize(type));
+      if (!bytes)
+        return runError(where +
+                        ": its output: " + llvm::toString(bytes.takeError()));
+      if (llvm::Error e =
+              checkFitsInMemory(*bytes, "its output " + valueType(value)))
+        return runError(where + ": " + llvm::toString(std::move(e)));
+    }
     std::vector<const Tensor *> opConstants;
     for (int32_t v : op.inputs()) {
       opConstants.push_back(v >= 0 && !constants[v].isNull() ? &constants[v]
@@ -248,7 +265,8 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
       for (int k = 0; k < op.outputs_size(); ++k)
         results[k] = std::move(offered[op.outputs(k)]);
     auto start = std::chrono::steady_clock::now();
-    if (llvm::Error e = kernel.run(args, results))
+    if (llvm::Error e =
+            catchOutOfMemory([&] { return kernel.run(args, results); }))
       return runError(describeOp(program, i) + ": " +
                       llvm::toString(std::move(e)));
     if (options.timeOps) {

@@ -2,6 +2,8 @@
 
 #include "heterps/Runtime/NpyFile.h"
 
+#include "heterps/Runtime/MemoryLimit.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -57,14 +59,20 @@ static void fortranToC(const char *data, const Shape &shape, size_t elemSize,
 }
 
 llvm::Expected<Tensor> heterps::runtime::readNpyFile(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": " + buffer.getError().message());
+  return parseNpy((*buffer)->getBuffer(), path);
+}
+
+llvm::Expected<Tensor> heterps::runtime::parseNpy(llvm::StringRef bytes,
+                                                  llvm::StringRef path) {
   auto fail = [&](const llvm::Twine &what) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": " + what);
   };
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
-  if (!buffer)
-    return fail(buffer.getError().message());
-  llvm::StringRef bytes = (*buffer)->getBuffer();
   if (!bytes.starts_with("\x93NUMPY") || bytes.size() < 10)
     return fail("not a .npy file");
   uint8_t major = static_cast<uint8_t>(bytes[6]);
@@ -83,7 +91,7 @@ llvm::Expected<Tensor> heterps::runtime::readNpyFile(llvm::StringRef path) {
   } else {
     return fail("unsupported .npy version " + llvm::Twine(major));
   }
-  if (bytes.size() < headerStart + headerLength)
+  if (bytes.size() - headerStart < headerLength)
     return fail("truncated header");
   llvm::StringRef header = bytes.substr(headerStart, headerLength);
   llvm::StringRef descr = dictValue(header, "descr").trim("'\"");
@@ -110,16 +118,23 @@ llvm::Expected<Tensor> heterps::runtime::readNpyFile(llvm::StringRef path) {
       return fail("bad shape entry '" + d.trim() + "'");
     shape.push_back(n);
   }
-  Tensor t(type, shape);
-  size_t size = static_cast<size_t>(numElements(shape)) * dtypeSize(type);
+  // The shape is checked against the data before anything is allocated:
+  // a header may claim any shape.
+  llvm::Expected<uint64_t> size = checkedByteSize(shape, dtypeSize(type));
+  if (!size)
+    return fail(llvm::toString(size.takeError()));
   llvm::StringRef data = bytes.drop_front(headerStart + headerLength);
-  if (data.size() != size)
-    return fail("expected " + llvm::Twine(size) + " data bytes, found " +
-                llvm::Twine(data.size()));
+  if (data.size() != *size)
+    return fail("expected " + llvm::Twine(*size) + " data bytes for shape " +
+                shapeToString(shape) + ", found " + llvm::Twine(data.size()));
+  llvm::Expected<Tensor> made = Tensor::create(type, shape, "the array");
+  if (!made)
+    return fail(llvm::toString(made.takeError()));
+  Tensor &t = *made;
   if (order == "True")
     fortranToC(data.data(), shape, dtypeSize(type),
                static_cast<char *>(t.rawData()));
   else
-    std::memcpy(t.rawData(), data.data(), size);
-  return t;
+    std::memcpy(t.rawData(), data.data(), *size);
+  return std::move(*made);
 }

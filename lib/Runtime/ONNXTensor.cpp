@@ -2,6 +2,9 @@
 
 #include "heterps/Runtime/ONNXTensor.h"
 
+#include "heterps/Runtime/ExternalData.h"
+#include "heterps/Runtime/MemoryLimit.h"
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -18,42 +21,6 @@ static std::string typeName(int32_t type) {
   return "data type " + std::to_string(type);
 }
 
-/// The bytes of an externally stored tensor.
-static llvm::Expected<std::string> readExternal(const TensorProto &t,
-                                                llvm::StringRef modelDir) {
-  std::string location;
-  long long offset = 0, length = -1;
-  for (const auto &entry : t.external_data()) {
-    llvm::StringRef value = entry.value();
-    if (entry.key() == "location")
-      location = entry.value();
-    else if (entry.key() == "offset" && value.getAsInteger(10, offset))
-      offset = -1;
-    else if (entry.key() == "length" && value.getAsInteger(10, length))
-      length = -2;
-  }
-  if (location.empty())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "external data has no location");
-  llvm::SmallString<256> file(modelDir);
-  llvm::sys::path::append(file, location);
-  auto buffer = llvm::MemoryBuffer::getFile(file, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return llvm::createStringError(buffer.getError(),
-                                   "cannot read external data file '" + file +
-                                       "': " + buffer.getError().message());
-  long long size = (*buffer)->getBufferSize();
-  if (length == -1 && offset >= 0)
-    length = size - offset;
-  if (offset < 0 || length < 0 || offset + length > size)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "external data file '" + file + "' is too short for offset " +
-            llvm::Twine(offset) + ", length " + llvm::Twine(length));
-  return std::string((*buffer)->getBufferStart() + offset, length);
-}
-
 llvm::Expected<Tensor>
 heterps::runtime::tensorFromProto(const TensorProto &proto,
                                   llvm::StringRef modelDir) {
@@ -67,28 +34,40 @@ heterps::runtime::tensorFromProto(const TensorProto &proto,
     return fail("element type " + typeName(type) +
                 " is not supported by the runtime (FLOAT, INT64, INT32)");
   Shape shape(proto.dims().begin(), proto.dims().end());
-  for (int64_t d : shape)
-    if (d < 0)
-      return fail("negative dimension " + llvm::Twine(d));
-  int64_t n = numElements(shape);
   DType dtype = type == TensorProto::FLOAT ? DType::F32 : DType::I64;
-  Tensor out(dtype, shape);
+  int64_t elemSize = type == TensorProto::INT32 ? 4 : dtypeSize(dtype);
+  // Sizes are checked against the data before the tensor is allocated.
+  llvm::Expected<uint64_t> stored = checkedByteSize(shape, elemSize);
+  if (!stored)
+    return fail(llvm::toString(stored.takeError()));
+  int64_t n = numElements(shape);
 
   std::string external;
   const std::string *raw = proto.has_raw_data() ? &proto.raw_data() : nullptr;
   if (proto.data_location() == TensorProto::EXTERNAL) {
-    llvm::Expected<std::string> bytes = readExternal(proto, modelDir);
+    llvm::Expected<std::string> bytes =
+        readExternalData(proto, modelDir, *stored);
     if (!bytes)
       return fail(llvm::toString(bytes.takeError()));
     external = std::move(*bytes);
     raw = &external;
   }
+  if (raw && raw->size() != *stored)
+    return fail("holds " + llvm::Twine(raw->size()) + " bytes, expected " +
+                llvm::Twine(*stored));
+  int64_t have = raw                          ? n
+                 : type == TensorProto::FLOAT ? proto.float_data_size()
+                 : type == TensorProto::INT64 ? proto.int64_data_size()
+                                              : proto.int32_data_size();
+  if (have != n)
+    return fail("holds " + llvm::Twine(have) + " values, expected " +
+                llvm::Twine(n));
+  llvm::Expected<Tensor> made = Tensor::create(dtype, shape, "the tensor");
+  if (!made)
+    return fail(llvm::toString(made.takeError()));
+  Tensor out = std::move(*made);
   // Little-endian host assumed (x86-64, AArch64), as ONNX's raw_data is.
   if (raw) {
-    int64_t elemSize = type == TensorProto::INT32 ? 4 : dtypeSize(dtype);
-    if (static_cast<int64_t>(raw->size()) != n * elemSize)
-      return fail("holds " + llvm::Twine(raw->size()) + " bytes, expected " +
-                  llvm::Twine(n * elemSize));
     if (type == TensorProto::INT32) {
       const char *p = raw->data();
       for (int64_t i = 0; i < n; ++i) {
@@ -101,12 +80,6 @@ heterps::runtime::tensorFromProto(const TensorProto &proto,
     }
     return out;
   }
-  int64_t have = type == TensorProto::FLOAT   ? proto.float_data_size()
-                 : type == TensorProto::INT64 ? proto.int64_data_size()
-                                              : proto.int32_data_size();
-  if (have != n)
-    return fail("holds " + llvm::Twine(have) + " values, expected " +
-                llvm::Twine(n));
   for (int64_t i = 0; i < n; ++i) {
     if (type == TensorProto::FLOAT)
       out.data<float>()[i] = proto.float_data(i);
@@ -136,17 +109,25 @@ heterps::runtime::tensorToProto(const Tensor &t, llvm::StringRef name) {
 
 llvm::Expected<Tensor> heterps::runtime::readTensorFile(llvm::StringRef path,
                                                         std::string *name) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        path + ": cannot read tensor file: " + buffer.getError().message());
+  return parseTensorFile((*buffer)->getBuffer(), path, name);
+}
+
+llvm::Expected<Tensor> heterps::runtime::parseTensorFile(llvm::StringRef bytes,
+                                                         llvm::StringRef path,
+                                                         std::string *name) {
   auto fail = [&](const llvm::Twine &what) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": " + what);
   };
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return fail("cannot read tensor file: " + buffer.getError().message());
   TensorProto proto;
-  if (!proto.ParseFromArray((*buffer)->getBufferStart(),
-                            static_cast<int>((*buffer)->getBufferSize())))
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     return fail("not a serialised ONNX TensorProto");
   if (name)
     *name = proto.name();

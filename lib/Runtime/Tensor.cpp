@@ -2,6 +2,7 @@
 
 #include "heterps/Runtime/Tensor.h"
 #include "heterps/Runtime/BufferPool.h"
+#include "heterps/Runtime/MemoryLimit.h"
 
 #include <cassert>
 #include <cstdlib>
@@ -62,6 +63,25 @@ Tensor::Tensor(DType type, Shape shape)
 Tensor::Tensor(DType type, Shape shape, std::shared_ptr<const Layout> layout)
     : type(type), dims(std::move(shape)), size(layout->bytes()),
       buffer(allocate(size)), layoutPtr(std::move(layout)) {}
+
+llvm::Expected<Tensor> Tensor::create(DType type, Shape shape,
+                                      const llvm::Twine &what) {
+  llvm::Expected<uint64_t> bytes = checkedByteSize(shape, dtypeSize(type));
+  if (!bytes)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   what + ": " +
+                                       llvm::toString(bytes.takeError()));
+  if (llvm::Error e = checkFitsInMemory(*bytes, what + " (" + dtypeName(type) +
+                                                    shapeToString(shape) + ")"))
+    return std::move(e);
+  try {
+    return Tensor(type, std::move(shape));
+  } catch (const std::bad_alloc &) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   what + ": out of memory allocating " +
+                                       formatBytes(*bytes));
+  }
+}
 
 Tensor Tensor::fromFloats(Shape shape, llvm::ArrayRef<float> values) {
   Tensor t(DType::F32, std::move(shape));

@@ -2,6 +2,8 @@
 
 #include "heterps/Runtime/Weights.h"
 
+#include <cmath>
+
 #include "heterps/Runtime/ONNXTensor.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -93,4 +95,31 @@ heterps::runtime::loadWeights(const plan::Plan &plan,
     weights.emplace(w.value(), std::move(*t));
   }
   return weights;
+}
+
+llvm::Error heterps::runtime::checkFiniteWeights(const plan::Plan &plan,
+                                                 const WeightMap &weights) {
+  for (const auto &[v, t] : weights) {
+    if (t.dtype() != DType::F32)
+      continue;
+    llvm::Expected<Tensor> plain = t.toPlain();
+    if (!plain)
+      return plain.takeError();
+    const float *p = plain->data<float>();
+    int64_t n = plain->numElements(), nan = 0, inf = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      nan += std::isnan(p[i]);
+      inf += std::isinf(p[i]);
+    }
+    if (nan + inf == 0)
+      continue;
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "parameter '" + plan.values(v).name() + "' holds " +
+            (nan ? llvm::Twine(nan) + " NaN" : llvm::Twine(inf) + " infinite") +
+            " of its " + llvm::Twine(n) +
+            " values: training diverged (a NaN or infinity in the data or "
+            "an overflow in the model)");
+  }
+  return llvm::Error::success();
 }

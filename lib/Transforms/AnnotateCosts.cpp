@@ -2,8 +2,10 @@
 
 #include "PlanIR.h"
 #include "heterps/Planner/Profile.h"
+#include "heterps/Support/PrintableLine.h"
 #include "heterps/Transforms/Passes.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 
 namespace mlir::hps {
@@ -33,7 +35,8 @@ struct AnnotateCostsPass
         planner::loadClusterSpec(cluster);
     if (!spec) {
       emitError(module.getLoc())
-          << "hps-annotate-costs: " << llvm::toString(spec.takeError());
+          << "hps-annotate-costs: "
+          << heterps::printableLine(llvm::toString(spec.takeError()));
       return signalPassFailure();
     }
     planner::Profile measured;
@@ -41,7 +44,8 @@ struct AnnotateCostsPass
       llvm::Expected<planner::Profile> loaded = planner::loadProfile(profile);
       if (!loaded) {
         emitError(module.getLoc())
-            << "hps-annotate-costs: " << llvm::toString(loaded.takeError());
+            << "hps-annotate-costs: "
+            << heterps::printableLine(llvm::toString(loaded.takeError()));
         return signalPassFailure();
       }
       measured = std::move(*loaded);
@@ -51,8 +55,24 @@ struct AnnotateCostsPass
     if (failed(func))
       return signalPassFailure();
 
+    SmallVector<LayerOpInterface> layers = collectLayers(*func);
+    // A profile of another model (or with a typo) would silently leave the
+    // analytic costs in place.
+    llvm::StringSet<> known;
+    for (LayerOpInterface op : layers)
+      known.insert(layerName(op));
+    for (const auto &entry : measured)
+      if (!known.contains(entry.first)) {
+        emitError(module.getLoc())
+            << "hps-annotate-costs: " << profile << ": layer '"
+            << heterps::printableLine(entry.first, 200)
+            << "' is not in the model (the profile has " << measured.size()
+            << " layers, the model " << layers.size() << ")";
+        return signalPassFailure();
+      }
+
     Builder b(module.getContext());
-    for (LayerOpInterface op : collectLayers(*func)) {
+    for (LayerOpInterface op : layers) {
       planner::Layer layer{
           layerName(op),           stringifyLayerKind(op.getLayerKind()).str(),
           op.getFlops(),           op.getParamBytes(),

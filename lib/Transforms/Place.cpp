@@ -4,12 +4,16 @@
 #include "heterps/Planner/Baselines.h"
 #include "heterps/Planner/Exact.h"
 #include "heterps/Planner/Placement.h"
+#include "heterps/Planner/PlacementFile.h"
 #include "heterps/Planner/RLPlacer.h"
+#include "heterps/Runtime/AtomicFile.h"
+#include "heterps/Support/PrintableLine.h"
 #include "heterps/Transforms/Passes.h"
+
+#include "llvm/ADT/StringSet.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 namespace mlir::hps {
 #define GEN_PASS_DEF_PLACE
@@ -22,37 +26,13 @@ namespace planner = heterps::planner;
 
 namespace {
 
-/// node name -> device type name, from a JSON object.
-FailureOr<llvm::StringMap<std::string>> readPlacement(ModuleOp module,
-                                                      StringRef path) {
-  auto fail = [&](const Twine &what) {
-    return emitError(module.getLoc()) << "hps-place: " << path << ": " << what;
-  };
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
-    return fail("cannot open: " + buffer.getError().message());
-  llvm::Expected<llvm::json::Value> json =
-      llvm::json::parse((*buffer)->getBuffer());
-  if (!json)
-    return fail("invalid JSON: " + llvm::toString(json.takeError()));
-  const llvm::json::Object *object = json->getAsObject();
-  if (!object)
-    return fail("expected an object mapping node names to device types");
-  llvm::StringMap<std::string> placement;
-  for (const auto &[node, device] : *object) {
-    std::optional<StringRef> name = device.getAsString();
-    if (!name)
-      return fail("node '" + node.str() + "': expected a device type name");
-    placement[node.str()] = name->str();
-  }
-  return placement;
-}
-
 struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
   using PlaceBase::PlaceBase;
 
   /// What goes into hps.search, gathered over the run.
   SmallVector<NamedAttribute> search_;
+  /// The throughput floor of this run (throughputFloor).
+  double floor_ = 0;
 
   /// The placement problem of `layers` under the pass's throughput floor.
   FailureOr<std::unique_ptr<planner::PlacementProblem>>
@@ -62,10 +42,8 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
         plannerLayers(layers, spec, "hps-place");
     if (failed(costed))
       return failure();
-    double limit =
-        throughputLimit >= 0 ? throughputLimit : spec.job.throughputLimit;
     return std::make_unique<planner::PlacementProblem>(spec, std::move(*costed),
-                                                       limit);
+                                                       floor_);
   }
 
   /// Runs a searching strategy; returns the device type name of each layer
@@ -185,6 +163,11 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
     FailureOr<func::FuncOp> func = getModelFunction(module, "hps-place");
     if (failed(spec) || failed(func))
       return signalPassFailure();
+    FailureOr<double> floor =
+        throughputFloor(module, "hps-place", throughputLimit, *spec);
+    if (failed(floor))
+      return signalPassFailure();
+    floor_ = *floor;
     SmallVector<LayerOpInterface> layers = collectLayers(*func);
 
     // The device type name of each layer, by strategy.
@@ -199,10 +182,28 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
                   "option (a JSON file)");
         return signalPassFailure();
       }
-      FailureOr<llvm::StringMap<std::string>> byNode =
-          readPlacement(module, placement);
-      if (failed(byNode))
+      llvm::Expected<planner::PlacementFile> byNode =
+          planner::loadPlacement(placement);
+      if (!byNode) {
+        emitError(module.getLoc())
+            << "hps-place: "
+            << heterps::printableLine(llvm::toString(byNode.takeError()));
         return signalPassFailure();
+      }
+      // An entry for a layer the model lacks is a placement for another
+      // model (or a typo), not something to skip silently.
+      llvm::StringSet<> known;
+      for (LayerOpInterface op : layers)
+        known.insert(layerName(op));
+      for (const auto &[node, device] : *byNode)
+        if (!known.contains(node)) {
+          emitError(module.getLoc())
+              << "hps-place: " << placement << ": layer '"
+              << heterps::printableLine(node, 200) << "' is not in the model ("
+              << byNode->size() << " entries, the model has " << layers.size()
+              << " layers)";
+          return signalPassFailure();
+        }
       for (LayerOpInterface op : layers) {
         auto it = byNode->find(layerName(op));
         if (it == byNode->end()) {
@@ -234,11 +235,18 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
     for (auto [op, device] : llvm::zip(layers, devices)) {
       if (!spec->find(device)) {
         auto diag = emitError(module.getLoc())
-                    << "hps-place: device type '" << device << "' (layer '"
+                    << "hps-place: device type '"
+                    << heterps::printableLine(device, 200) << "' (layer '"
                     << layerName(op)
                     << "') is not in the cluster spec, which has";
-        for (const planner::DeviceType &d : spec->deviceTypes)
-          diag << " '" << d.name << "'";
+        // A few names say enough; a spec of thousands of types would make
+        // the message megabytes long.
+        constexpr size_t kShown = 8;
+        for (const planner::DeviceType &d :
+             llvm::ArrayRef(spec->deviceTypes).take_front(kShown))
+          diag << " '" << heterps::printableLine(d.name, 80) << "'";
+        if (spec->deviceTypes.size() > kShown)
+          diag << " and " << spec->deviceTypes.size() - kShown << " more";
         return signalPassFailure();
       }
       op->setAttr(HPSDialect::kDeviceAttrName,
@@ -265,8 +273,8 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
                       b.getDictionaryAttr(search_));
     }
     if (!save.empty()) {
-      if (llvm::Error err =
-              llvm::writeToOutput(save, [&](llvm::raw_ostream &os) {
+      if (llvm::Error err = heterps::runtime::writeFileAtomically(
+              save, [&](llvm::raw_ostream &os) {
                 os << llvm::formatv("{0:2}",
                                     llvm::json::Value(std::move(saved)))
                    << "\n";

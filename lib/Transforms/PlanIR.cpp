@@ -3,6 +3,10 @@
 #include "PlanIR.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::hps;
@@ -158,4 +162,21 @@ FailureOr<RecordedPlan> mlir::hps::loadRecordedPlan(ModuleOp module,
   plan.layers = std::move(*layers);
   plan.stages = std::move(*stages);
   return plan;
+}
+
+FailureOr<double>
+mlir::hps::throughputFloor(ModuleOp module, StringRef pass,
+                           const Pass::Option<double> &option,
+                           const heterps::planner::ClusterSpec &spec) {
+  // -1 is the default an options struct carries; written out in a pipeline
+  // it is a mistake like any negative number.
+  double limit = option;
+  if (option.getNumOccurrences() == 0 && limit == -1)
+    return spec.job.throughputLimit;
+  if (!(limit >= 0) || std::isinf(limit))
+    return emitError(module.getLoc())
+           << pass << ": throughput-limit must be a number of samples per "
+           << "second, at least 0, got "
+           << llvm::formatv("{0}", llvm::format("%g", limit)).str();
+  return limit;
 }

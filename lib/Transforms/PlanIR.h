@@ -13,6 +13,7 @@
 #include "heterps/Planner/CostModel.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
 
 namespace mlir::hps {
 
@@ -59,6 +60,13 @@ struct RecordedPlan {
   std::vector<heterps::planner::Stage> stages;
 };
 FailureOr<RecordedPlan> loadRecordedPlan(ModuleOp module, StringRef pass);
+
+/// The throughput floor a pass plans for: its `throughput-limit` option
+/// when set (a finite number >= 0; NaN or a negative number written in a
+/// pipeline is an error, not "the job's"), else the job's throughput_limit.
+FailureOr<double> throughputFloor(ModuleOp module, StringRef pass,
+                                  const Pass::Option<double> &option,
+                                  const heterps::planner::ClusterSpec &spec);
 
 } // namespace mlir::hps
 

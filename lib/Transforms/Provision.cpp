@@ -28,8 +28,11 @@ struct ProvisionPass : public mlir::hps::impl::ProvisionBase<ProvisionPass> {
     std::vector<planner::Layer> &layers = plan->layers;
     std::vector<planner::Stage> &stages = plan->stages;
 
-    double limit =
-        throughputLimit >= 0 ? throughputLimit : spec.job.throughputLimit;
+    FailureOr<double> floor =
+        throughputFloor(module, "hps-provision", throughputLimit, spec);
+    if (failed(floor))
+      return signalPassFailure();
+    double limit = *floor;
     planner::Provisioning result =
         planner::provision(spec, layers, stages, limit);
     if (!result.feasible) {

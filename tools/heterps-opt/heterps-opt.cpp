@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "heterps/InitAll.h"
+#include "heterps/Runtime/AtomicFile.h"
 #include "heterps/Target/ONNX/ImportONNX.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -81,8 +82,8 @@ int main(int argc, char **argv) {
     llvm::outs() << result;
     return 0;
   }
-  if (llvm::Error err =
-          llvm::writeToOutput(outputFilename, [&](llvm::raw_ostream &out) {
+  if (llvm::Error err = heterps::runtime::writeFileAtomically(
+          outputFilename, [&](llvm::raw_ostream &out) {
             out << result;
             return llvm::Error::success();
           }))

@@ -11,6 +11,7 @@
 #include "Training.h"
 #include "OptionChecks.h"
 
+#include "heterps/Runtime/AtomicFile.h"
 #include "heterps/Runtime/Data/BatchLoader.h"
 #include "heterps/Runtime/Pipeline.h"
 #include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
@@ -19,8 +20,11 @@
 #include "heterps/Runtime/Train/Checkpoint.h"
 #include "heterps/Runtime/Train/SaveModel.h"
 #include "heterps/Runtime/Train/Trainer.h"
+#include "heterps/Support/NestingDepth.h"
+#include "heterps/Support/PrintableLine.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/WithColor.h"
@@ -181,8 +185,30 @@ cl::opt<std::string>
 constexpr const char *kTool = "heterps-run";
 
 int fail(const llvm::Twine &message) {
-  llvm::WithColor::error(llvm::errs(), kTool) << message << "\n";
+  llvm::WithColor::error(llvm::errs(), kTool)
+      << printableLine(message.str()) << "\n";
   return 1;
+}
+
+/// The --checkpoint directory: one that can be written, and that holds no
+/// checkpoint unless --resume continues it (a new run would replace it).
+llvm::Error checkCheckpointDir() {
+  if (checkpointDir.empty())
+    return llvm::Error::success();
+  auto problem = [](const llvm::Twine &what) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   checkpointDir + ": " + what);
+  };
+  if (llvm::sys::fs::exists(checkpointDir) &&
+      !llvm::sys::fs::is_directory(checkpointDir))
+    return problem("not a directory");
+  std::string file = checkpointPath(checkpointDir);
+  if (!resume && llvm::sys::fs::exists(file))
+    return problem("holds the checkpoint of an earlier run; pass --resume to "
+                   "continue it, or name another directory");
+  if (std::error_code ec = llvm::sys::fs::create_directories(checkpointDir))
+    return problem(ec.message());
+  return checkCanReplace(file);
 }
 
 /// A NaN or infinite loss `value`: one error line, exit status 1.
@@ -424,12 +450,13 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
     return fail(*p);
   if (resume && checkpointDir.empty())
     return fail("--resume needs --checkpoint DIR");
-  if (!saveModel.empty())
-    if (llvm::Error e = checkCanSave(saveModel))
-      return fail("--save-model: " + llvm::toString(std::move(e)));
-  if (!traceFile.empty())
-    if (llvm::Error e = checkCanSave(traceFile))
-      return fail("--trace: " + llvm::toString(std::move(e)));
+  if (llvm::Error e = checkCheckpointDir())
+    return fail("--checkpoint: " + llvm::toString(std::move(e)));
+  // Output places that cannot be written fail now, not after training.
+  for (const cl::opt<std::string> *file : {&saveModel, &traceFile})
+    if (!file->empty())
+      if (llvm::Error e = checkCanReplace(*file))
+        return fail("--" + file->ArgStr + ": " + llvm::toString(std::move(e)));
   auto emulated = devicesToEmulate(plan, {}, run.emulateMissingDevices);
   if (!emulated)
     return fail(run.modelPath + ": " + llvm::toString(emulated.takeError()));
@@ -527,10 +554,20 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
                                   kTool, progress.epoch + 1,
                                   progress.nextBatch + 1, progress.globalStep);
   }
-  auto parsedEpochs = llvm::json::parse(progress.finishedEpochs);
-  if (!parsedEpochs || !parsedEpochs->getAsArray())
+  // Written by an earlier run, but the file may have been tampered with.
+  llvm::Expected<llvm::json::Value> parsedEpochs =
+      [&]() -> llvm::Expected<llvm::json::Value> {
+    if (llvm::Error e =
+            checkNestingDepth(progress.finishedEpochs, "the epoch reports"))
+      return std::move(e);
+    return llvm::json::parse(progress.finishedEpochs);
+  }();
+  if (!parsedEpochs || !parsedEpochs->getAsArray()) {
+    if (!parsedEpochs)
+      llvm::consumeError(parsedEpochs.takeError());
     return fail("--resume: the checkpoint's epoch reports are not a JSON "
                 "array");
+  }
   llvm::json::Array epochReports = std::move(*parsedEpochs->getAsArray());
   auto writeCheckpoint = [&]() -> llvm::Error {
     if (checkpointDir.empty())
@@ -541,6 +578,10 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
     auto state = job->state();
     if (!state)
       return state.takeError();
+    if (llvm::Error e = checkFiniteWeights(plan, state->weights))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--checkpoint: not written: " +
+                                         llvm::toString(std::move(e)));
     if (llvm::Error e =
             saveCheckpoint(checkpointDir, plan, *state, key, progress))
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -664,6 +705,14 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
         evalLoss, evalAccuracy, seconds, samples / seconds,
         flopsPerSample * samples / seconds / 1e9);
     llvm::outs().flush();
+    // A NaN that a Relu or MaxPool keeps out of the loss still ruins the
+    // weights: the run fails rather than reporting success.
+    auto trained = job->weights();
+    if (!trained)
+      return fail(llvm::toString(trained.takeError()));
+    if (llvm::Error e = checkFiniteWeights(plan, *trained))
+      return fail(llvm::formatv("after epoch {0}: ", epoch + 1).str() +
+                  llvm::toString(std::move(e)) + "; nothing saved");
     epochReports.push_back(std::move(epochReport));
     // The next epoch starts from its first batch.
     progress = TrainingProgress{epoch + 1, 0, progress.globalStep};
@@ -725,10 +774,12 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       {"epochs", std::move(epochReports)}};
   if (pipelineReport)
     report["pipeline"] = std::move(*pipelineReport);
-  std::error_code ec;
-  llvm::raw_fd_ostream os(run.reportPath, ec);
-  if (ec)
-    return fail(run.reportPath + ": " + ec.message());
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
+  if (llvm::Error e =
+          writeFileAtomically(run.reportPath, [&](llvm::raw_ostream &os) {
+            os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report)))
+               << "\n";
+            return llvm::Error::success();
+          }))
+    return fail("--report: " + llvm::toString(std::move(e)));
   return 0;
 }

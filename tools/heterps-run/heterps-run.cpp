@@ -18,12 +18,14 @@
 
 #include "heterps/InitAll.h"
 #include "heterps/Planner/ClusterSpec.h"
+#include "heterps/Runtime/AtomicFile.h"
 #include "heterps/Runtime/Executor.h"
+#include "heterps/Runtime/MemoryLimit.h"
 #include "heterps/Runtime/NpyFile.h"
 #include "heterps/Runtime/ONNXTensor.h"
 #include "heterps/Runtime/Pipeline.h"
 #include "heterps/Runtime/Plan.h"
-#include "heterps/Runtime/Train/SaveModel.h"
+#include "heterps/Support/PrintableLine.h"
 #include "heterps/Target/ONNX/ImportONNX.h"
 #include "heterps/Transforms/LowerToRuntime.h"
 #include "heterps/Transforms/Passes.h"
@@ -146,7 +148,8 @@ cl::opt<std::string> reportPath("report",
 constexpr const char *kTool = "heterps-run";
 
 int fail(const llvm::Twine &message) {
-  llvm::WithColor::error(llvm::errs(), kTool) << message << "\n";
+  llvm::WithColor::error(llvm::errs(), kTool)
+      << heterps::printableLine(message.str()) << "\n";
   return 1;
 }
 
@@ -180,6 +183,21 @@ llvm::Error addPlacementPasses(mlir::PassManager &pm) {
   pm.addPass(mlir::hps::createFormStages());
   pm.addPass(mlir::hps::createProvision());
   return llvm::Error::success();
+}
+
+/// The placement options go together: each needs --cluster, and
+/// --placement is a strategy of its own.
+OptionProblem checkPlacementOptions() {
+  if (clusterFile.empty())
+    for (const cl::opt<std::string> *o :
+         {&strategy, &placementFile, &costProfile})
+      if (o->getNumOccurrences())
+        return "--" + o->ArgStr.str() + " needs --cluster FILE.yaml";
+  if (placementFile.getNumOccurrences() && strategy.getNumOccurrences() &&
+      strategy != "manual")
+    return "--placement gives every layer's device type, which --strategy " +
+           strategy.getValue() + " would choose instead; give one of them";
+  return std::nullopt;
 }
 
 /// "2 stages: 0 cpu x1 (ops 0-5), 1 v100 x3 (ops 6-9)".
@@ -237,12 +255,19 @@ llvm::Expected<Tensor> readInput(llvm::StringRef path) {
 }
 
 /// Uniform in [-1, 1) for floats, 0 for integers; dynamic dims -> batch.
-Tensor randomInput(const plan::Value &value, std::mt19937 &rng) {
+/// An error when --batch makes it too large for the memory.
+llvm::Expected<Tensor> randomInput(const plan::Binding &input,
+                                   const plan::Value &value,
+                                   std::mt19937 &rng) {
   Shape shape;
   for (int64_t d : value.dims())
     shape.push_back(d < 0 ? batch : d);
   DType type = static_cast<DType>(value.dtype());
-  Tensor t(type, shape);
+  llvm::Expected<Tensor> made =
+      Tensor::create(type, shape, "input '" + input.name() + "'");
+  if (!made)
+    return made.takeError();
+  Tensor &t = *made;
   int64_t n = numElements(shape);
   if (type == DType::F32) {
     std::uniform_real_distribution<float> uniform(-1, 1);
@@ -250,7 +275,7 @@ Tensor randomInput(const plan::Value &value, std::mt19937 &rng) {
   } else {
     std::fill_n(t.data<int64_t>(), n, 0);
   }
-  return t;
+  return std::move(*made);
 }
 
 double percentile(std::vector<double> sorted, double p) {
@@ -266,11 +291,13 @@ double percentile(std::vector<double> sorted, double p) {
 int writeReport(llvm::json::Object report) {
   if (reportPath.empty())
     return 0;
-  std::error_code ec;
-  llvm::raw_fd_ostream os(reportPath, ec);
-  if (ec)
-    return fail(reportPath + ": " + ec.message());
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
+  if (llvm::Error e =
+          writeFileAtomically(reportPath, [&](llvm::raw_ostream &os) {
+            os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report)))
+               << "\n";
+            return llvm::Error::success();
+          }))
+    return fail("--report: " + llvm::toString(std::move(e)));
   return 0;
 }
 
@@ -417,11 +444,13 @@ int writeProfile(const plan::Plan &plan, const std::vector<Tensor> &inputs,
                             {"beta", 1.0},
                             {"b0", batch.getValue()}}}};
   }
-  std::error_code ec;
-  llvm::raw_fd_ostream os(profileOut, ec);
-  if (ec)
-    return fail(profileOut + ": " + ec.message());
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(profile))) << "\n";
+  if (llvm::Error e =
+          writeFileAtomically(profileOut, [&](llvm::raw_ostream &os) {
+            os << llvm::formatv("{0:2}", llvm::json::Value(std::move(profile)))
+               << "\n";
+            return llvm::Error::success();
+          }))
+    return fail("--profile-out: " + llvm::toString(std::move(e)));
   llvm::outs() << llvm::formatv(
       "{0}: profile of {1} layers ({2}, batch {3}, 1 and {4} threads) "
       "written to {5}\n",
@@ -496,8 +525,7 @@ int runStream(plan::Plan plan, const std::vector<Tensor> &random,
   return 0;
 }
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
+static int runTool(int argc, char **argv) {
   // libLLVM registers a -threads of its own (for LTO); ours replaces it.
   if (cl::Option *other = cl::getRegisteredOptions().lookup("threads"))
     other->removeArgument();
@@ -518,10 +546,12 @@ int main(int argc, char **argv) {
           {atLeast(batch, int64_t(1)), atLeast(warmup, 0),
            atLeast(iterations, 1), inRange(threads, 0, kMaxThreads)}))
     return fail(*p);
+  if (OptionProblem p = checkPlacementOptions())
+    return fail(*p);
   // Output places that cannot be written fail now, not after the run.
   for (const cl::opt<std::string> *file : {&reportPath, &profileOut})
     if (!file->empty())
-      if (llvm::Error e = train::checkCanSave(*file))
+      if (llvm::Error e = checkCanReplace(*file))
         return fail("--" + file->ArgStr + ": " + llvm::toString(std::move(e)));
   if (!outputDir.empty()) {
     if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
@@ -538,8 +568,9 @@ int main(int argc, char **argv) {
   if (!clusterFile.empty())
     llvm::errs() << kTool << ": placed on " << clusterFile << ": "
                  << describeStages(*plan) << "\n";
-  if (splitStages < 0)
-    return fail("--split-stages takes a positive count");
+  if (splitStages.getNumOccurrences() && splitStages < 1)
+    return fail("--split-stages must be at least 1, got " +
+                llvm::Twine(splitStages.getValue()));
   if (splitStages > 0 && streamLength == 0 &&
       !heterps::tools::trainingRequested())
     return fail("--split-stages needs --stream or --train");
@@ -596,7 +627,10 @@ int main(int argc, char **argv) {
       if (!inputs.count(b.name())) {
         llvm::errs() << kTool << ": note: input '" << b.name()
                      << "' not given: random values\n";
-        inputs[b.name()] = randomInput(plan->values(b.value()), rng);
+        llvm::Expected<Tensor> t = randomInput(b, plan->values(b.value()), rng);
+        if (!t)
+          return fail(modelPath + ": " + llvm::toString(t.takeError()));
+        inputs[b.name()] = std::move(*t);
       }
     llvm::Expected<std::vector<Tensor>> outputs = (*executor)->run(inputs);
     if (!outputs)
@@ -619,8 +653,13 @@ int main(int argc, char **argv) {
   // No inputs: a timed run on random ones.
   std::mt19937 rng(0);
   std::vector<Tensor> random;
-  for (const plan::Binding &b : plan->inputs())
-    random.push_back(randomInput(plan->values(b.value()), rng));
+  for (const plan::Binding &b : plan->inputs()) {
+    llvm::Expected<Tensor> t = randomInput(b, plan->values(b.value()), rng);
+    if (!t)
+      return fail(modelPath + ": " + llvm::toString(t.takeError()) +
+                  " (see --batch)");
+    random.push_back(std::move(*t));
+  }
   if (!profileOut.empty())
     return writeProfile(*plan, random, options);
   if (streamLength < 0)
@@ -665,4 +704,17 @@ int main(int argc, char **argv) {
                          {"p50_ms", p50},
                          {"p90_ms", p90},
                          {"samples_per_s", throughput}});
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  try {
+    return runTool(argc, argv);
+  } catch (const std::bad_alloc &) {
+    // Sizes read from files are checked before they are allocated; what
+    // reaches here is a run whose intermediate tensors do not fit.
+    return fail("out of memory (this process may use " +
+                formatBytes(memoryLimitBytes()) +
+                "); try a smaller --batch or fewer --replicas");
+  }
 }

@@ -119,11 +119,11 @@ TEST(ClusterSpec, UnknownKey) {
 TEST(ClusterSpec, NegativePrice) {
   // Validation errors point at the device's mapping (line 2 or 10, col 5).
   EXPECT_EQ(errorOf(edit("price_per_hour: 3.6", "price_per_hour: -1")),
-            "c.yaml:2:5: device type 'v100': 'price_per_hour' must not be "
-            "negative");
+            "c.yaml:2:5: device type 'v100': 'price_per_hour' must be a "
+            "non-negative number");
   EXPECT_EQ(errorOf(edit("price_per_hour: 0.36", "price_per_hour: -0.36")),
-            "c.yaml:10:5: device type 'xeon': 'price_per_hour' must not be "
-            "negative");
+            "c.yaml:10:5: device type 'xeon': 'price_per_hour' must be a "
+            "non-negative number");
 }
 
 TEST(ClusterSpec, MissingRequiredField) {
@@ -182,7 +182,8 @@ TEST(ClusterSpec, InvalidJob) {
             "c.yaml:18:3: job: 'batch_size', 'samples_per_epoch' and "
             "'epochs' must be at least 1");
   EXPECT_EQ(errorOf(edit("throughput_limit: 5000", "throughput_limit: -5")),
-            "c.yaml:18:3: job: 'throughput_limit' must not be negative");
+            "c.yaml:18:3: job: 'throughput_limit' must be a non-negative "
+            "number");
 }
 
 TEST(ClusterSpec, NotAMapping) {

@@ -12,7 +12,11 @@
 
 namespace heterps::runtime {
 
+/// Reads a NumPy .npy file (float32 or int64, C or Fortran order).
 llvm::Expected<Tensor> readNpyFile(llvm::StringRef path);
+/// The same from the file's bytes; `name` prefixes error messages. Sizes are
+/// checked against the data before anything is allocated.
+llvm::Expected<Tensor> parseNpy(llvm::StringRef bytes, llvm::StringRef name);
 
 } // namespace heterps::runtime
 

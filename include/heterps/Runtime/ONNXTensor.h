@@ -27,6 +27,11 @@ llvm::Expected<onnx::TensorProto> tensorToProto(const Tensor &t,
 /// Reads a serialised TensorProto file; errors name the file.
 llvm::Expected<Tensor> readTensorFile(llvm::StringRef path,
                                       std::string *name = nullptr);
+/// A serialised TensorProto from its bytes; `path` names it in messages and
+/// its folder is where external data may be read from.
+llvm::Expected<Tensor> parseTensorFile(llvm::StringRef bytes,
+                                       llvm::StringRef path,
+                                       std::string *name = nullptr);
 
 /// Writes `t` as a serialised TensorProto named `name`.
 llvm::Error writeTensorFile(const Tensor &t, llvm::StringRef name,

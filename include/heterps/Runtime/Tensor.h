@@ -66,6 +66,12 @@ public:
   /// A new tensor with a backend layout; the buffer is uninitialised.
   Tensor(DType type, Shape shape, std::shared_ptr<const Layout> layout);
 
+  /// A new plain tensor whose shape comes from outside (a file, a user):
+  /// an error naming `what` when a dimension is negative, the size
+  /// overflows or it cannot fit in memory, checked before allocating.
+  static llvm::Expected<Tensor> create(DType type, Shape shape,
+                                       const llvm::Twine &what);
+
   /// A plain f32 tensor holding `values`.
   static Tensor fromFloats(Shape shape, llvm::ArrayRef<float> values);
   /// A plain i64 tensor holding `values`.

@@ -28,6 +28,13 @@ llvm::Expected<WeightMap>
 loadWeights(const plan::Plan &plan,
             llvm::function_ref<bool(int32_t)> skip = nullptr);
 
+/// An error naming the first f32 weight that holds a NaN or an infinity,
+/// and how many of its values do: trained weights are checked before they
+/// are saved, since a Relu or a MaxPool can keep such weights out of the
+/// loss.
+llvm::Error checkFiniteWeights(const plan::Plan &plan,
+                               const WeightMap &weights);
+
 } // namespace heterps::runtime
 
 #endif // HETERPS_RUNTIME_WEIGHTS_H

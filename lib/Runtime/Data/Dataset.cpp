@@ -7,12 +7,15 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <zlib.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 using namespace heterps::runtime;
@@ -22,73 +25,123 @@ static llvm::Error fail(const llvm::Twine &what) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
 }
 
-/// Reads exactly `bytes` bytes, or says why not.
-static llvm::Error readExactly(gzFile file, void *out, size_t bytes,
-                               const std::string &path) {
-  auto *dst = static_cast<uint8_t *>(out);
-  while (bytes > 0) {
-    unsigned chunk = static_cast<unsigned>(std::min<size_t>(bytes, 1u << 30));
-    int got = gzread(file, dst, chunk);
-    if (got < 0) {
-      int code;
-      return fail(path + ": " + gzerror(file, &code));
-    }
-    if (got == 0)
-      return fail(path + ": truncated IDX file");
-    dst += got;
-    bytes -= static_cast<size_t>(got);
+/// The bytes of an IDX file, inflated when gzipped. Decompression stops at
+/// what the header claims (checked against the memory first), so a gzip
+/// bomb costs no more than a file of the size it admits to.
+class IdxBytes {
+public:
+  IdxBytes(llvm::StringRef file, llvm::StringRef name)
+      : file(file), name(name.str()), gzipped(file.starts_with("\x1f\x8b")) {
+    if (!gzipped)
+      return;
+    stream.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(file.data()));
+    stream.avail_in = static_cast<uInt>(
+        std::min<size_t>(file.size(), std::numeric_limits<uInt>::max()));
+    // 16 + MAX_WBITS: a gzip header, not a raw zlib stream.
+    initialised = inflateInit2(&stream, 16 + MAX_WBITS) == Z_OK;
   }
-  return llvm::Error::success();
-}
+  ~IdxBytes() {
+    if (initialised)
+      inflateEnd(&stream);
+  }
+
+  /// The next `count` bytes into `out`.
+  llvm::Error read(uint8_t *out, size_t count) {
+    if (!gzipped) {
+      if (file.size() - offset < count)
+        return fail(name + ": truncated IDX file (" + llvm::Twine(file.size()) +
+                    " bytes, the header needs " + llvm::Twine(offset + count) +
+                    ")");
+      std::memcpy(out, file.data() + offset, count);
+      offset += count;
+      return llvm::Error::success();
+    }
+    if (!initialised)
+      return fail(name + ": cannot start gzip decompression");
+    while (count > 0) {
+      uInt chunk = static_cast<uInt>(std::min<size_t>(count, 1u << 30));
+      stream.next_out = out;
+      stream.avail_out = chunk;
+      int status = inflate(&stream, Z_NO_FLUSH);
+      size_t got = chunk - stream.avail_out;
+      out += got;
+      count -= got;
+      if (count == 0)
+        break;
+      if (status == Z_STREAM_END || (status == Z_BUF_ERROR && got == 0))
+        return fail(name + ": truncated IDX file (the gzip data ends before "
+                           "the header's size)");
+      if (status != Z_OK)
+        return fail(
+            name + ": bad gzip data (" +
+            (stream.msg ? stream.msg : "zlib error " + std::to_string(status)) +
+            ")");
+    }
+    return llvm::Error::success();
+  }
+
+private:
+  llvm::StringRef file;
+  std::string name;
+  bool gzipped;
+  bool initialised = false;
+  size_t offset = 0;
+  z_stream stream{};
+};
 
 llvm::Expected<Tensor> data::readIdx(const std::string &path, bool asLabels,
                                      float scale) {
-  // gzread reads gzipped and plain files alike.
-  std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"),
-                                                  gzclose);
-  if (!file)
-    return fail(path + ": cannot open");
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return fail(path + ": cannot open: " + buffer.getError().message());
+  return parseIdx((*buffer)->getBuffer(), path, asLabels, scale);
+}
+
+llvm::Expected<Tensor> data::parseIdx(llvm::StringRef file,
+                                      llvm::StringRef name, bool asLabels,
+                                      float scale) {
+  IdxBytes in(file, name);
   // Magic: two zero bytes, the element type (0x08: unsigned byte) and the
   // number of dimensions; then each dimension, 32-bit big-endian.
   uint8_t magic[4];
-  if (llvm::Error e = readExactly(file.get(), magic, 4, path))
+  if (llvm::Error e = in.read(magic, 4))
     return std::move(e);
   if (magic[0] != 0 || magic[1] != 0)
-    return fail(path + ": not an IDX file (bad magic number)");
+    return fail(name + ": not an IDX file (bad magic number)");
   if (magic[2] != 0x08)
-    return fail(path + ": IDX element type 0x" + llvm::utohexstr(magic[2]) +
-                " is not supported (only 0x08, "
-                "unsigned bytes)");
+    return fail(name + ": IDX element type 0x" + llvm::utohexstr(magic[2]) +
+                " is not supported (only 0x08, unsigned bytes)");
   int rank = magic[3];
   if (rank < 1 || (asLabels && rank != 1))
-    return fail(path + ": IDX " +
-                (asLabels ? "labels must be 1-D"
-                          : "file "
-                            "has no dimensions") +
+    return fail(name + ": IDX " +
+                (asLabels ? "labels must be 1-D" : "file has no dimensions") +
                 ", got " + llvm::Twine(rank) + " dimensions");
   Shape shape;
-  int64_t count = 1;
   for (int d = 0; d < rank; ++d) {
     uint8_t b[4];
-    if (llvm::Error e = readExactly(file.get(), b, 4, path))
+    if (llvm::Error e = in.read(b, 4))
       return std::move(e);
-    int64_t n = int64_t(b[0]) << 24 | int64_t(b[1]) << 16 | int64_t(b[2]) << 8 |
-                int64_t(b[3]);
-    shape.push_back(n);
-    count *= n;
+    shape.push_back(int64_t(b[0]) << 24 | int64_t(b[1]) << 16 |
+                    int64_t(b[2]) << 8 | int64_t(b[3]));
   }
-  std::vector<uint8_t> bytes(static_cast<size_t>(count));
-  if (llvm::Error e = readExactly(file.get(), bytes.data(), bytes.size(), path))
+  // The result (8 or 4 bytes per element) is checked before anything is
+  // read or allocated.
+  llvm::Expected<Tensor> t = Tensor::create(asLabels ? DType::I64 : DType::F32,
+                                            shape, name + ": the IDX data");
+  if (!t)
+    return t.takeError();
+  size_t count = static_cast<size_t>(t->numElements());
+  std::vector<uint8_t> bytes(count);
+  if (llvm::Error e = in.read(bytes.data(), count))
     return std::move(e);
   if (asLabels) {
-    Tensor t(DType::I64, shape);
-    for (int64_t i = 0; i < count; ++i)
-      t.data<int64_t>()[i] = bytes[static_cast<size_t>(i)];
+    for (size_t i = 0; i < count; ++i)
+      t->data<int64_t>()[i] = bytes[i];
     return t;
   }
-  Tensor t(DType::F32, shape);
-  for (int64_t i = 0; i < count; ++i)
-    t.data<float>()[i] = scale * bytes[static_cast<size_t>(i)];
+  for (size_t i = 0; i < count; ++i)
+    t->data<float>()[i] = scale * bytes[i];
   return t;
 }
 
@@ -104,6 +157,40 @@ llvm::Expected<Tensor> data::readSamples(const std::string &path,
     return t;
   // [N, rows, cols] images: add the channel dimension convolutions expect.
   return t->reshaped({t->dim(0), 1, t->dim(1), t->dim(2)});
+}
+
+/// An error naming the first sample of `t` that holds a NaN or an infinity:
+/// it would make the first layer's weights NaN, and a Relu or MaxPool after
+/// it can hide that from the loss.
+static llvm::Error checkFinite(const Tensor &t, llvm::StringRef spec,
+                               llvm::StringRef file) {
+  if (t.dtype() != DType::F32)
+    return llvm::Error::success();
+  const float *p = t.data<float>();
+  const uint32_t *bits = t.data<uint32_t>();
+  int64_t n = t.numElements();
+  // NaNs and infinities are the floats whose exponent bits are all ones; an
+  // integer test over blocks vectorises, and the element is looked for only
+  // in a block that has one.
+  constexpr int64_t kBlock = 4096;
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    int64_t end = std::min(n, begin + kBlock);
+    uint32_t any = 0;
+    for (int64_t i = begin; i < end; ++i)
+      any |= (bits[i] & 0x7f800000u) == 0x7f800000u;
+    if (!any)
+      continue;
+    for (int64_t i = begin; i < end; ++i)
+      if (!std::isfinite(p[i])) {
+        int64_t perSample = n / t.dim(0);
+        return fail("data spec '" + spec + "': " + file + ": sample " +
+                    llvm::Twine(i / perSample) + " holds " +
+                    (std::isnan(p[i]) ? "NaN" : "an infinity") + " (element " +
+                    llvm::Twine(i % perSample) +
+                    "); training needs finite numbers");
+      }
+  }
+  return llvm::Error::success();
 }
 
 /// Where Debian's dataset-fashion-mnist puts its files.
@@ -163,6 +250,12 @@ llvm::Expected<Dataset> data::loadDataset(llvm::StringRef spec) {
                 y->typeString() +
                 "; both need the same number of samples "
                 "(first dimension)");
+  if (x->dim(0) == 0)
+    return fail("data spec '" + set.name + "': " + inputs +
+                " holds no samples");
+  for (auto [file, t] : {std::pair(&inputs, &*x), std::pair(&targets, &*y)})
+    if (llvm::Error e = checkFinite(*t, set.name, *file))
+      return std::move(e);
   set.inputs = std::move(*x);
   set.targets = std::move(*y);
   return set;

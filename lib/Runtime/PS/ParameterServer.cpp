@@ -31,8 +31,9 @@ ParameterServer::~ParameterServer() = default;
 
 llvm::Expected<std::unique_ptr<ParameterServer>>
 ParameterServer::create(ServerOptions options) {
-  if (options.numShards < 1)
-    return psError("a parameter server needs at least one shard, not " +
+  if (options.numShards < 1 || options.numShards > ServerOptions::kMaxShards)
+    return psError("a parameter server has 1 to " +
+                   llvm::Twine(ServerOptions::kMaxShards) + " shards, not " +
                    llvm::Twine(options.numShards));
   if (options.numWorkers < 1)
     return psError("a parameter server needs at least one worker, not " +

@@ -156,10 +156,17 @@ llvm::Error PipelineTrainer::prepare(WeightMap weights) {
     return pipelineError("--replicas gives " +
                          llvm::Twine(options.replicas.size()) +
                          " counts for a plan of " + llvm::Twine(p) + " stages");
-  for (int k : options.replicas)
+  int64_t allReplicas = 0;
+  for (int k : options.replicas) {
     if (k < 1)
       return pipelineError("a stage needs at least one replica, not " +
                            llvm::Twine(k));
+    allReplicas += k;
+  }
+  if (allReplicas > PipelineTrainerOptions::kMaxReplicas)
+    return pipelineError("the stages have " + llvm::Twine(allReplicas) +
+                         " replicas in all; one process runs at most " +
+                         llvm::Twine(PipelineTrainerOptions::kMaxReplicas));
   if (options.numThreads == 0) {
     int workers = 0;
     for (int k : options.replicas)

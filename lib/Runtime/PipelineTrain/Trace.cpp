@@ -2,6 +2,8 @@
 
 #include "heterps/Runtime/PipelineTrain/Trace.h"
 
+#include "heterps/Runtime/AtomicFile.h"
+
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -47,8 +49,8 @@ llvm::Error TraceRecorder::write(const std::string &path) const {
                                      {"dur", e.durationUs}});
   llvm::json::Value trace(llvm::json::Object{{"traceEvents", std::move(out)},
                                              {"displayTimeUnit", "ms"}});
-  if (llvm::Error e =
-          llvm::writeToOutput(path, [&](llvm::raw_ostream &os) -> llvm::Error {
+  if (llvm::Error e = heterps::runtime::writeFileAtomically(
+          path, [&](llvm::raw_ostream &os) -> llvm::Error {
             os << trace;
             return llvm::Error::success();
           }))

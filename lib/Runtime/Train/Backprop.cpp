@@ -2,6 +2,7 @@
 
 #include "heterps/Runtime/Train/Backprop.h"
 
+#include "heterps/Runtime/MemoryLimit.h"
 #include "heterps/Runtime/Plan.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -103,8 +104,9 @@ llvm::Error OpSequence::forward(std::vector<Tensor> &values) const {
     args.clear();
     for (int32_t in : op.inputs())
       args.push_back(in >= 0 ? &values[in] : nullptr);
-    if (llvm::Error e =
-            step.kernel->forward(args, values[op.outputs(step.output)]))
+    if (llvm::Error e = catchOutOfMemory([&] {
+          return step.kernel->forward(args, values[op.outputs(step.output)]);
+        }))
       return trainError(describeOp(*program, step.op) + ": " +
                         llvm::toString(std::move(e)));
   }
@@ -130,7 +132,9 @@ llvm::Error OpSequence::backward(std::vector<Tensor> &values,
     }
     if (llvm::any_of(need, [](bool n) { return n; })) {
       std::vector<Tensor> dInputs(op.inputs_size());
-      if (llvm::Error e = k.backward(args, values[outValue], dy, need, dInputs))
+      if (llvm::Error e = catchOutOfMemory([&] {
+            return k.backward(args, values[outValue], dy, need, dInputs);
+          }))
         return trainError(describeOp(*program, i) +
                           " (backward): " + llvm::toString(std::move(e)));
       for (auto [j, in] : llvm::enumerate(op.inputs())) {

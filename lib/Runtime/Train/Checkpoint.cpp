@@ -4,6 +4,9 @@
 
 #include "heterps/Runtime/Train/Checkpoint.pb.h"
 
+#include "heterps/Runtime/AtomicFile.h"
+#include "heterps/Runtime/MemoryLimit.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -46,11 +49,15 @@ static llvm::Expected<Tensor> fromMessage(const CheckpointTensor &m) {
   auto dtype = static_cast<DType>(m.dtype());
   if (dtype != DType::F32 && dtype != DType::I64)
     return checkpointError("tensor '" + m.name() + "' has an unknown type");
-  Tensor t(dtype, Shape(m.dims().begin(), m.dims().end()));
-  if (t.bytes() != m.data().size())
-    return checkpointError("tensor '" + m.name() + "' has " +
-                           llvm::Twine(m.data().size()) + " bytes for " +
-                           t.typeString());
+  Shape shape(m.dims().begin(), m.dims().end());
+  // The data's size is checked before the tensor is allocated.
+  llvm::Expected<uint64_t> bytes = checkedByteSize(shape, dtypeSize(dtype));
+  if (!bytes || *bytes != m.data().size())
+    return checkpointError(
+        "tensor '" + m.name() + "' has " + llvm::Twine(m.data().size()) +
+        " bytes for " + dtypeName(dtype) + shapeToString(shape) +
+        (bytes ? "" : " (" + llvm::toString(bytes.takeError()) + ")"));
+  Tensor t(dtype, std::move(shape));
   std::memcpy(t.rawData(), m.data().data(), t.bytes());
   return t;
 }
@@ -113,7 +120,7 @@ llvm::Error train::saveCheckpoint(llvm::StringRef dir, const plan::Plan &plan,
     return checkpointError(dir + ": " + ec.message());
   // A temporary file renamed over the last checkpoint: a crash while
   // writing leaves the last one whole.
-  return llvm::writeToOutput(checkpointPath(dir),
+  return writeFileAtomically(checkpointPath(dir),
                              [&](llvm::raw_ostream &os) -> llvm::Error {
                                os << bytes;
                                return llvm::Error::success();
@@ -182,6 +189,12 @@ stateOf(const Checkpoint &c, const plan::Plan &plan, const WeightMap &current) {
     llvm::Expected<int32_t> v = lookup(m.name());
     if (!v)
       return v.takeError();
+    // The optimizer updates its slots in step with the weight: they must
+    // have its shape.
+    auto weight = state.weights.find(*v);
+    if (weight == state.weights.end())
+      return checkpointError("it holds optimizer state for '" + m.name() +
+                             "', which is not a weight");
     Optimizer::State &slot = state.optimizer[*v];
     slot.steps = m.steps();
     for (auto [has, message, tensor] :
@@ -192,6 +205,11 @@ stateOf(const Checkpoint &c, const plan::Plan &plan, const WeightMap &current) {
       llvm::Expected<Tensor> t = fromMessage(*message);
       if (!t)
         return t.takeError();
+      if (t->shape() != weight->second.shape() ||
+          t->dtype() != weight->second.dtype())
+        return checkpointError("the optimizer state of '" + m.name() + "' is " +
+                               t->typeString() + ", the weight " +
+                               weight->second.typeString());
       *tensor = std::move(*t);
     }
   }
@@ -211,11 +229,30 @@ stateOf(const Checkpoint &c, const plan::Plan &plan, const WeightMap &current) {
     llvm::Expected<Tensor> values = fromMessage(m.values());
     if (!values)
       return values.takeError();
+    // Rows of the table's width, one per id, each id a row of the table.
+    const plan::Value &table = plan.values(*v);
+    int64_t numRows = table.dims_size() == 2 ? table.dims(0) : -1;
+    Shape expected = {static_cast<int64_t>(rows.ids.size()),
+                      table.dims_size() == 2 ? table.dims(1) : -1};
+    if (values->dtype() != DType::F32 || values->shape() != expected)
+      return checkpointError("sparse table '" + m.name() + "' holds " +
+                             values->typeString() + " for " +
+                             llvm::Twine(rows.ids.size()) + " rows of " +
+                             shapeToString(llvm::ArrayRef<int64_t>(
+                                 table.dims().data(), table.dims_size())));
+    for (int64_t id : rows.ids)
+      if (id < 0 || id >= numRows)
+        return checkpointError("sparse table '" + m.name() + "' holds row " +
+                               llvm::Twine(id) + " of " + llvm::Twine(numRows));
     rows.values = std::move(*values);
     if (m.has_accumulators()) {
       llvm::Expected<Tensor> accs = fromMessage(m.accumulators());
       if (!accs)
         return accs.takeError();
+      if (accs->shape() != rows.values.shape() || accs->dtype() != DType::F32)
+        return checkpointError("sparse table '" + m.name() +
+                               "' has accumulators " + accs->typeString() +
+                               " for values " + rows.values.typeString());
       rows.accumulators = std::move(*accs);
     }
   }
@@ -226,16 +263,25 @@ llvm::Expected<LoadedCheckpoint>
 train::loadCheckpoint(llvm::StringRef dir, const plan::Plan &plan,
                       const WeightMap &weights, const CheckpointKey &key) {
   std::string path = checkpointPath(dir);
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return checkpointError(path + ": " + buffer.getError().message() +
+                           "; not resuming");
+  return parseCheckpoint((*buffer)->getBuffer(), path, plan, weights, key);
+}
+
+llvm::Expected<LoadedCheckpoint>
+train::parseCheckpoint(llvm::StringRef bytes, llvm::StringRef path,
+                       const plan::Plan &plan, const WeightMap &weights,
+                       const CheckpointKey &key) {
   auto fail = [&](const llvm::Twine &why) {
     return checkpointError(path + ": " + why + "; not resuming");
   };
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return fail(buffer.getError().message());
   CheckpointFile file;
   Checkpoint c;
-  if (!file.ParseFromArray((*buffer)->getBufferStart(),
-                           static_cast<int>((*buffer)->getBufferSize())) ||
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !file.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
       hashOf(file.checkpoint()) != file.xxh3() ||
       !c.ParseFromString(file.checkpoint()))
     return fail("damaged (its contents do not match their hash)");
@@ -248,6 +294,14 @@ train::loadCheckpoint(llvm::StringRef dir, const plan::Plan &plan,
   if (!state)
     return fail(llvm::toString(state.takeError()));
 
+  // Counters only a damaged or hand-made file has negative.
+  if (c.epoch() < 0 || c.next_batch() < 0 || c.global_step() < 0 ||
+      c.steps() < 0 || c.epoch_samples() < 0 || c.correct() < 0 ||
+      c.judged() < c.correct())
+    return fail("its progress counters are out of range (epoch " +
+                llvm::Twine(c.epoch()) + ", batch " +
+                llvm::Twine(c.next_batch()) + ", step " +
+                llvm::Twine(c.global_step()) + ")");
   LoadedCheckpoint loaded{std::move(*state), {}};
   TrainingProgress &progress = loaded.progress;
   progress.epoch = c.epoch();

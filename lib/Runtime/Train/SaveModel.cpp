@@ -2,12 +2,11 @@
 
 #include "heterps/Runtime/Train/SaveModel.h"
 
+#include "heterps/Runtime/AtomicFile.h"
 #include "heterps/Runtime/ONNXTensor.h"
 
 #include "llvm/ADT/StringMap.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace heterps::runtime;
@@ -16,28 +15,12 @@ static llvm::Error saveError(const llvm::Twine &what) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
 }
 
-/// A new temporary file next to `path` (same directory, so the rename
-/// that replaces `path` is atomic).
-static llvm::Error createTempNextTo(llvm::StringRef path,
-                                    llvm::SmallString<256> &temp) {
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%", temp))
-    return saveError(path +
-                     ": cannot create a file next to it: " + ec.message());
-  return llvm::Error::success();
-}
-
-llvm::Error train::checkCanSave(llvm::StringRef path) {
-  llvm::SmallString<256> temp;
-  if (llvm::Error e = createTempNextTo(path, temp))
-    return e;
-  llvm::sys::fs::remove(temp);
-  return llvm::Error::success();
-}
-
 llvm::Error train::saveTrainedModel(const plan::Plan &plan,
                                     const WeightMap &weights,
                                     llvm::StringRef path) {
+  // A model of NaN weights gives the same output for every input.
+  if (llvm::Error e = checkFiniteWeights(plan, weights))
+    return saveError(path + ": not written: " + llvm::toString(std::move(e)));
   const std::string &source = plan.model_path();
   auto buffer = llvm::MemoryBuffer::getFile(source, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
@@ -71,25 +54,11 @@ llvm::Error train::saveTrainedModel(const plan::Plan &plan,
     *slot->second = std::move(*proto);
   }
 
-  llvm::SmallString<256> temp;
-  if (llvm::Error e = createTempNextTo(path, temp))
-    return e;
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(temp, ec);
-    std::string bytes;
-    if (!ec && model.SerializeToString(&bytes))
-      os << bytes;
-    os.close();
-    if (ec || os.has_error()) {
-      llvm::sys::fs::remove(temp);
-      return saveError(path +
-                       ": write failed: " + (ec ? ec : os.error()).message());
-    }
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {
-    llvm::sys::fs::remove(temp);
-    return saveError(path + ": " + ec.message());
-  }
-  return llvm::Error::success();
+  std::string bytes;
+  if (!model.SerializeToString(&bytes))
+    return saveError(path + ": cannot serialise the model");
+  return writeFileAtomically(path, [&](llvm::raw_ostream &os) {
+    os << bytes;
+    return llvm::Error::success();
+  });
 }

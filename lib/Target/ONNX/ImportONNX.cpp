@@ -10,9 +10,12 @@
 #include "GraphImporter.h"
 
 #include "heterps/Dialect/HPS/HPS.h"
+#include "heterps/Runtime/ExternalData.h"
+#include "heterps/Support/PrintableLine.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -23,6 +26,7 @@
 #include "onnx/shape_inference/implementation.h"
 
 #include <exception>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::hps;
@@ -30,8 +34,11 @@ using namespace mlir::hps::onnx_import;
 
 char UnsupportedOperatorError::ID = 0;
 
+/// Every importer error: one printable line, whatever the model's names
+/// hold.
 static llvm::Error makeError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 heterps::printableLine(message.str()));
 }
 
 /// First line of an exception text, trimmed: libonnx appends context on
@@ -63,12 +70,12 @@ bool mlir::hps::isONNXFilename(llvm::StringRef path) {
   return llvm::sys::path::extension(path).equals_insensitive(".onnx");
 }
 
-/// Opset of the default domain, or -1 when the model imports none.
-static int defaultOpset(const onnx::ModelProto &model) {
+/// Opset of the default domain, if the model imports it.
+static std::optional<int64_t> defaultOpset(const onnx::ModelProto &model) {
   for (const auto &entry : model.opset_import())
     if (isDefaultDomain(entry.domain()))
-      return static_cast<int>(entry.version());
-  return -1;
+      return entry.version();
+  return std::nullopt;
 }
 
 static std::string nodeLabel(const onnx::NodeProto &node, int index) {
@@ -85,7 +92,7 @@ static std::string domainName(llvm::StringRef domain) {
 
 /// Every node whose operator has no converter; one error naming the first.
 static llvm::Error checkSupported(const onnx::ModelProto &model,
-                                  llvm::StringRef path, int opset) {
+                                  llvm::StringRef path, int64_t opset) {
   std::vector<std::string> unsupported;
   std::string first;
   int index = 0;
@@ -96,7 +103,7 @@ static llvm::Error checkSupported(const onnx::ModelProto &model,
       if (!llvm::is_contained(unsupported, key))
         unsupported.push_back(key);
       if (first.empty()) {
-        int nodeOpset = opset;
+        int64_t nodeOpset = opset;
         if (!isDefaultDomain(node.domain()))
           for (const auto &entry : model.opset_import())
             if (entry.domain() == node.domain())
@@ -116,37 +123,59 @@ static llvm::Error checkSupported(const onnx::ModelProto &model,
     first += " (" + llvm::Twine(unsupported.size() - 1).str() +
              " more unsupported operator type" +
              (unsupported.size() > 2 ? "s" : "") + " in the model)";
-  return llvm::make_error<UnsupportedOperatorError>(first, unsupported);
+  return llvm::make_error<UnsupportedOperatorError>(
+      heterps::printableLine(first), unsupported);
 }
 
-/// External data files must exist and be long enough. Checked before the
-/// ONNX checker, whose message for a missing file is less direct.
+/// External data files must exist beside the model and be long enough.
+/// Checked before the ONNX checker, whose message for a missing file is less
+/// direct.
 static llvm::Error checkExternalData(const onnx::ModelProto &model,
                                      llvm::StringRef path,
                                      llvm::StringRef modelDir) {
   for (const auto &tensor : model.graph().initializer()) {
     if (tensor.data_location() != onnx::TensorProto::EXTERNAL)
       continue;
-    std::string location;
-    uint64_t end = 0;
-    for (const auto &entry : tensor.external_data()) {
-      if (entry.key() == "location")
-        location = entry.value();
-      else if (entry.key() == "offset" || entry.key() == "length")
-        end += std::strtoull(entry.value().c_str(), nullptr, 10);
+    auto ref = heterps::runtime::resolveExternalData(tensor, modelDir);
+    if (!ref)
+      return makeError(path + ": initializer '" + tensor.name() +
+                       "': " + llvm::toString(ref.takeError()));
+  }
+  return llvm::Error::success();
+}
+
+/// Attributes that ONNX's shape inference divides by (strides, group,
+/// blocksize) or that size a window must be positive; ONNX 1.12 does not
+/// check them and dies of a division by zero instead.
+static llvm::Error checkWindowAttributes(const onnx::ModelProto &model,
+                                         llvm::StringRef path) {
+  int index = 0;
+  for (const auto &node : model.graph().node()) {
+    for (const auto &attr : node.attribute()) {
+      llvm::StringRef name = attr.name();
+      bool list =
+          name == "strides" || name == "dilations" || name == "kernel_shape";
+      if (!list && name != "group" && name != "blocksize")
+        continue;
+      bool positive =
+          list ? llvm::all_of(attr.ints(), [](int64_t v) { return v > 0; })
+               : attr.i() > 0;
+      if (positive)
+        continue;
+      std::string got =
+          list ? "[" +
+                     llvm::join(llvm::map_range(attr.ints(),
+                                                [](int64_t v) {
+                                                  return std::to_string(v);
+                                                }),
+                                ", ") +
+                     "]"
+               : std::to_string(attr.i());
+      return makeError(path + ": node " + nodeLabel(node, index) + " (" +
+                       node.op_type() + "): attribute '" + name +
+                       "' must be positive, got " + got);
     }
-    llvm::SmallString<256> file(modelDir);
-    llvm::sys::path::append(file, location);
-    uint64_t size = 0;
-    if (location.empty() || llvm::sys::fs::file_size(file, size))
-      return makeError(path + ": initializer '" + tensor.name() +
-                       "': external data file '" + location +
-                       "' not found next to the model");
-    if (size < end)
-      return makeError(path + ": initializer '" + tensor.name() +
-                       "': external data file '" + location + "' has " +
-                       llvm::Twine(size) + " bytes, the tensor needs " +
-                       llvm::Twine(end));
+    ++index;
   }
   return llvm::Error::success();
 }
@@ -244,12 +273,11 @@ mlir::hps::importONNXBuffer(llvm::StringRef bytes, llvm::StringRef path,
     return makeError(path + ": not an ONNX model (no " +
                      (model.has_graph() ? "ir_version" : "graph") + ")");
 
-  int opset = defaultOpset(model);
-  if (llvm::Error err = checkSupported(model, path, opset))
+  std::optional<int64_t> opset = defaultOpset(model);
+  if (llvm::Error err = checkSupported(model, path, opset.value_or(-1)))
     return std::move(err);
-  if (opset < kMinOnnxOpset || opset > kMaxOnnxOpset) {
-    std::string version =
-        opset < 0 ? std::string("missing") : std::to_string(opset);
+  if (!opset || *opset < kMinOnnxOpset || *opset > kMaxOnnxOpset) {
+    std::string version = opset ? std::to_string(*opset) : "missing";
     return llvm::make_error<UnsupportedOperatorError>(
         (path + ": default-domain opset " + version +
          " is not supported (supported: " + llvm::Twine(kMinOnnxOpset) +
@@ -257,6 +285,8 @@ mlir::hps::importONNXBuffer(llvm::StringRef bytes, llvm::StringRef path,
             .str(),
         std::vector<std::string>{"opset " + version});
   }
+  if (llvm::Error err = checkWindowAttributes(model, path))
+    return std::move(err);
 
   llvm::SmallString<256> dir(path);
   llvm::sys::path::remove_filename(dir);
@@ -305,7 +335,8 @@ GraphImporter::GraphImporter(const onnx::ModelProto &model,
   llvm::SmallString<256> dir(path);
   llvm::sys::path::remove_filename(dir);
   modelDir = dir.str().str();
-  opset = defaultOpset(model);
+  // importONNXBuffer has checked the opset by now.
+  opset = static_cast<int>(defaultOpset(model).value_or(-1));
   const onnx::GraphProto &graph = model.graph();
   for (const auto &t : graph.initializer())
     initializers[t.name()] = &t;

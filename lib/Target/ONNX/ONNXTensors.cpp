@@ -2,12 +2,12 @@
 
 #include "GraphImporter.h"
 
+#include "heterps/Runtime/ExternalData.h"
+#include "heterps/Runtime/MemoryLimit.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/Endian.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
 
 #include <cstring>
 
@@ -158,39 +158,6 @@ static void decodeRaw(int32_t type, const char *p, ConstTensor &out) {
   }
 }
 
-/// Loads the bytes of an externally stored tensor.
-static llvm::Expected<std::string> readExternal(const TensorProto &t,
-                                                llvm::StringRef modelDir) {
-  std::string location;
-  int64_t offset = 0, length = -1;
-  for (const auto &entry : t.external_data()) {
-    if (entry.key() == "location")
-      location = entry.value();
-    else if (entry.key() == "offset")
-      offset = std::stoll(entry.value());
-    else if (entry.key() == "length")
-      length = std::stoll(entry.value());
-  }
-  llvm::SmallString<256> file(modelDir);
-  llvm::sys::path::append(file, location);
-  auto buffer = llvm::MemoryBuffer::getFile(file, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return llvm::createStringError(
-        buffer.getError(), "cannot read external data file '%s': %s",
-        file.c_str(), buffer.getError().message().c_str());
-  int64_t size = (*buffer)->getBufferSize();
-  if (length < 0)
-    length = size - offset;
-  if (offset < 0 || offset + length > size)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "external data file '%s' is too short for offset %lld, length %lld",
-        file.c_str(), static_cast<long long>(offset),
-        static_cast<long long>(length));
-  return std::string((*buffer)->getBufferStart() + offset, length);
-}
-
 llvm::Expected<ConstTensor>
 mlir::hps::onnx_import::readTensor(const TensorProto &t,
                                    llvm::StringRef modelDir, int64_t limit) {
@@ -201,10 +168,15 @@ mlir::hps::onnx_import::readTensor(const TensorProto &t,
   ConstTensor out;
   out.elemType = t.data_type();
   out.shape.assign(t.dims().begin(), t.dims().end());
-  int64_t n = out.numElements();
-  if (n > limit)
-    return fail("too large to evaluate at import time (" + llvm::Twine(n) +
+  // A negative or overflowing shape would make every size below wrong.
+  llvm::Expected<uint64_t> count =
+      heterps::runtime::checkedByteSize(out.shape, 1);
+  if (!count)
+    return fail(llvm::toString(count.takeError()));
+  if (*count > uint64_t(limit))
+    return fail("too large to evaluate at import time (" + llvm::Twine(*count) +
                 " elements)");
+  int64_t n = static_cast<int64_t>(*count);
   int64_t elemSize = rawElementSize(out.elemType);
   if (elemSize == 0)
     return fail("unsupported element type " + dataTypeName(out.elemType));
@@ -212,7 +184,7 @@ mlir::hps::onnx_import::readTensor(const TensorProto &t,
   std::string external;
   const std::string *raw = t.has_raw_data() ? &t.raw_data() : nullptr;
   if (t.data_location() == TensorProto::EXTERNAL) {
-    auto bytes = readExternal(t, modelDir);
+    auto bytes = heterps::runtime::readExternalData(t, modelDir, n * elemSize);
     if (!bytes)
       return bytes.takeError();
     external = std::move(*bytes);

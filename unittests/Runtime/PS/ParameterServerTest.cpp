@@ -201,7 +201,10 @@ TEST(ParameterServer, BSPProtocolErrorsAreNamed) {
   EXPECT_EQ(errorOf(server->addDenseTable("w", out)),
             "the parameter server already has a table 'w'");
   EXPECT_EQ(errorOf(ParameterServer::create({0}).takeError()),
-            "a parameter server needs at least one shard, not 0");
+            "a parameter server has 1 to 1024 shards, not 0");
+  // A million shards is a typo, refused before anything is allocated.
+  EXPECT_EQ(errorOf(ParameterServer::create({1000000}).takeError()),
+            "a parameter server has 1 to 1024 shards, not 1000000");
 }
 
 TEST(ParameterServer, SparseRowsStartFromTheSeedAndAreStoredOnUpdate) {

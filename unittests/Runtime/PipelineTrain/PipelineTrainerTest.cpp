@@ -416,6 +416,13 @@ TEST(PipelineTrainer, ClearErrors) {
   noReplica.replicas = {1, 0};
   EXPECT_EQ(message(noReplica, mlp),
             "a stage needs at least one replica, not 0");
+  // Each replica is a thread with a copy of its stage: 100000 of them is a
+  // typo, refused before any is made.
+  PipelineTrainerOptions tooMany;
+  tooMany.replicas = {100000, 1};
+  EXPECT_EQ(message(tooMany, mlp),
+            "the stages have 100001 replicas in all; one process runs at most "
+            "256");
 
   // Only Gather tables may be left out of the weights.
   MLP missing = makeSkipMLP(dir.file("m.onnx"), {2});

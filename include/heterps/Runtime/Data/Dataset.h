@@ -42,6 +42,10 @@ struct Dataset {
 /// file's dimensions, or i64 when `asLabels` (then the file must be 1-D).
 llvm::Expected<Tensor> readIdx(const std::string &path, bool asLabels,
                                float scale = 1);
+/// The same from the file's bytes (`name` for messages). The header's size
+/// is checked against the memory before anything is allocated or inflated.
+llvm::Expected<Tensor> parseIdx(llvm::StringRef bytes, llvm::StringRef name,
+                                bool asLabels, float scale = 1);
 
 /// Reads one side of a data set by extension: .npy, .pb (ONNX TensorProto),
 /// else IDX (images scaled to [0, 1] with a channel dimension added, or

@@ -51,6 +51,9 @@ struct SparseOptimizerOptions {
 };
 
 struct ServerOptions {
+  /// At most kMaxShards: a shard is a table slice with its own lock, and a
+  /// million of them is a typo that would exhaust memory.
+  static constexpr int kMaxShards = 1024;
   int numShards = 2;
   /// Workers (replicas) whose pushes make one BSP update.
   int numWorkers = 1;

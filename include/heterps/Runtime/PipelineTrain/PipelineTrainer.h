@@ -59,7 +59,9 @@ struct PipelineTrainerOptions {
   /// Micro-batches per step (m); a batch must have at least m samples.
   int microBatches = 1;
   /// Replicas per stage; empty: the plan's (Stage::replicas, at least 1).
+  /// Each is a thread with its own copy of the stage: kMaxReplicas in all.
   std::vector<int> replicas;
+  static constexpr int kMaxReplicas = 256;
   ps::Consistency consistency = ps::Consistency::BSP;
   int serverShards = 2;
   /// Threads per replica's kernels; 0: the machine's cores shared out

@@ -63,6 +63,13 @@ llvm::Expected<LoadedCheckpoint> loadCheckpoint(llvm::StringRef dir,
                                                 const plan::Plan &plan,
                                                 const WeightMap &weights,
                                                 const CheckpointKey &key);
+/// The same from the file's bytes; `path` names it in messages. Sizes are
+/// checked before tensors are allocated.
+llvm::Expected<LoadedCheckpoint> parseCheckpoint(llvm::StringRef bytes,
+                                                 llvm::StringRef path,
+                                                 const plan::Plan &plan,
+                                                 const WeightMap &weights,
+                                                 const CheckpointKey &key);
 
 /// The same for a single-stage trainer: saves its state; restores it and
 /// returns where the run stood.

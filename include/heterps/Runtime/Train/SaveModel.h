@@ -3,9 +3,9 @@
 // Writes a copy of the plan's source model (`Plan.model_path`) with the
 // initializers (and Constant node values) the plan reads replaced by
 // `weights`: the trained inference model, which ONNX Runtime and
-// heterps-run load as they loaded the original. The file is written next to
-// its target under a temporary name and renamed over it, so a failure never
-// leaves a partial file at `path`.
+// heterps-run load as they loaded the original. Weights holding NaN or
+// infinities are refused. The file is replaced atomically (AtomicFile.h), so
+// a failure never leaves a partial file at `path`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,10 +19,6 @@ namespace heterps::runtime::train {
 
 llvm::Error saveTrainedModel(const plan::Plan &plan, const WeightMap &weights,
                              llvm::StringRef path);
-
-/// An error unless a file can be created next to `path` (checked before
-/// training, so a bad --save-model fails at once, not after the epochs).
-llvm::Error checkCanSave(llvm::StringRef path);
 
 } // namespace heterps::runtime::train
 

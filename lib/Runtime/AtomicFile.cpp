@@ -1,0 +1,100 @@
+//===- AtomicFile.cpp - files replaced whole or not at all ----------------===//
+
+#include "heterps/Runtime/AtomicFile.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Signals.h"
+
+#include <cerrno>
+#include <csignal>
+
+using namespace heterps::runtime;
+
+static llvm::Error fileError(llvm::StringRef path, const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 path + ": " + what);
+}
+
+/// DEST.tmp-PID for this process.
+static std::string tempNameFor(llvm::StringRef path) {
+  return (path + ".tmp-" + llvm::Twine(llvm::sys::Process::getProcessId()))
+      .str();
+}
+
+/// Removes DEST.tmp-PID files of processes that no longer run: saves that
+/// were killed before their rename.
+static void removeStaleTemps(llvm::StringRef path) {
+  llvm::SmallString<256> dir(llvm::sys::path::parent_path(path));
+  if (dir.empty())
+    dir = ".";
+  std::string prefix = (llvm::sys::path::filename(path) + ".tmp-").str();
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    if (!name.consume_front(prefix))
+      continue;
+    int pid;
+    if (name.getAsInteger(10, pid) || pid <= 0)
+      continue;
+    if (::kill(pid, 0) != 0 && errno == ESRCH)
+      llvm::sys::fs::remove(it->path());
+  }
+}
+
+llvm::Error heterps::runtime::checkCanReplace(llvm::StringRef path) {
+  if (llvm::sys::fs::is_directory(path))
+    return fileError(path, "is a directory");
+  std::string temp = tempNameFor(path);
+  int fd;
+  if (std::error_code ec = llvm::sys::fs::openFileForWrite(temp, fd))
+    return fileError(path, "cannot create a file next to it: " + ec.message());
+  llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+  llvm::sys::fs::remove(temp);
+  return llvm::Error::success();
+}
+
+llvm::Error heterps::runtime::writeFileAtomically(
+    llvm::StringRef path,
+    llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write) {
+  if (llvm::sys::fs::is_directory(path))
+    return fileError(path, "is a directory");
+  removeStaleTemps(path);
+  std::string temp = tempNameFor(path);
+  llvm::sys::RemoveFileOnSignal(temp);
+  auto cleanUp = [&] {
+    llvm::sys::fs::remove(temp);
+    llvm::sys::DontRemoveFileOnSignal(temp);
+  };
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(temp, ec);
+    if (ec) {
+      cleanUp();
+      return fileError(path,
+                       "cannot create a file next to it: " + ec.message());
+    }
+    if (llvm::Error e = write(os)) {
+      os.close();
+      os.clear_error();
+      cleanUp();
+      return e;
+    }
+    os.close();
+    if (os.has_error()) {
+      std::error_code error = os.error();
+      os.clear_error();
+      cleanUp();
+      return fileError(path, "write failed: " + error.message());
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {
+    cleanUp();
+    return fileError(path, ec.message());
+  }
+  llvm::sys::DontRemoveFileOnSignal(temp);
+  return llvm::Error::success();
+}
