@@ -23,6 +23,10 @@ config.substitutions.append(("%make_model",
     config.heterps_python + " " +
     os.path.join(config.test_source_root, "Target", "ONNX", "Inputs",
                  "make_model.py")))
+config.substitutions.append(("%make_hostile",
+    config.heterps_python + " " +
+    os.path.join(config.test_source_root, "HostileInput", "Inputs",
+                 "make_hostile.py")))
 config.substitutions.append(("%onnx_testdata", config.heterps_onnx_testdata))
 
 llvm_config.with_environment("PATH", config.heterps_tools_dir, append_path=True)

@@ -4,6 +4,7 @@
 
 #include "Fusion.h"
 #include "heterps/Runtime/MemoryLimit.h"
+#include "heterps/Runtime/NonFinite.h"
 #include "heterps/Runtime/Plan.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -32,9 +33,16 @@ static bool matches(const Tensor &t, const plan::Value &v) {
   return true;
 }
 
-Executor::Executor(plan::Plan plan, WeightMap weights, ExecutorOptions options)
+Executor::Executor(plan::Plan plan, WeightMap weights, ExecutorOptions options,
+                   bool passNaN)
     : program(std::move(plan)), options(options),
-      cpu(CPUBackendOptions{options.numThreads, options.autotune}) {
+      cpu(CPUBackendOptions{options.numThreads, options.autotune, passNaN}) {
+  if (options.propagateNaN) {
+    source = program;
+    sourceWeights = weights; // shares the buffers: fusion copies, never edits
+    nonFiniteWeights = llvm::any_of(
+        weights, [](const auto &entry) { return hasNonFinite(entry.second); });
+  }
   foldBatchNorms(program, weights);
   if (options.fuse) {
     fusePads(program, weights);
@@ -54,7 +62,11 @@ Executor::create(const plan::Plan &plan, ExecutorOptions options) {
   llvm::Expected<WeightMap> weights = loadWeights(plan);
   if (!weights)
     return weights.takeError();
-  return create(plan, std::move(*weights), std::move(options));
+  auto executor = create(plan, std::move(*weights), std::move(options));
+  // Read again if ever needed, rather than kept beside the folded ones.
+  if (executor)
+    (*executor)->sourceWeights.reset();
+  return executor;
 }
 
 llvm::Expected<std::unique_ptr<Executor>>
@@ -205,6 +217,26 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
   if (static_cast<int>(inputs.size()) != program.inputs_size())
     return runError("expected " + llvm::Twine(program.inputs_size()) +
                     " inputs, got " + llvm::Twine(inputs.size()));
+  if (options.propagateNaN &&
+      (nonFiniteWeights || llvm::any_of(inputs, hasNonFinite))) {
+    // Unfused (no activation inside a Conv), with NaN-passing kernels.
+    if (!nanPassing) {
+      llvm::Expected<WeightMap> weights =
+          sourceWeights ? *sourceWeights : loadWeights(source);
+      if (!weights)
+        return weights.takeError();
+      ExecutorOptions unfused = options;
+      unfused.fuse = false;
+      unfused.propagateNaN = false;
+      nanPassing.reset(new Executor(source, std::move(*weights), unfused,
+                                    /*passNaN=*/true));
+      if (llvm::Error e = nanPassing->prepare()) {
+        nanPassing.reset();
+        return e;
+      }
+    }
+    return nanPassing->run(inputs);
+  }
   cpu.enterThread();
   std::vector<Tensor> values(program.values_size());
   for (int i = 0; i < program.inputs_size(); ++i) {

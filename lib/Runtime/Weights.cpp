@@ -1,6 +1,7 @@
 //===- Weights.cpp - the constant tensors of a plan -----------------------===//
 
 #include "heterps/Runtime/Weights.h"
+#include "heterps/Runtime/NonFinite.h"
 
 #include <cmath>
 
@@ -101,6 +102,8 @@ llvm::Error heterps::runtime::checkFiniteWeights(const plan::Plan &plan,
                                                  const WeightMap &weights) {
   for (const auto &[v, t] : weights) {
     if (t.dtype() != DType::F32)
+      continue;
+    if (!hasNonFinite(t))
       continue;
     llvm::Expected<Tensor> plain = t.toPlain();
     if (!plain)

@@ -73,3 +73,26 @@ TEST(ONNXTensor, ConvertsTypedFieldsAndRejectsOtherTypes) {
             "tensor 'idx': element type DOUBLE is not supported by the "
             "runtime (FLOAT, INT64, INT32)");
 }
+
+TEST(Tensor, CreateChecksTheShapeBeforeAllocating) {
+  auto ok = Tensor::create(DType::F32, {2, 0, 3}, "t");
+  ASSERT_TRUE(static_cast<bool>(ok));
+  EXPECT_EQ(ok->bytes(), 0u);
+  // 2^62 x 1 x 28 x 28 floats: the byte count wraps around 2^64 to 0.
+  auto wraps = Tensor::create(DType::F32, {int64_t(1) << 62, 1, 28, 28}, "x");
+  ASSERT_FALSE(static_cast<bool>(wraps));
+  EXPECT_EQ(llvm::toString(wraps.takeError()),
+            "x: shape [4611686018427387904, 1, 28, 28] has more elements "
+            "than fit in 64 bits");
+  auto negative = Tensor::create(DType::I64, {3, -1}, "y");
+  ASSERT_FALSE(static_cast<bool>(negative));
+  EXPECT_EQ(llvm::toString(negative.takeError()),
+            "y: shape [3, -1] has a negative dimension");
+  // More than any memory: refused with the sizes, not by an abort.
+  auto huge = Tensor::create(DType::F32, {int64_t(1) << 40, 1024}, "z");
+  ASSERT_FALSE(static_cast<bool>(huge));
+  EXPECT_NE(llvm::toString(huge.takeError())
+                .find("z (f32[1099511627776, 1024]) needs 4.0 PiB, more "
+                      "than the "),
+            std::string::npos);
+}

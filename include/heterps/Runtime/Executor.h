@@ -16,6 +16,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace heterps::runtime {
 
@@ -34,6 +35,12 @@ struct ExecutorOptions {
   bool autotune = true;
   /// Time every op of every run (opSeconds()).
   bool timeOps = false;
+  /// Pass NaN on through Relu, Clip and MaxPool as ONNX does. oneDNN's
+  /// kernels (and the activations fused into a Conv) turn NaN into 0; a run
+  /// whose inputs or weights hold NaN or infinities therefore goes through
+  /// an unfused copy of the plan whose kernels put the NaNs back. Other runs
+  /// pay a scan of their inputs.
+  bool propagateNaN = true;
 };
 
 class Executor {
@@ -65,7 +72,9 @@ public:
   const std::vector<double> &opSeconds() const { return opTimes; }
 
 private:
-  Executor(plan::Plan plan, WeightMap weights, ExecutorOptions options);
+  /// `passNaN`: the executor propagateNaN sends non-finite runs to.
+  Executor(plan::Plan plan, WeightMap weights, ExecutorOptions options,
+           bool passNaN = false);
   llvm::Error prepare();
   void planInPlaceJoins();
   llvm::Error checkInput(int index, const Tensor &t) const;
@@ -90,6 +99,15 @@ private:
   std::vector<std::vector<InPlaceJoin>> joinsBefore;
   std::vector<std::string> emulated;
   std::vector<double> opTimes;
+
+  /// ExecutorOptions::propagateNaN: the plan and weights as given (none when
+  /// they can be read from the plan's model again), whether a weight is not
+  /// finite, and the unfused executor made from them on the first run that
+  /// needs it.
+  plan::Plan source;
+  std::optional<WeightMap> sourceWeights;
+  bool nonFiniteWeights = false;
+  std::unique_ptr<Executor> nanPassing;
 };
 
 } // namespace heterps::runtime

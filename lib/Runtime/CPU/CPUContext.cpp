@@ -10,6 +10,7 @@ using namespace heterps::runtime::cpu;
 CPUBackend::CPUBackend(CPUBackendOptions options)
     : options(options), context(std::make_shared<CPUContext>()) {
   context->autotune = options.autotune;
+  context->propagateNaN = options.propagateNaN;
   registerBinaryKernels(registry, context);
   registerConcatKernel(registry, context);
   registerConvKernel(registry, context);

@@ -31,6 +31,8 @@ struct CPUContext {
   PrimitiveCacheStats stats;
   /// CPUBackendOptions::autotune.
   bool autotune = true;
+  /// CPUBackendOptions::propagateNaN.
+  bool propagateNaN = false;
   /// Scratch memory of the primitives (addScratchpad), shared by all since
   /// a backend runs one kernel at a time; grown to the largest need.
   std::shared_ptr<uint8_t> scratchpad;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CPUKernels.h"
+#include "NaNPassing.h"
 
 #include <cfloat>
 #include <cmath>
@@ -121,12 +122,21 @@ public:
       (*entry)->execute(ctx->stream, {{DNNL_ARG_SRC, memoryOf(x, *ctx)},
                                       {DNNL_ARG_DST, memoryOf(y, *ctx)}});
       ctx->stream.wait();
+      if (ctx->propagateNaN && dropsNaN())
+        restoreNaNs(x, y);
       outputs[0] = std::move(y);
       return llvm::Error::success();
     });
   }
 
 private:
+  /// Whether oneDNN's form is a max or min that returns 0 or a bound for
+  /// NaN (ONNX keeps NaN).
+  bool dropsNaN() const {
+    return (spec.algorithm == algorithm::eltwise_relu && spec.alpha == 0) ||
+           spec.algorithm == algorithm::eltwise_clip_v2;
+  }
+
   using Primitive = dnnl::eltwise_forward;
   PrimitiveCache<Primitive> cache;
   EltwiseSpec spec;

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CPUKernels.h"
+#include "NaNPassing.h"
 #include "PoolGeometry.h"
 
 using namespace heterps::runtime;
@@ -16,7 +17,7 @@ namespace {
 struct PoolEntry {
   dnnl::pooling_v2_forward primitive;
   memory::desc dstMd;
-  Shape outShape;
+  PoolGeometry geometry;
 };
 
 class PoolKernel : public Kernel {
@@ -46,7 +47,7 @@ llvm::Expected<PoolEntry> PoolKernel::make(const Tensor &x) {
       dnnl::prop_kind::forward_inference, params.algorithm, descOf(x), dstMd,
       g->strides, g->kernel, g->dilations, g->padL, g->padR);
   dnnl::pooling_v2_forward::primitive_desc pd(d, cache.context()->engine);
-  return PoolEntry{dnnl::pooling_v2_forward(pd), pd.dst_desc(), g->outShape};
+  return PoolEntry{dnnl::pooling_v2_forward(pd), pd.dst_desc(), *g};
 }
 
 llvm::Error PoolKernel::run(llvm::ArrayRef<const Tensor *> inputs,
@@ -59,12 +60,15 @@ llvm::Error PoolKernel::run(llvm::ArrayRef<const Tensor *> inputs,
     auto entry = cache.get(shapeKey(inputs), [&] { return make(x); });
     if (!entry)
       return entry.takeError();
-    Tensor y =
-        destination(outputs[0], (*entry)->dstMd, (*entry)->outShape, ctx);
+    Tensor y = destination(outputs[0], (*entry)->dstMd,
+                           (*entry)->geometry.outShape, ctx);
     (*entry)->primitive.execute(
         ctx->stream,
         {{DNNL_ARG_SRC, memoryOf(x, *ctx)}, {DNNL_ARG_DST, memoryOf(y, *ctx)}});
     ctx->stream.wait();
+    if (ctx->propagateNaN && params.algorithm == dnnl::algorithm::pooling_max)
+      if (llvm::Error e = poolNaNs(x, y, (*entry)->geometry))
+        return e;
     outputs[0] = std::move(y);
     return llvm::Error::success();
   });

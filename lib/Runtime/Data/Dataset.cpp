@@ -1,6 +1,7 @@
 //===- Dataset.cpp - training and evaluation data in memory ---------------===//
 
 #include "heterps/Runtime/Data/Dataset.h"
+#include "heterps/Runtime/NonFinite.h"
 #include "heterps/Runtime/NpyFile.h"
 #include "heterps/Runtime/ONNXTensor.h"
 
@@ -166,31 +167,15 @@ static llvm::Error checkFinite(const Tensor &t, llvm::StringRef spec,
                                llvm::StringRef file) {
   if (t.dtype() != DType::F32)
     return llvm::Error::success();
-  const float *p = t.data<float>();
-  const uint32_t *bits = t.data<uint32_t>();
-  int64_t n = t.numElements();
-  // NaNs and infinities are the floats whose exponent bits are all ones; an
-  // integer test over blocks vectorises, and the element is looked for only
-  // in a block that has one.
-  constexpr int64_t kBlock = 4096;
-  for (int64_t begin = 0; begin < n; begin += kBlock) {
-    int64_t end = std::min(n, begin + kBlock);
-    uint32_t any = 0;
-    for (int64_t i = begin; i < end; ++i)
-      any |= (bits[i] & 0x7f800000u) == 0x7f800000u;
-    if (!any)
-      continue;
-    for (int64_t i = begin; i < end; ++i)
-      if (!std::isfinite(p[i])) {
-        int64_t perSample = n / t.dim(0);
-        return fail("data spec '" + spec + "': " + file + ": sample " +
-                    llvm::Twine(i / perSample) + " holds " +
-                    (std::isnan(p[i]) ? "NaN" : "an infinity") + " (element " +
-                    llvm::Twine(i % perSample) +
-                    "); training needs finite numbers");
-      }
-  }
-  return llvm::Error::success();
+  int64_t i = findNonFinite(t.data<float>(), t.numElements());
+  if (i < 0)
+    return llvm::Error::success();
+  int64_t perSample = t.numElements() / t.dim(0);
+  float bad = t.data<float>()[i];
+  return fail("data spec '" + spec + "': " + file + ": sample " +
+              llvm::Twine(i / perSample) + " holds " +
+              (std::isnan(bad) ? "NaN" : "an infinity") + " (element " +
+              llvm::Twine(i % perSample) + "); training needs finite numbers");
 }
 
 /// Where Debian's dataset-fashion-mnist puts its files.

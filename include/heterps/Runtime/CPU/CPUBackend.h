@@ -30,6 +30,9 @@ struct CPUBackendOptions {
   /// Winograd or direct). Faster, but the choice can differ between runs
   /// and with it the last bits of the results; false uses fixed rules only.
   bool autotune = true;
+  /// Relu, Clip and MaxPool pass NaN on, as ONNX specifies, at the cost of
+  /// a pass over their inputs (oneDNN turns NaN into 0 or drops it).
+  bool propagateNaN = false;
 };
 
 /// Counters of the primitive caches of all kernels of one backend.
