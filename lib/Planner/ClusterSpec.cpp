@@ -3,6 +3,7 @@
 #include "heterps/Planner/ClusterSpec.h"
 
 #include "heterps/Support/NestingDepth.h"
+#include "heterps/Support/PrintableLine.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -176,8 +177,9 @@ heterps::planner::parseClusterSpec(llvm::StringRef yaml,
   if (input.error() || !firstError.empty())
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
-        firstError.empty() ? (filename + ": invalid cluster spec").str()
-                           : firstError);
+        heterps::printableLine(firstError.empty()
+                                   ? (filename + ": invalid cluster spec").str()
+                                   : firstError));
   return spec;
 }
 

@@ -3,6 +3,7 @@
 #include "heterps/Planner/PlacementFile.h"
 
 #include "heterps/Support/NestingDepth.h"
+#include "heterps/Support/PrintableLine.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -11,8 +12,9 @@ using namespace heterps::planner;
 
 static llvm::Error placementError(llvm::StringRef filename,
                                   const llvm::Twine &what) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 filename + ": " + what);
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      heterps::printableLine((filename + ": " + what).str()));
 }
 
 llvm::Expected<PlacementFile>

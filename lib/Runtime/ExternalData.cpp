@@ -2,6 +2,8 @@
 
 #include "heterps/Runtime/ExternalData.h"
 
+#include "heterps/Support/PrintableLine.h"
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -13,7 +15,8 @@
 using namespace heterps::runtime;
 
 static llvm::Error fail(const llvm::Twine &what) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 heterps::printableLine(what.str()));
 }
 
 /// Whether `path` (absolute, symbolic links resolved) lies in `dir` (the

@@ -3,6 +3,7 @@
 #include "heterps/Runtime/NpyFile.h"
 
 #include "heterps/Runtime/MemoryLimit.h"
+#include "heterps/Support/PrintableLine.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+using namespace heterps;
 using namespace heterps::runtime;
 
 /// The value of `key` in the header's Python dict literal, up to the next
@@ -27,6 +29,8 @@ static llvm::StringRef dictValue(llvm::StringRef header, llvm::StringRef key) {
 
 /// NumPy's name for a dtype descriptor a user is likely to have saved.
 static llvm::StringRef numpyName(llvm::StringRef descr) {
+  if (descr.empty())
+    return "";
   return llvm::StringSwitch<llvm::StringRef>(descr.drop_front())
       .Case("f8", "float64")
       .Case("f2", "float16")
@@ -69,9 +73,10 @@ llvm::Expected<Tensor> heterps::runtime::readNpyFile(llvm::StringRef path) {
 
 llvm::Expected<Tensor> heterps::runtime::parseNpy(llvm::StringRef bytes,
                                                   llvm::StringRef path) {
+  // The header is the file's text: echoed on one line whatever it holds.
   auto fail = [&](const llvm::Twine &what) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   path + ": " + what);
+                                   printableLine((path + ": " + what).str()));
   };
   if (!bytes.starts_with("\x93NUMPY") || bytes.size() < 10)
     return fail("not a .npy file");

@@ -4,6 +4,7 @@
 
 #include "heterps/Runtime/ExternalData.h"
 #include "heterps/Runtime/MemoryLimit.h"
+#include "heterps/Support/PrintableLine.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -25,8 +26,10 @@ llvm::Expected<Tensor>
 heterps::runtime::tensorFromProto(const TensorProto &proto,
                                   llvm::StringRef modelDir) {
   auto fail = [&](const llvm::Twine &what) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "tensor '" + proto.name() + "': " + what);
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        heterps::printableLine(
+            ("tensor '" + proto.name() + "': " + what).str()));
   };
   int32_t type = proto.data_type();
   if (type != TensorProto::FLOAT && type != TensorProto::INT64 &&
@@ -40,7 +43,7 @@ heterps::runtime::tensorFromProto(const TensorProto &proto,
   llvm::Expected<uint64_t> stored = checkedByteSize(shape, elemSize);
   if (!stored)
     return fail(llvm::toString(stored.takeError()));
-  int64_t n = numElements(shape);
+  int64_t n = static_cast<int64_t>(*stored / elemSize);
 
   std::string external;
   const std::string *raw = proto.has_raw_data() ? &proto.raw_data() : nullptr;

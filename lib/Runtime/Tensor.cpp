@@ -4,6 +4,8 @@
 #include "heterps/Runtime/BufferPool.h"
 #include "heterps/Runtime/MemoryLimit.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +33,9 @@ const char *heterps::runtime::dtypeName(DType type) {
 }
 
 int64_t heterps::runtime::numElements(llvm::ArrayRef<int64_t> shape) {
+  // A 0 anywhere makes it 0 (before a product of the others can overflow).
+  if (llvm::is_contained(shape, 0))
+    return 0;
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;

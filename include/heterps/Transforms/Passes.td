@@ -90,8 +90,8 @@ def Place : Pass<"hps-place", "::mlir::ModuleOp"> {
            "Write the chosen placement as JSON (the format strategy=manual "
            "reads) to this file">,
     Option<"throughputLimit", "throughput-limit", "double", /*default=*/"-1",
-           "Throughput floor the search plans for (default: the job's "
-           "throughput_limit)">,
+           "Throughput floor the search plans for, in samples/s, at least 0 "
+           "(default: the job's throughput_limit)">,
     Option<"seed", "seed", "uint64_t", /*default=*/"1",
            "Random seed of rl, random and genetic (same seed, same plan)">,
     Option<"episodes", "episodes", "int", /*default=*/"1000000",
@@ -143,8 +143,8 @@ def Provision : Pass<"hps-provision", "::mlir::ModuleOp"> {
   let options = [
     Option<"throughputLimit", "throughput-limit", "double",
            /*default=*/"-1",
-           "Samples per second the pipeline must sustain (default: the "
-           "job's throughput_limit from the cluster spec)">,
+           "Samples per second the pipeline must sustain, at least 0 "
+           "(default: the job's throughput_limit from the cluster spec)">,
   ];
 }
 

@@ -1,9 +1,11 @@
 //===- Dataset.cpp - training and evaluation data in memory ---------------===//
 
 #include "heterps/Runtime/Data/Dataset.h"
+#include "heterps/Runtime/MemoryLimit.h"
 #include "heterps/Runtime/NonFinite.h"
 #include "heterps/Runtime/NpyFile.h"
 #include "heterps/Runtime/ONNXTensor.h"
+#include "heterps/Support/PrintableLine.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -19,11 +21,13 @@
 #include <limits>
 #include <memory>
 
+using namespace heterps;
 using namespace heterps::runtime;
 using namespace heterps::runtime::data;
 
 static llvm::Error fail(const llvm::Twine &what) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 printableLine(what.str()));
 }
 
 /// The bytes of an IDX file, inflated when gzipped. Decompression stops at
@@ -46,8 +50,16 @@ public:
       inflateEnd(&stream);
   }
 
+  /// The most bytes the file can yield: its size, or for gzip the most
+  /// that deflate's 1032:1 ratio can expand it to.
+  uint64_t mostBytes() const {
+    return gzipped ? uint64_t(file.size()) * 1032 : file.size();
+  }
+
   /// The next `count` bytes into `out`.
   llvm::Error read(uint8_t *out, size_t count) {
+    if (count == 0)
+      return llvm::Error::success();
     if (!gzipped) {
       if (file.size() - offset < count)
         return fail(name + ": truncated IDX file (" + llvm::Twine(file.size()) +
@@ -126,22 +138,28 @@ llvm::Expected<Tensor> data::parseIdx(llvm::StringRef file,
     shape.push_back(int64_t(b[0]) << 24 | int64_t(b[1]) << 16 |
                     int64_t(b[2]) << 8 | int64_t(b[3]));
   }
-  // The result (8 or 4 bytes per element) is checked before anything is
-  // read or allocated.
+  // The sizes are checked before anything is read or allocated: against
+  // what the file can hold, then (8 or 4 bytes per element) the memory.
+  llvm::Expected<uint64_t> count = checkedByteSize(shape, 1);
+  if (!count)
+    return fail(name + ": " + llvm::toString(count.takeError()));
+  if (*count > in.mostBytes())
+    return fail(name + ": the IDX header claims " + shapeToString(shape) +
+                " bytes, more than the file's " + llvm::Twine(file.size()) +
+                " bytes can hold");
   llvm::Expected<Tensor> t = Tensor::create(asLabels ? DType::I64 : DType::F32,
                                             shape, name + ": the IDX data");
   if (!t)
     return t.takeError();
-  size_t count = static_cast<size_t>(t->numElements());
-  std::vector<uint8_t> bytes(count);
-  if (llvm::Error e = in.read(bytes.data(), count))
+  std::vector<uint8_t> bytes(*count);
+  if (llvm::Error e = in.read(bytes.data(), *count))
     return std::move(e);
   if (asLabels) {
-    for (size_t i = 0; i < count; ++i)
+    for (size_t i = 0; i < *count; ++i)
       t->data<int64_t>()[i] = bytes[i];
     return t;
   }
-  for (size_t i = 0; i < count; ++i)
+  for (size_t i = 0; i < *count; ++i)
     t->data<float>()[i] = scale * bytes[i];
   return t;
 }

@@ -6,6 +6,7 @@
 
 #include "heterps/Runtime/AtomicFile.h"
 #include "heterps/Runtime/MemoryLimit.h"
+#include "heterps/Support/PrintableLine.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -21,8 +22,11 @@ using namespace heterps::runtime::train;
 /// Bumped when the message changes meaning.
 static constexpr int kFormat = 1;
 
+/// Messages quote names and settings from the file: one line whatever they
+/// hold.
 static llvm::Error checkpointError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 heterps::printableLine(message.str()));
 }
 
 std::string train::checkpointPath(llvm::StringRef dir) {

@@ -16,6 +16,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -144,11 +145,79 @@ static llvm::Error checkExternalData(const onnx::ModelProto &model,
   return llvm::Error::success();
 }
 
-/// Attributes that ONNX's shape inference divides by (strides, group,
-/// blocksize) or that size a window must be positive; ONNX 1.12 does not
-/// check them and dies of a division by zero instead.
-static llvm::Error checkWindowAttributes(const onnx::ModelProto &model,
-                                         llvm::StringRef path) {
+/// The ranks of the graph's values as far as inputs, initializers and ops
+/// that keep their first input's rank tell, for checkConvRanks.
+static llvm::StringMap<int> knownRanks(const onnx::GraphProto &graph) {
+  llvm::StringMap<int> rank;
+  for (const auto &v : graph.input())
+    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+      rank[v.name()] = v.type().tensor_type().shape().dim_size();
+  for (const auto &t : graph.initializer())
+    rank[t.name()] = t.dims_size();
+  static const llvm::StringSet<> keepsRank = {"Relu",
+                                              "LeakyRelu",
+                                              "Elu",
+                                              "Sigmoid",
+                                              "Tanh",
+                                              "Clip",
+                                              "Abs",
+                                              "Neg",
+                                              "Exp",
+                                              "Log",
+                                              "Sqrt",
+                                              "Dropout",
+                                              "Identity",
+                                              "Softmax",
+                                              "LRN",
+                                              "BatchNormalization",
+                                              "Conv",
+                                              "ConvTranspose",
+                                              "MaxPool",
+                                              "AveragePool",
+                                              "GlobalAveragePool",
+                                              "GlobalMaxPool",
+                                              "Pad",
+                                              "InstanceNormalization"};
+  for (const auto &node : graph.node())
+    if (keepsRank.contains(node.op_type()) && node.input_size() > 0 &&
+        node.output_size() > 0 && rank.count(node.input(0)))
+      rank[node.output(0)] = rank.lookup(node.input(0));
+  return rank;
+}
+
+/// A Conv or ConvTranspose weight must have rank 3 or more and its input's
+/// rank: ONNX 1.12's shape inference indexes the weight's dimensions by the
+/// input's spatial axes without checking (a crash on a 1-D weight).
+static llvm::Error checkConvRanks(const onnx::ModelProto &model,
+                                  llvm::StringRef path) {
+  llvm::StringMap<int> rank = knownRanks(model.graph());
+  int index = 0;
+  for (const auto &node : model.graph().node()) {
+    ++index;
+    if ((node.op_type() != "Conv" && node.op_type() != "ConvTranspose") ||
+        node.input_size() < 2 || !rank.count(node.input(1)))
+      continue;
+    int w = rank.lookup(node.input(1));
+    auto x = rank.find(node.input(0));
+    if (w >= 3 && (x == rank.end() || x->second == w))
+      continue;
+    std::string why =
+        w < 3 ? "not 3 or more"
+              : "its input " + std::to_string(x->second) + "; they must match";
+    return makeError(path + ": node " + nodeLabel(node, index - 1) + " (" +
+                     node.op_type() + "): its weight has rank " +
+                     llvm::Twine(w) + ", " + why);
+  }
+  return llvm::Error::success();
+}
+
+/// What ONNX 1.12's shape inference assumes without checking: Conv ranks
+/// (checkConvRanks), and positive attributes it divides by (strides, group,
+/// blocksize) or sizes a window with (a division by zero otherwise).
+static llvm::Error checkBeforeShapeInference(const onnx::ModelProto &model,
+                                             llvm::StringRef path) {
+  if (llvm::Error e = checkConvRanks(model, path))
+    return e;
   int index = 0;
   for (const auto &node : model.graph().node()) {
     for (const auto &attr : node.attribute()) {
@@ -285,7 +354,7 @@ mlir::hps::importONNXBuffer(llvm::StringRef bytes, llvm::StringRef path,
             .str(),
         std::vector<std::string>{"opset " + version});
   }
-  if (llvm::Error err = checkWindowAttributes(model, path))
+  if (llvm::Error err = checkBeforeShapeInference(model, path))
     return std::move(err);
 
   llvm::SmallString<256> dir(path);

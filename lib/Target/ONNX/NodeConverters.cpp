@@ -120,6 +120,16 @@ FailureOr<Ints> kernelOf(NodeImporter &n, Value weight) {
 }
 
 /// Operands and window attributes shared by Conv and ConvTranspose.
+/// An error unless attribute `name` has `count` values (one per spatial
+/// axis, say): the converters index them by axis.
+LogicalResult checkCount(NodeImporter &n, StringRef name, ArrayRef<int64_t> v,
+                         size_t count) {
+  if (v.size() == count)
+    return success();
+  return n.fail("attribute '" + name + "' has " + Twine(v.size()) +
+                " values, expected " + Twine(count));
+}
+
 struct ConvInputs {
   Value input, weight, bias;
   Ints kernel, strides, dilations;
@@ -133,12 +143,16 @@ FailureOr<ConvInputs> convInputs(NodeImporter &n) {
   if (failed(kernel))
     return failure();
   size_t spatial = kernel->size();
-  return ConvInputs{*x,
-                    *w,
-                    *b,
-                    *kernel,
-                    intsOr(n, "strides", spatial, 1),
-                    intsOr(n, "dilations", spatial, 1)};
+  ConvInputs c{*x,
+               *w,
+               *b,
+               *kernel,
+               intsOr(n, "strides", spatial, 1),
+               intsOr(n, "dilations", spatial, 1)};
+  if (failed(checkCount(n, "strides", c.strides, spatial)) ||
+      failed(checkCount(n, "dilations", c.dilations, spatial)))
+    return failure();
+  return c;
 }
 
 LogicalResult convertConv(NodeImporter &n) {
@@ -167,6 +181,9 @@ LogicalResult convertConvTranspose(NodeImporter &n) {
   std::string autoPad = n.attrString("auto_pad", "NOTSET");
   std::optional<Ints> outputShape = n.attrInts("output_shape");
   Ints pads = intsOr(n, "pads", 2 * spatial, 0);
+  if (failed(checkCount(n, "output_padding", outputPadding, spatial)) ||
+      failed(checkCount(n, "pads", pads, 2 * spatial)))
+    return failure();
   if (autoPad == "VALID")
     pads.assign(2 * spatial, 0);
   if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {

@@ -43,8 +43,11 @@ def _conv_weight():
                               np.ones(36, np.float32).tolist())
 
 
-def zero_stride(out):
-    """Window attributes ONNX's shape inference divides by."""
+def windows(out):
+    """Window attributes ONNX's shape inference divides by, and Conv
+    weights and attributes of the wrong rank or length (found by fuzzing:
+    libonnx indexes past the weight's dimensions; the importer past
+    output_padding)."""
     x, y = _vi("x", [1, 1, 8, 8]), _vi("y", [1, 4, 6, 6])
     conv = helper.make_node("Conv", ["x", "W"], ["y"], name="conv_s0",
                             kernel_shape=[3, 3], strides=[1, 0])
@@ -57,6 +60,18 @@ def zero_stride(out):
                              kernel_shape=[3, 3], group=0)
     _save(_model([group], [x], [y], [_conv_weight()]),
           os.path.join(out, "conv_group0.onnx"))
+    w1 = helper.make_tensor("W", TensorProto.FLOAT, [3], [1.0, 2.0, 3.0])
+    relu = helper.make_node("Relu", ["x"], ["r"], name="relu")
+    deconv = helper.make_node("ConvTranspose", ["r", "W"], ["y"],
+                              name="deconv_w1")
+    _save(_model([relu, deconv], [x], [y], [w1]),
+          os.path.join(out, "convtranspose_weight_rank1.onnx"))
+    outpad = helper.make_node("ConvTranspose", ["x", "W"], ["y"],
+                              name="deconv_op", output_padding=[1])
+    _save(_model([outpad], [x], [_vi("y", [1, 1, 10, 10])],
+                 [helper.make_tensor("W", TensorProto.FLOAT, [1, 1, 3, 3],
+                                     [1.0] * 9)]),
+          os.path.join(out, "convtranspose_output_padding.onnx"))
 
 
 def _relu_model(opset):
@@ -241,7 +256,7 @@ def data(out):
 
 
 KINDS = {
-    "zero-stride": zero_stride,
+    "windows": windows,
     "opsets": opsets,
     "names": names,
     "external": external,
