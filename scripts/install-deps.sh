@@ -22,6 +22,8 @@ PACKAGES=(
   ocl-icd-opencl-dev
   # Training data: IDX reader (zlib for the gzipped files) and Fashion-MNIST.
   zlib1g-dev dataset-fashion-mnist
+  # Fuzzing: clang with libFuzzer and its sanitizer runtimes (fuzz/).
+  clang libclang-rt-14-dev
 )
 
 missing=()

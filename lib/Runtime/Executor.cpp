@@ -96,7 +96,7 @@ llvm::Error Executor::prepare() {
   for (int i = 0; i < program.ops_size(); ++i) {
     const plan::Op &op = program.ops(i);
     std::string where = describeOp(program, i);
-    // An output that cannot fit (a Pad or Expand to a crafted size) is an
+    // An output that cannot fit (a Pad to a crafted size) is an
     // error now, not a failed allocation in the middle of a run.
     for (int32_t v : op.outputs()) {
       const plan::Value &value = program.values(v);

@@ -13,6 +13,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::hps;
@@ -570,15 +571,27 @@ LogicalResult LayerNormOp::verify() {
 // Shape manipulation
 //===----------------------------------------------------------------------===//
 
-/// Product of dims; kDynamic if any is dynamic.
+/// Product of dims; kDynamic if any is dynamic, and when it overflows
+/// (then nothing can be checked against it; ReshapeOp reports it).
 static int64_t product(ArrayRef<int64_t> dims) {
+  if (llvm::any_of(dims, isDyn))
+    return kDyn;
+  if (llvm::is_contained(dims, 0))
+    return 0;
   int64_t p = 1;
-  for (int64_t d : dims) {
-    if (isDyn(d))
+  for (int64_t d : dims)
+    if (llvm::MulOverflow(p, d, p))
       return kDyn;
-    p *= d;
-  }
   return p;
+}
+
+/// Whether the static dims of `dims` multiply without overflowing.
+static bool productFits(ArrayRef<int64_t> dims) {
+  int64_t p = 1;
+  for (int64_t d : dims)
+    if (!isDyn(d) && d != 0 && llvm::MulOverflow(p, d, p))
+      return false;
+  return true;
 }
 
 LogicalResult FlattenOp::verify() {
@@ -612,6 +625,10 @@ LogicalResult ReshapeOp::verify() {
   if (getAllowzero() && inferred >= 0 && llvm::is_contained(target, 0))
     return emitOpError("cannot combine 0 and -1 in 'shape' when 'allowzero' "
                        "is set");
+  if (!productFits(llvm::map_to_vector(
+          target, [](int64_t d) { return d < 0 ? kDyn : d; })))
+    return emitOpError("expects a 'shape' whose element count fits in 64 "
+                       "bits");
   std::optional<Shape> in = rankedShape(getInput());
   if (!in)
     return success();

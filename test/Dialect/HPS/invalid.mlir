@@ -986,6 +986,17 @@ func.func @reshape_value(%x: tensor<2x3x4xf32>) {
 
 // -----
 
+// Found by fuzzing the importer: a shape constant near 2^62 overflowed the
+// element count.
+func.func @reshape_overflow(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'hps.reshape' op expects a 'shape' whose element count fits in 64 bits}}
+  %0 = hps.reshape %x {shape = array<i64: 8, 4611686018427387910>, allowzero = false}
+      : (tensor<2x3x4xf32>) -> tensor<2x12xf32>
+  return
+}
+
+// -----
+
 func.func @reshape_two_inferred(%x: tensor<2x3x4xf32>) {
   // expected-error @+1 {{'hps.reshape' op expects at most one -1 in 'shape'}}
   %0 = hps.reshape %x {shape = array<i64: -1, -1>, allowzero = false}
