@@ -47,6 +47,10 @@ static llvm::StringRef numpyName(llvm::StringRef descr) {
 /// transposed array.
 static void fortranToC(const char *data, const Shape &shape, size_t elemSize,
                        char *out) {
+  // Nothing to copy; and the strides of the other dimensions might
+  // overflow (a header may claim any shape with a 0 in it).
+  if (numElements(shape) == 0)
+    return;
   size_t rank = shape.size();
   std::vector<int64_t> stride(rank, 1), index(rank, 0);
   for (size_t d = 1; d < rank; ++d)

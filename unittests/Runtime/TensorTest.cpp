@@ -1,6 +1,7 @@
 //===- TensorTest.cpp - tensors and ONNX TensorProto conversion -----------===//
 
 #include "heterps/Runtime/Tensor.h"
+#include "heterps/Runtime/NpyFile.h"
 #include "heterps/Runtime/ONNXTensor.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -95,4 +96,19 @@ TEST(Tensor, CreateChecksTheShapeBeforeAllocating) {
                 .find("z (f32[1099511627776, 1024]) needs 4.0 PiB, more "
                       "than the "),
             std::string::npos);
+}
+
+TEST(Tensor, NpyOfZeroElementsWithHugeDimensionsIsEmpty) {
+  // Found by fuzzing: a Fortran-order header whose shape holds a 0 next to
+  // dimensions whose product overflows; the reorder's strides overflowed.
+  std::string header = "{'descr': '<f4', 'fortran_order': True, 'shape': "
+                       "(88888888, 88888888, 88888888, 0, 2), }";
+  header += std::string(118 - 10 - header.size() - 1, ' ') + "\n";
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8) +
+                      char(header.size() & 0xff) + char(header.size() >> 8) +
+                      header;
+  auto t = parseNpy(bytes, "z.npy");
+  ASSERT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
+  EXPECT_EQ(t->numElements(), 0);
+  EXPECT_EQ(t->shape(), (Shape{88888888, 88888888, 88888888, 0, 2}));
 }
