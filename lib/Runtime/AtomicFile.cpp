@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Signals.h"
@@ -97,4 +98,13 @@ llvm::Error heterps::runtime::writeFileAtomically(
   }
   llvm::sys::DontRemoveFileOnSignal(temp);
   return llvm::Error::success();
+}
+
+llvm::Error
+heterps::runtime::writeJsonFileAtomically(llvm::StringRef path,
+                                          const llvm::json::Value &value) {
+  return writeFileAtomically(path, [&](llvm::raw_ostream &os) {
+    os << llvm::formatv("{0:2}", value) << "\n";
+    return llvm::Error::success();
+  });
 }

@@ -273,15 +273,10 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
                       b.getDictionaryAttr(search_));
     }
     if (!save.empty()) {
-      if (llvm::Error err = heterps::runtime::writeFileAtomically(
-              save, [&](llvm::raw_ostream &os) {
-                os << llvm::formatv("{0:2}",
-                                    llvm::json::Value(std::move(saved)))
-                   << "\n";
-                return llvm::Error::success();
-              })) {
+      if (llvm::Error err = heterps::runtime::writeJsonFileAtomically(
+              save, llvm::json::Value(std::move(saved)))) {
         emitError(module.getLoc())
-            << "hps-place: " << save << ": " << llvm::toString(std::move(err));
+            << "hps-place: " << llvm::toString(std::move(err));
         return signalPassFailure();
       }
     }

@@ -774,12 +774,8 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       {"epochs", std::move(epochReports)}};
   if (pipelineReport)
     report["pipeline"] = std::move(*pipelineReport);
-  if (llvm::Error e =
-          writeFileAtomically(run.reportPath, [&](llvm::raw_ostream &os) {
-            os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report)))
-               << "\n";
-            return llvm::Error::success();
-          }))
+  if (llvm::Error e = writeJsonFileAtomically(
+          run.reportPath, llvm::json::Value(std::move(report))))
     return fail("--report: " + llvm::toString(std::move(e)));
   return 0;
 }

@@ -291,12 +291,8 @@ double percentile(std::vector<double> sorted, double p) {
 int writeReport(llvm::json::Object report) {
   if (reportPath.empty())
     return 0;
-  if (llvm::Error e =
-          writeFileAtomically(reportPath, [&](llvm::raw_ostream &os) {
-            os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report)))
-               << "\n";
-            return llvm::Error::success();
-          }))
+  if (llvm::Error e = writeJsonFileAtomically(
+          reportPath, llvm::json::Value(std::move(report))))
     return fail("--report: " + llvm::toString(std::move(e)));
   return 0;
 }
@@ -444,12 +440,8 @@ int writeProfile(const plan::Plan &plan, const std::vector<Tensor> &inputs,
                             {"beta", 1.0},
                             {"b0", batch.getValue()}}}};
   }
-  if (llvm::Error e =
-          writeFileAtomically(profileOut, [&](llvm::raw_ostream &os) {
-            os << llvm::formatv("{0:2}", llvm::json::Value(std::move(profile)))
-               << "\n";
-            return llvm::Error::success();
-          }))
+  if (llvm::Error e = writeJsonFileAtomically(
+          profileOut, llvm::json::Value(std::move(profile))))
     return fail("--profile-out: " + llvm::toString(std::move(e)));
   llvm::outs() << llvm::formatv(
       "{0}: profile of {1} layers ({2}, batch {3}, 1 and {4} threads) "

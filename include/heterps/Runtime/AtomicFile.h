@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace heterps::runtime {
@@ -28,6 +29,11 @@ llvm::Error checkCanReplace(llvm::StringRef path);
 llvm::Error
 writeFileAtomically(llvm::StringRef path,
                     llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write);
+
+/// `value` as JSON indented by 2, with a final newline, written as
+/// writeFileAtomically does (reports, profiles, placements).
+llvm::Error writeJsonFileAtomically(llvm::StringRef path,
+                                    const llvm::json::Value &value);
 
 } // namespace heterps::runtime
 

@@ -55,7 +55,6 @@ llvm::Error TraceRecorder::write(const std::string &path) const {
             return llvm::Error::success();
           }))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "--trace " + path + ": " +
-                                       llvm::toString(std::move(e)));
+                                   "--trace: " + llvm::toString(std::move(e)));
   return llvm::Error::success();
 }
