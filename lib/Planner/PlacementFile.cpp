@@ -12,9 +12,7 @@ using namespace heterps::planner;
 
 static llvm::Error placementError(llvm::StringRef filename,
                                   const llvm::Twine &what) {
-  return llvm::createStringError(
-      llvm::inconvertibleErrorCode(),
-      heterps::printableLine((filename + ": " + what).str()));
+  return heterps::printableError(filename + ": " + what);
 }
 
 llvm::Expected<PlacementFile>

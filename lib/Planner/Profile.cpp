@@ -15,9 +15,7 @@ using namespace heterps::planner;
 
 static llvm::Error profileError(llvm::StringRef filename,
                                 const llvm::Twine &what) {
-  return llvm::createStringError(
-      llvm::inconvertibleErrorCode(),
-      heterps::printableLine((filename + ": " + what).str()));
+  return heterps::printableError(filename + ": " + what);
 }
 
 llvm::Expected<Profile>

@@ -15,8 +15,7 @@
 using namespace heterps::runtime;
 
 static llvm::Error fail(const llvm::Twine &what) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 heterps::printableLine(what.str()));
+  return heterps::printableError(what);
 }
 
 /// Whether `path` (absolute, symbolic links resolved) lies in `dir` (the

@@ -79,8 +79,7 @@ llvm::Expected<Tensor> heterps::runtime::parseNpy(llvm::StringRef bytes,
                                                   llvm::StringRef path) {
   // The header is the file's text: echoed on one line whatever it holds.
   auto fail = [&](const llvm::Twine &what) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   printableLine((path + ": " + what).str()));
+    return printableError(path + ": " + what);
   };
   if (!bytes.starts_with("\x93NUMPY") || bytes.size() < 10)
     return fail("not a .npy file");

@@ -26,10 +26,7 @@ llvm::Expected<Tensor>
 heterps::runtime::tensorFromProto(const TensorProto &proto,
                                   llvm::StringRef modelDir) {
   auto fail = [&](const llvm::Twine &what) {
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        heterps::printableLine(
-            ("tensor '" + proto.name() + "': " + what).str()));
+    return heterps::printableError("tensor '" + proto.name() + "': " + what);
   };
   int32_t type = proto.data_type();
   if (type != TensorProto::FLOAT && type != TensorProto::INT64 &&

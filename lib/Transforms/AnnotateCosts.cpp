@@ -5,7 +5,6 @@
 #include "heterps/Support/PrintableLine.h"
 #include "heterps/Transforms/Passes.h"
 
-#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 
 namespace mlir::hps {
@@ -56,20 +55,15 @@ struct AnnotateCostsPass
       return signalPassFailure();
 
     SmallVector<LayerOpInterface> layers = collectLayers(*func);
-    // A profile of another model (or with a typo) would silently leave the
-    // analytic costs in place.
-    llvm::StringSet<> known;
-    for (LayerOpInterface op : layers)
-      known.insert(layerName(op));
-    for (const auto &entry : measured)
-      if (!known.contains(entry.first)) {
-        emitError(module.getLoc())
-            << "hps-annotate-costs: " << profile << ": layer '"
-            << heterps::printableLine(entry.first, 200)
-            << "' is not in the model (the profile has " << measured.size()
-            << " layers, the model " << layers.size() << ")";
-        return signalPassFailure();
-      }
+    // Else the analytic costs would silently stay in place.
+    if (const std::string *node = firstUnknownLayer(layers, measured)) {
+      emitError(module.getLoc())
+          << "hps-annotate-costs: " << profile << ": layer '"
+          << heterps::printableLine(*node, 200)
+          << "' is not in the model (the profile has " << measured.size()
+          << " layers, the model " << layers.size() << ")";
+      return signalPassFailure();
+    }
 
     Builder b(module.getContext());
     for (LayerOpInterface op : layers) {

@@ -10,8 +10,6 @@
 #include "heterps/Support/PrintableLine.h"
 #include "heterps/Transforms/Passes.h"
 
-#include "llvm/ADT/StringSet.h"
-
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
@@ -190,20 +188,14 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
             << heterps::printableLine(llvm::toString(byNode.takeError()));
         return signalPassFailure();
       }
-      // An entry for a layer the model lacks is a placement for another
-      // model (or a typo), not something to skip silently.
-      llvm::StringSet<> known;
-      for (LayerOpInterface op : layers)
-        known.insert(layerName(op));
-      for (const auto &[node, device] : *byNode)
-        if (!known.contains(node)) {
-          emitError(module.getLoc())
-              << "hps-place: " << placement << ": layer '"
-              << heterps::printableLine(node, 200) << "' is not in the model ("
-              << byNode->size() << " entries, the model has " << layers.size()
-              << " layers)";
-          return signalPassFailure();
-        }
+      if (const std::string *node = firstUnknownLayer(layers, *byNode)) {
+        emitError(module.getLoc())
+            << "hps-place: " << placement << ": layer '"
+            << heterps::printableLine(*node, 200) << "' is not in the model ("
+            << byNode->size() << " entries, the model has " << layers.size()
+            << " layers)";
+        return signalPassFailure();
+      }
       for (LayerOpInterface op : layers) {
         auto it = byNode->find(layerName(op));
         if (it == byNode->end()) {

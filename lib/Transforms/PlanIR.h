@@ -14,6 +14,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::hps {
 
@@ -60,6 +61,21 @@ struct RecordedPlan {
   std::vector<heterps::planner::Stage> stages;
 };
 FailureOr<RecordedPlan> loadRecordedPlan(ModuleOp module, StringRef pass);
+
+/// The first key of `byName` (node name -> anything, from a placement or
+/// profile file) that is no layer of `layers`, or null: a file for another
+/// model, or a typo, is an error rather than entries skipped silently.
+template <typename Map>
+const std::string *firstUnknownLayer(ArrayRef<LayerOpInterface> layers,
+                                     const Map &byName) {
+  llvm::StringSet<> known;
+  for (LayerOpInterface op : layers)
+    known.insert(layerName(op));
+  for (const auto &entry : byName)
+    if (!known.contains(entry.first))
+      return &entry.first;
+  return nullptr;
+}
 
 /// The throughput floor a pass plans for: its `throughput-limit` option
 /// when set (a finite number >= 0; NaN or a negative number written in a

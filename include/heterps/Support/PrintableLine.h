@@ -12,6 +12,8 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/Error.h"
 
 #include <string>
 
@@ -39,6 +41,13 @@ inline std::string printableLine(llvm::StringRef text, size_t maxBytes = 2000) {
   if (i < text.size())
     out += "... (" + std::to_string(text.size() - i) + " more bytes)";
   return out;
+}
+
+/// An error whose message is printableLine(`message`): what every reader of
+/// a file returns when its message quotes the file's contents.
+inline llvm::Error printableError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 printableLine(message.str()));
 }
 
 } // namespace heterps

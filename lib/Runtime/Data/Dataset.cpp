@@ -26,8 +26,7 @@ using namespace heterps::runtime;
 using namespace heterps::runtime::data;
 
 static llvm::Error fail(const llvm::Twine &what) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 printableLine(what.str()));
+  return heterps::printableError(what);
 }
 
 /// The bytes of an IDX file, inflated when gzipped. Decompression stops at

@@ -25,8 +25,7 @@ static constexpr int kFormat = 1;
 /// Messages quote names and settings from the file: one line whatever they
 /// hold.
 static llvm::Error checkpointError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 heterps::printableLine(message.str()));
+  return heterps::printableError(message);
 }
 
 std::string train::checkpointPath(llvm::StringRef dir) {

@@ -38,8 +38,7 @@ char UnsupportedOperatorError::ID = 0;
 /// Every importer error: one printable line, whatever the model's names
 /// hold.
 static llvm::Error makeError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 heterps::printableLine(message.str()));
+  return heterps::printableError(message);
 }
 
 /// First line of an exception text, trimmed: libonnx appends context on
