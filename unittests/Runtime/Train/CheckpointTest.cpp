@@ -3,8 +3,10 @@
 #include "TrainTestModels.h"
 
 #include "heterps/Runtime/Train/Checkpoint.h"
+#include "heterps/Runtime/Train/Checkpoint.pb.h"
 
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/xxhash.h"
 
 #include <fstream>
 
@@ -106,6 +108,64 @@ TEST(Checkpoint, RefusesMissingDamagedAndForeignCheckpoints) {
   std::ofstream(path, std::ios::binary) << bytes.substr(0, 100);
   EXPECT_EQ(refusal(kKey), path + ": damaged (its contents do not match "
                                   "their hash); not resuming");
+}
+
+// A checkpoint whose hash is right but whose state does not fit the model
+// (hand-made, or from the fuzzer): refused before anything is allocated or
+// restored, with the reason.
+TEST(Checkpoint, RefusesStateThatDoesNotFitTheModel) {
+  TempDir dir;
+  MLP mlp = makeMLP(dir.file("mlp.onnx"), /*dropout=*/false);
+  auto trainer = makeTrainer(mlp, adamWithDropout());
+  data::Dataset data = makeData(32, 4);
+  train(*trainer, data, 2); // Adam's moments exist now
+  ASSERT_FALSE(bool(saveCheckpoint(dir.file("ck"), *trainer, kKey, {})));
+  std::string path = checkpointPath(dir.file("ck"));
+  std::string saved = std::string(
+      llvm::cantFail(llvm::errorOrToExpected(llvm::MemoryBuffer::getFile(path)))
+          ->getBuffer());
+  // Edits the inner message, rewrites the file with a matching hash and
+  // returns the refusal.
+  auto refusalAfter = [&](llvm::function_ref<void(Checkpoint &)> edit) {
+    CheckpointFile file;
+    Checkpoint c;
+    EXPECT_TRUE(file.ParseFromString(saved) &&
+                c.ParseFromString(file.checkpoint()));
+    edit(c);
+    file.set_checkpoint(c.SerializeAsString());
+    file.set_xxh3(llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+        reinterpret_cast<const uint8_t *>(file.checkpoint().data()),
+        file.checkpoint().size())));
+    std::ofstream(path, std::ios::binary) << file.SerializeAsString();
+    auto loaded = loadCheckpoint(dir.file("ck"), *trainer, kKey);
+    return loaded ? std::string("loaded") : llvm::toString(loaded.takeError());
+  };
+  EXPECT_EQ(refusalAfter([](Checkpoint &) {}), "loaded");
+  EXPECT_EQ(refusalAfter([](Checkpoint &c) {
+              CheckpointTensor &m =
+                  *c.mutable_optimizer_slots(0)->mutable_first();
+              m.clear_dims();
+              m.add_dims(1);
+              m.set_data(std::string(4, '\0'));
+            }),
+            path + ": the optimizer state of 'w1' is f32[1], the weight f32[8, "
+                   "4]; not resuming");
+  EXPECT_EQ(refusalAfter([](Checkpoint &c) {
+              CheckpointTensor &m = *c.mutable_weights(0);
+              m.clear_dims();
+              m.add_dims(int64_t(1) << 62);
+              m.add_dims(8);
+            }),
+            path + ": tensor 'w1' has 128 bytes for f32[4611686018427387904, "
+                   "8] (shape [4611686018427387904, 8] has more elements than "
+                   "fit in 64 bits); not resuming");
+  EXPECT_EQ(refusalAfter([](Checkpoint &c) { c.set_epoch(-1); }),
+            path + ": its progress counters are out of range (epoch -1, batch "
+                   "0, step 0); not resuming");
+  EXPECT_EQ(
+      refusalAfter([](Checkpoint &c) { c.set_optimizer("adam\nline two"); }),
+      path + ": it was written with --optimizer adam\\nline two, this "
+             "run has adam; not resuming");
 }
 
 } // namespace
