@@ -2,7 +2,6 @@
 
 #include "heterps/Runtime/Executor.h"
 
-#include "Fusion.h"
 #include "heterps/Runtime/MemoryLimit.h"
 #include "heterps/Runtime/NonFinite.h"
 #include "heterps/Runtime/Plan.h"
@@ -34,22 +33,15 @@ static bool matches(const Tensor &t, const plan::Value &v) {
 }
 
 Executor::Executor(plan::Plan plan, WeightMap weights, ExecutorOptions options,
-                   bool passNaN)
-    : program(std::move(plan)), options(options),
-      cpu(CPUBackendOptions{options.numThreads, options.autotune, passNaN}) {
+                   std::unique_ptr<Devices> devices)
+    : program(std::move(plan)), options(options), devices(std::move(devices)) {
   if (options.propagateNaN) {
     source = program;
-    sourceWeights = weights; // shares the buffers: fusion copies, never edits
+    sourceWeights = weights; // shares the buffers: rewrites copy, never edit
     nonFiniteWeights = llvm::any_of(
         weights, [](const auto &entry) { return hasNonFinite(entry.second); });
   }
-  foldBatchNorms(program, weights);
-  if (options.fuse) {
-    fusePads(program, weights);
-    fuseResidualAdds(program);
-    fuseActivations(program);
-    fuseDepthwiseConvs(program, weights);
-  }
+  this->devices->rewriteForInference(program, weights);
   constants.resize(program.values_size());
   for (auto &[index, tensor] : weights)
     constants[index] = std::move(tensor);
@@ -79,23 +71,30 @@ Executor::create(const plan::Plan &plan, WeightMap weights,
       return runError("plan: no tensor was supplied for weight value " +
                       llvm::Twine(w.value()) + " ('" +
                       plan.values(w.value()).name() + "')");
-  std::unique_ptr<Executor> executor(
-      new Executor(plan, std::move(weights), std::move(options)));
+  return make(plan, std::move(weights), std::move(options), /*passNaN=*/false);
+}
+
+llvm::Expected<std::unique_ptr<Executor>>
+Executor::make(const plan::Plan &plan, WeightMap weights,
+               ExecutorOptions options, bool passNaN) {
+  DeviceOptions deviceOptions;
+  deviceOptions.backend = BackendOptions{options.numThreads, options.autotune,
+                                         passNaN, options.fuse && !passNaN};
+  deviceOptions.cpuDeviceTypes = options.cpuDeviceTypes;
+  deviceOptions.emulateMissingDevices = options.emulateMissingDevices;
+  auto devices = Devices::create(plan, deviceOptions);
+  if (!devices)
+    return devices.takeError();
+  std::unique_ptr<Executor> executor(new Executor(
+      plan, std::move(weights), std::move(options), std::move(*devices)));
   if (llvm::Error e = executor->prepare())
-    return e;
+    return std::move(e);
   return executor;
 }
 
 llvm::Error Executor::prepare() {
-  auto missing = devicesToEmulate(program, options.cpuDeviceTypes,
-                                  options.emulateMissingDevices);
-  if (!missing)
-    return missing.takeError();
-  emulated = std::move(*missing);
-  std::vector<int> lastUse(program.values_size(), -1);
   for (int i = 0; i < program.ops_size(); ++i) {
     const plan::Op &op = program.ops(i);
-    std::string where = describeOp(program, i);
     // An output that cannot fit (a Pad to a crafted size) is an
     // error now, not a failed allocation in the middle of a run.
     for (int32_t v : op.outputs()) {
@@ -106,34 +105,101 @@ llvm::Error Executor::prepare() {
       DType type = value.dtype() == plan::INT64 ? DType::I64 : DType::F32;
       llvm::Expected<uint64_t> bytes = checkedByteSize(dims, dtypeSize(type));
       if (!bytes)
-        return runError(where +
+        return runError(describeOp(program, i) +
                         ": its output: " + llvm::toString(bytes.takeError()));
       if (llvm::Error e =
               checkFitsInMemory(*bytes, "its output " + valueType(value)))
-        return runError(where + ": " + llvm::toString(std::move(e)));
+        return runError(describeOp(program, i) + ": " +
+                        llvm::toString(std::move(e)));
     }
+  }
+  if (llvm::Error e = placeValues())
+    return e;
+  int numSlots = static_cast<int>(constants.size());
+  std::vector<int> lastUse(numSlots, -1);
+  for (int i = 0; i < program.ops_size(); ++i) {
+    const plan::Op &op = program.ops(i);
     std::vector<const Tensor *> opConstants;
-    for (int32_t v : op.inputs()) {
+    for (int32_t v : args[i]) {
       opConstants.push_back(v >= 0 && !constants[v].isNull() ? &constants[v]
                                                              : nullptr);
       if (v >= 0)
         lastUse[v] = i;
     }
+    for (const Copy &copy : copiesBefore[i])
+      lastUse[copy.from] = std::max(lastUse[copy.from], i);
     llvm::Expected<std::unique_ptr<Kernel>> kernel =
-        cpu.createKernel(OpInfo(op, std::move(opConstants)));
+        devices->of(op).createKernel(OpInfo(op, std::move(opConstants)));
     if (!kernel)
-      return runError(where + ": " + llvm::toString(kernel.takeError()));
+      return runError(describeOp(program, i) + ": " +
+                      llvm::toString(kernel.takeError()));
     kernels.push_back(std::move(*kernel));
   }
-  std::vector<bool> keep(program.values_size(), false);
+  std::vector<bool> keep(numSlots, false);
   for (const plan::Binding &b : program.outputs())
     keep[b.value()] = true;
-  releaseAfter.resize(program.ops_size());
-  for (int v = 0; v < program.values_size(); ++v)
+  releaseAfter.assign(program.ops_size(), {});
+  for (int v = 0; v < numSlots; ++v)
     if (lastUse[v] >= 0 && !keep[v] && constants[v].isNull())
       releaseAfter[lastUse[v]].push_back(v);
   planInPlaceJoins();
   return llvm::Error::success();
+}
+
+// Values live where they are made: graph inputs and weights in host memory,
+// an op's outputs in its backend's. An op on another device reads a copy,
+// made once per value and memory space: weights now, activations on every
+// run just before their first reader there.
+llvm::Error Executor::placeValues() {
+  MemorySpace &host = MemorySpace::host();
+  std::vector<MemorySpace *> home(program.values_size(), &host);
+  std::map<std::pair<int32_t, MemorySpace *>, int32_t> copySlot;
+  args.assign(program.ops_size(), {});
+  copiesBefore.assign(program.ops_size(), {});
+  for (int i = 0; i < program.ops_size(); ++i) {
+    const plan::Op &op = program.ops(i);
+    MemorySpace *space = &devices->of(op).memory();
+    for (int32_t v : op.inputs()) {
+      if (v < 0 || home[v] == space) {
+        args[i].push_back(v);
+        continue;
+      }
+      auto [it, added] = copySlot.try_emplace({v, space}, constants.size());
+      args[i].push_back(it->second);
+      if (!added)
+        continue;
+      constants.emplace_back();
+      if (constants[v].isNull()) {
+        copiesBefore[i].push_back({v, it->second, space});
+        continue;
+      }
+      llvm::Expected<Tensor> moved = devices->moveTo(constants[v], *space);
+      if (!moved)
+        return runError(describeOp(program, i) + ": moving weight '" +
+                        program.values(v).name() + "' to " + space->name() +
+                        ": " + llvm::toString(moved.takeError()));
+      constants.back() = std::move(*moved);
+    }
+    for (int32_t v : op.outputs())
+      home[v] = space;
+  }
+  outputsOnDevice = 0;
+  for (const plan::Binding &b : program.outputs())
+    outputsOnDevice += home[b.value()] != &host;
+  return llvm::Error::success();
+}
+
+int64_t Executor::counter(llvm::StringRef name) const {
+  std::map<std::string, int64_t> all = devices->counters();
+  auto it = all.find(name.str());
+  return it == all.end() ? 0 : it->second;
+}
+
+int Executor::transfersPerRun() const {
+  int n = outputsOnDevice;
+  for (const auto &copies : copiesBefore)
+    n += static_cast<int>(copies.size());
+  return n;
 }
 
 // A Concat copies its inputs into its output. Where the producer of an input
@@ -156,7 +222,8 @@ void Executor::planInPlaceJoins() {
     int first = c;
     for (int k = 0; k < op.inputs_size(); ++k) {
       int32_t v = op.inputs(k);
-      if (v < 0 || claimed[v] || producer[v] < 0 ||
+      // A value copied from another device is no producer's output.
+      if (v < 0 || args[c][k] != v || claimed[v] || producer[v] < 0 ||
           !kernels[producer[v]]->fillsOfferedOutputs() ||
           llvm::count(op.inputs(), v) != 1)
         continue;
@@ -228,17 +295,15 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
       ExecutorOptions unfused = options;
       unfused.fuse = false;
       unfused.propagateNaN = false;
-      nanPassing.reset(new Executor(source, std::move(*weights), unfused,
-                                    /*passNaN=*/true));
-      if (llvm::Error e = nanPassing->prepare()) {
-        nanPassing.reset();
-        return e;
-      }
+      auto made = make(source, std::move(*weights), unfused, /*passNaN=*/true);
+      if (!made)
+        return made.takeError();
+      nanPassing = std::move(*made);
     }
     return nanPassing->run(inputs);
   }
-  cpu.enterThread();
-  std::vector<Tensor> values(program.values_size());
+  devices->enterThread();
+  std::vector<Tensor> values(constants.size());
   for (int i = 0; i < program.inputs_size(); ++i) {
     if (llvm::Error e = checkInput(i, inputs[i]))
       return e;
@@ -248,14 +313,31 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
     return constants[v].isNull() ? values[v] : constants[v];
   };
 
-  std::vector<const Tensor *> args;
+  std::vector<const Tensor *> opArgs;
   std::vector<Tensor> plainArgs, lastReads, results;
+  std::vector<Completion> copying;
   // Per value, the destination offered to the op computing it (see
   // planInPlaceJoins): a join's output, or the part of it a join input is.
   std::vector<Tensor> offered(program.values_size());
   for (int i = 0; i < program.ops_size(); ++i) {
     const plan::Op &op = program.ops(i);
     Kernel &kernel = *kernels[i];
+    copying.clear();
+    for (const Copy &copy : copiesBefore[i]) {
+      llvm::Expected<Transfer> moving =
+          devices->transfer(values[copy.from], *copy.space);
+      if (!moving)
+        return runError(describeOp(program, i) + ": copying its input '" +
+                        program.values(copy.from).name() + "' to " +
+                        copy.space->name() + ": " +
+                        llvm::toString(moving.takeError()));
+      values[copy.to] = std::move(moving->tensor);
+      copying.push_back(std::move(moving->done));
+    }
+    for (const Completion &done : copying)
+      if (llvm::Error e = done.wait())
+        return runError(describeOp(program, i) + ": " +
+                        llvm::toString(std::move(e)));
     for (const InPlaceJoin &join : joinsBefore[i]) {
       std::optional<JoinDestinations> d = kernels[join.op]->joinDestinations();
       const plan::Op &joinOp = program.ops(join.op);
@@ -265,7 +347,7 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
       for (int k : join.inputs)
         offered[joinOp.inputs(k)] = std::move(d->inputs[k]);
     }
-    args.clear();
+    opArgs.clear();
     plainArgs.assign(op.inputs_size(), Tensor());
     // The values this op reads last move out of `values`: the kernel then
     // holds their only reference and may reuse their buffers (a summed Conv
@@ -274,7 +356,7 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
     for (int32_t v : releaseAfter[i])
       lastReads.push_back(std::move(values[v]));
     for (int k = 0; k < op.inputs_size(); ++k) {
-      int32_t v = op.inputs(k);
+      int32_t v = args[i][k];
       const Tensor *t = nullptr;
       if (v >= 0) {
         auto dying = llvm::find(releaseAfter[i], v);
@@ -290,7 +372,7 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
         plainArgs[k] = std::move(*plain);
         t = &plainArgs[k];
       }
-      args.push_back(t);
+      opArgs.push_back(t);
     }
     results.assign(op.outputs_size(), Tensor());
     if (kernel.fillsOfferedOutputs() || kernel.joinsInputs())
@@ -298,7 +380,7 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
         results[k] = std::move(offered[op.outputs(k)]);
     auto start = std::chrono::steady_clock::now();
     if (llvm::Error e =
-            catchOutOfMemory([&] { return kernel.run(args, results); }))
+            catchOutOfMemory([&] { return kernel.run(opArgs, results); }))
       return runError(describeOp(program, i) + ": " +
                       llvm::toString(std::move(e)));
     if (options.timeOps) {
@@ -316,7 +398,10 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
 
   std::vector<Tensor> outputs;
   for (const plan::Binding &b : program.outputs()) {
-    llvm::Expected<Tensor> plain = lookup(b.value()).toPlain();
+    llvm::Expected<Tensor> plain =
+        devices->moveTo(lookup(b.value()), MemorySpace::host());
+    if (plain)
+      plain = plain->toPlain();
     if (!plain)
       return runError("output '" + b.name() +
                       "': " + llvm::toString(plain.takeError()));

@@ -1,4 +1,4 @@
-//===- KernelRegistry.cpp - kernels, backends and the kernel registry -----===//
+//===- KernelRegistry.cpp - kernels and the kernel registry ---------------===//
 
 #include "heterps/Runtime/Kernel.h"
 
@@ -7,7 +7,6 @@
 using namespace heterps::runtime;
 
 Kernel::~Kernel() = default;
-Backend::~Backend() = default;
 
 llvm::Error OpInfo::checkArity(int minIn, int maxIn, int outputs) const {
   auto fail = [](const llvm::Twine &what) {
@@ -44,15 +43,4 @@ std::vector<std::string> KernelRegistry::opTypes() const {
     types.push_back(entry.getKey().str());
   llvm::sort(types);
   return types;
-}
-
-llvm::Expected<std::unique_ptr<Kernel>>
-Backend::createKernel(const OpInfo &info) {
-  const KernelFactory *factory = kernels().lookup(info.op.type());
-  if (!factory)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "op type '" + info.op.type() +
-                                       "' is not supported by the " + name() +
-                                       " backend");
-  return (*factory)(info);
 }

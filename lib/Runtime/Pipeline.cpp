@@ -19,7 +19,8 @@ namespace {
 /// which push() refuses and pop() drains what is left.
 template <typename T> class BoundedQueue {
 public:
-  explicit BoundedQueue(size_t capacity) : capacity(std::max<size_t>(1, capacity)) {}
+  explicit BoundedQueue(size_t capacity)
+      : capacity(std::max<size_t>(1, capacity)) {}
 
   bool push(T item) {
     std::unique_lock<std::mutex> lock(mutex);
@@ -95,10 +96,9 @@ PipelineExecutor::create(const plan::Plan &plan, PipelineOptions options) {
     weights.insert(w.value());
   std::vector<std::pair<int, int>> ranges = stageRanges(plan);
   if (!options.replicas.empty() && options.replicas.size() != ranges.size())
-    return pipelineError("replicas given for " +
-                         llvm::Twine(options.replicas.size()) +
-                         " stages, but the plan has " +
-                         llvm::Twine(ranges.size()));
+    return pipelineError(
+        "replicas given for " + llvm::Twine(options.replicas.size()) +
+        " stages, but the plan has " + llvm::Twine(ranges.size()));
 
   // needLater[s]: values that ops from stage s on, or the graph outputs, read.
   std::vector<std::set<int32_t>> needLater(ranges.size() + 1);
@@ -128,6 +128,7 @@ PipelineExecutor::create(const plan::Plan &plan, PipelineOptions options) {
     sub.set_version(plan.version());
     sub.set_model_path(plan.model_path());
     *sub.mutable_values() = plan.values();
+    *sub.mutable_device_types() = plan.device_types();
     for (int32_t v : consumed)
       if (!produced.count(v)) {
         stage->inputIds.push_back(v);
@@ -173,10 +174,9 @@ llvm::Expected<std::vector<std::vector<Tensor>>>
 PipelineExecutor::run(const std::vector<std::vector<Tensor>> &stream) {
   for (size_t i = 0; i < stream.size(); ++i)
     if (static_cast<int>(stream[i].size()) != program.inputs_size())
-      return pipelineError("batch " + llvm::Twine(i) + " has " +
-                           llvm::Twine(stream[i].size()) +
-                           " inputs, the plan takes " +
-                           llvm::Twine(program.inputs_size()));
+      return pipelineError(
+          "batch " + llvm::Twine(i) + " has " + llvm::Twine(stream[i].size()) +
+          " inputs, the plan takes " + llvm::Twine(program.inputs_size()));
   size_t numStages = stages.size();
   std::vector<std::unique_ptr<BoundedQueue<Item>>> queues;
   for (size_t s = 0; s < numStages; ++s)

@@ -3,6 +3,7 @@
 #include "heterps/Runtime/Plan.h"
 
 #include "heterps/Runtime/Tensor.h"
+#include "heterps/Support/PrintableLine.h"
 
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -207,6 +208,15 @@ llvm::Error PlanVerifier::verifyOps() {
       return fail("stage " + llvm::Twine(s) + " has " +
                   llvm::Twine(plan.stages(s).replicas()) +
                   " replicas (at least 1 is needed)");
+  llvm::StringSet<> typeNames;
+  for (const plan::DeviceType &t : plan.device_types()) {
+    if (t.kind().empty())
+      return fail("device type '" + heterps::printableLine(t.name()) +
+                  "' has no kind");
+    if (!typeNames.insert(t.name()).second)
+      return fail("device type '" + heterps::printableLine(t.name()) +
+                  "' is listed twice");
+  }
   return llvm::Error::success();
 }
 
@@ -302,27 +312,4 @@ llvm::Error heterps::runtime::savePlan(const plan::Plan &plan,
     return planError(path, "cannot write plan: " + ec.message());
   os << bytes;
   return llvm::Error::success();
-}
-
-llvm::Expected<std::vector<std::string>>
-heterps::runtime::devicesToEmulate(const plan::Plan &plan,
-                                   llvm::ArrayRef<std::string> cpuTypes,
-                                   bool emulate) {
-  std::vector<std::string> emulated;
-  for (int i = 0; i < plan.ops_size(); ++i) {
-    const std::string &device = plan.ops(i).device();
-    if (device.empty() || device == "cpu" ||
-        llvm::is_contained(cpuTypes, device) ||
-        llvm::is_contained(emulated, device))
-      continue;
-    if (!emulate)
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          describeOp(plan, i) + " is placed on device type '" + device +
-              "', which is not a CPU type, and this runtime has only its CPU "
-              "backend (heterps-run --emulate-missing-devices runs it on the "
-              "CPU)");
-    emulated.push_back(device);
-  }
-  return emulated;
 }

@@ -5,6 +5,7 @@
 #include "heterps/Runtime/MemoryLimit.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/ErrorHandling.h"
 
 #include <cassert>
 #include <cstdlib>
@@ -68,6 +69,26 @@ Tensor::Tensor(DType type, Shape shape)
 Tensor::Tensor(DType type, Shape shape, std::shared_ptr<const Layout> layout)
     : type(type), dims(std::move(shape)), size(layout->bytes()),
       buffer(allocate(size)), layoutPtr(std::move(layout)) {}
+
+Tensor::Tensor(DType type, Shape shape, MemorySpace &space)
+    : type(type), dims(std::move(shape)),
+      size(runtime::numElements(dims) * dtypeSize(type)),
+      buffer(space.allocate(size)),
+      spacePtr(space.isHost() ? nullptr : &space) {}
+
+void Tensor::failHostAccess() const {
+  llvm::report_fatal_error(llvm::Twine("host code accessed tensor ") +
+                               typeString() + ", which lives in " +
+                               spacePtr->name() +
+                               " memory: a transfer (Backend::copy) is missing",
+                           /*gen_crash_diag=*/false);
+}
+
+Tensor Tensor::viewIn(MemorySpace &space) const {
+  Tensor view = *this;
+  view.spacePtr = space.isHost() ? nullptr : &space;
+  return view;
+}
 
 llvm::Expected<Tensor> Tensor::create(DType type, Shape shape,
                                       const llvm::Twine &what) {
@@ -146,15 +167,16 @@ llvm::Expected<Tensor> Tensor::toLayoutOf(const Tensor &other) const {
 }
 
 Tensor Tensor::clone() const {
+  checkHostAccess();
   Tensor copy = *this;
-  copy.buffer = allocate(size);
+  copy.buffer = space().allocate(size);
   std::memcpy(copy.buffer.get(), buffer.get(), size);
   return copy;
 }
 
 Tensor Tensor::uninitialisedLike() const {
   Tensor fresh = *this;
-  fresh.buffer = allocate(size);
+  fresh.buffer = space().allocate(size);
   return fresh;
 }
 
@@ -162,5 +184,7 @@ std::string Tensor::typeString() const {
   std::string s = std::string(dtypeName(type)) + shapeToString(dims);
   if (layoutPtr)
     s += " (" + layoutPtr->describe() + ")";
+  if (spacePtr)
+    s += " on " + spacePtr->name();
   return s;
 }

@@ -58,6 +58,18 @@ public:
     if (auto source =
             module->getAttrOfType<StringAttr>(HPSDialect::kSourceAttrName))
       result.set_model_path(source.str());
+    // The kind of each device type picks the backend that runs its ops.
+    if (module->hasAttr(HPSDialect::kClusterAttrName)) {
+      FailureOr<heterps::planner::ClusterSpec> spec =
+          loadRecordedSpec(module, "hps-lower-to-runtime");
+      if (failed(spec))
+        return failure();
+      for (const heterps::planner::DeviceType &t : spec->deviceTypes) {
+        plan::DeviceType *type = result.add_device_types();
+        type->set_name(t.name);
+        type->set_kind(t.kind);
+      }
+    }
     for (BlockArgument arg : func.getArguments()) {
       auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                     HPSDialect::kNameAttrName);

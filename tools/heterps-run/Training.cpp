@@ -365,6 +365,7 @@ createPipeline(const plan::Plan &plan, WeightMap weights,
   options.serverShards = serverShards;
   options.numThreads = trainer.numThreads;
   options.seed = trainer.seed;
+  options.emulateMissingDevices = trainer.emulateMissingDevices;
   options.loss = trainer.loss;
   options.optimizer = trainer.optimizer;
   options.frozen = trainer.frozen;
@@ -438,6 +439,15 @@ llvm::json::Object reportPipeline(const pipeline::PipelineTrainer &trainer,
 
 bool tools::trainingRequested() { return trainFlag; }
 
+void tools::noteEmulatedDevice(const plan::Plan &plan,
+                               llvm::StringRef deviceType,
+                               llvm::StringRef verb) {
+  std::string kind = runtime::deviceKind(plan, deviceType);
+  llvm::errs() << kTool << ": note: ops placed on '" << deviceType << "'"
+               << (kind.empty() ? "" : " (kind " + kind + ")") << " " << verb
+               << " on the emulated device (--emulate-missing-devices)\n";
+}
+
 int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
   if (dataSpec.empty())
     return fail("--train needs --data SPEC");
@@ -457,16 +467,17 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
     if (!file->empty())
       if (llvm::Error e = checkCanReplace(*file))
         return fail("--" + file->ArgStr + ": " + llvm::toString(std::move(e)));
-  auto emulated = devicesToEmulate(plan, {}, run.emulateMissingDevices);
-  if (!emulated)
-    return fail(run.modelPath + ": " + llvm::toString(emulated.takeError()));
-  for (const std::string &device : *emulated)
-    llvm::errs() << kTool << ": note: ops placed on '" << device
-                 << "' train on the CPU backend (--emulate-missing-devices)\n";
+  auto devices = runtime::Devices::create(
+      plan, trainingDevices(run.threads, run.emulateMissingDevices));
+  if (!devices)
+    return fail(run.modelPath + ": " + llvm::toString(devices.takeError()));
+  for (const std::string &device : (*devices)->emulated())
+    noteEmulatedDevice(plan, device, "train");
   int64_t batch = run.batch > 0 ? run.batch : 32;
   TrainerOptions options;
   options.numThreads = run.threads;
   options.seed = seed;
+  options.emulateMissingDevices = run.emulateMissingDevices;
   auto loss = parseLoss(lossOption);
   if (!loss)
     return fail("--loss: " + llvm::toString(loss.takeError()));

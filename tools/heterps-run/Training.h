@@ -23,10 +23,15 @@ struct TrainingRun {
   /// --batch, or 0 when not given.
   int64_t batch = 0;
   std::string reportPath;
-  /// --emulate-missing-devices: ops placed on device types this machine
-  /// lacks train on the CPU (else they are an error).
+  /// --emulate-missing-devices: ops placed on device kinds this runtime
+  /// has no backend for train on the emulated device (else an error).
   bool emulateMissingDevices = false;
 };
+
+/// Notes on stderr that ops placed on `deviceType` `verb` ("run",
+/// "train") on the emulated device.
+void noteEmulatedDevice(const runtime::plan::Plan &plan,
+                        llvm::StringRef deviceType, llvm::StringRef verb);
 
 /// Trains `plan` as the training options say; prints progress and the
 /// per-epoch table, writes the report and the trained model. Returns the

@@ -76,8 +76,9 @@ cl::opt<int> iterations("iterations", cl::desc("Timed runs (default 10)"),
                         cl::init(10), cl::cat(category));
 cl::opt<bool> emulateMissing(
     "emulate-missing-devices",
-    cl::desc("Run ops placed on device types other than the CPU's (no GPU "
-             "backend yet) on the CPU backend"),
+    cl::desc("Run ops placed on device kinds this runtime has no backend "
+             "for (no GPU backend yet) on the emulated device: a memory "
+             "space of its own, with transfers where stages change device"),
     cl::cat(category));
 cl::opt<bool> deterministic(
     "deterministic",
@@ -591,8 +592,7 @@ static int runTool(int argc, char **argv) {
   if (!executor)
     return fail(modelPath + ": " + llvm::toString(executor.takeError()));
   for (const std::string &device : (*executor)->emulatedDevices())
-    llvm::errs() << kTool << ": note: ops placed on '" << device
-                 << "' run on the CPU backend (--emulate-missing-devices)\n";
+    heterps::tools::noteEmulatedDevice(*plan, device, "run");
 
   // Inputs from files, by name.
   std::map<std::string, Tensor> inputs;

@@ -8,7 +8,7 @@
 #include "PlanBuilder.h"
 #include "Reference.h"
 
-#include "heterps/Runtime/CPU/CPUBackend.h"
+#include "heterps/Runtime/Backends/CPU/CPUBackend.h"
 #include "heterps/Runtime/Executor.h"
 
 #include <cmath>
@@ -152,7 +152,7 @@ TEST_F(KernelTest, SummedConvReusesAnAddendItOwnsAlone) {
   b.output("y", b.op("Conv", {xi, b.weight("w", w), -1, si}, {1, 16, 6, 6},
                      Attrs().ints("pads", {1, 1, 1, 1})));
   plan::Plan plan = b.build();
-  CPUBackend backend(CPUBackendOptions{0, /*autotune=*/false});
+  CPUBackend backend(BackendOptions{0, /*autotune=*/false});
   OpInfo info(plan.ops(0), {nullptr, &w, nullptr, nullptr});
   auto kernel = backend.createKernel(info);
   ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());

@@ -2,17 +2,20 @@
 //
 // Runs a plan's ops one after the other in the calling thread: the building
 // block of the pipelined executor (one per stage worker). Creating an
-// executor loads the weights, applies load-time fusions and creates every
+// executor loads the weights, picks a backend per op from its device's kind
+// (Devices.h), applies each backend's plan rewrites and creates every
 // kernel, so unsupported ops and bad attributes fail before the first run.
+// Where a value crosses from one device's memory to another's, the
+// executor copies it (weights once, when created; activations on every
+// run); inputs and outputs are host tensors.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef HETERPS_RUNTIME_EXECUTOR_H
 #define HETERPS_RUNTIME_EXECUTOR_H
 
-#include "heterps/Runtime/CPU/CPUBackend.h"
+#include "heterps/Runtime/Devices.h"
 #include "heterps/Runtime/Plan.pb.h"
-#include "heterps/Runtime/Weights.h"
 
 #include <map>
 #include <memory>
@@ -21,25 +24,25 @@
 namespace heterps::runtime {
 
 struct ExecutorOptions {
-  /// Threads per kernel on the CPU backend (0: OpenMP's default).
+  /// Threads per kernel (0: the device's default).
   int numThreads = 0;
-  /// Device type names that are this machine's CPU, besides "" and "cpu".
+  /// Device type names that are this machine's CPU, besides "" and "cpu",
+  /// for plans that do not give kinds.
   std::vector<std::string> cpuDeviceTypes;
-  /// Run ops placed on device types this machine lacks on the CPU backend
-  /// (otherwise they are an error).
+  /// Run ops placed on device kinds no backend serves on the emulated
+  /// device (otherwise they are an error).
   bool emulateMissingDevices = false;
-  /// Fuse residual Adds and activations into the Conv feeding them (batch
-  /// norms after a Conv with constant weights are always folded).
+  /// The backends' optional rewrites (BackendOptions::fuse).
   bool fuse = true;
-  /// CPUBackendOptions::autotune.
+  /// BackendOptions::autotune.
   bool autotune = true;
   /// Time every op of every run (opSeconds()).
   bool timeOps = false;
-  /// Pass NaN on through Relu, Clip and MaxPool as ONNX does. oneDNN's
-  /// kernels (and the activations fused into a Conv) turn NaN into 0; a run
-  /// whose inputs or weights hold NaN or infinities therefore goes through
-  /// an unfused copy of the plan whose kernels put the NaNs back. Other runs
-  /// pay a scan of their inputs.
+  /// Pass NaN on through Relu, Clip and MaxPool as ONNX does. Device
+  /// kernels (and activations fused into a Conv) may turn NaN into 0; a
+  /// run whose inputs or weights hold NaN or infinities therefore goes
+  /// through an unfused copy of the plan on backends made with
+  /// BackendOptions::propagateNaN. Other runs pay a scan of their inputs.
   bool propagateNaN = true;
 };
 
@@ -64,29 +67,54 @@ public:
 
   /// The plan as executed (after fusion).
   const plan::Plan &plan() const { return program; }
-  /// Device types whose ops run emulated on the CPU.
-  const std::vector<std::string> &emulatedDevices() const { return emulated; }
-  PrimitiveCacheStats cacheStats() const { return cpu.cacheStats(); }
+  /// Device types whose ops run on the emulated device.
+  const std::vector<std::string> &emulatedDevices() const {
+    return devices->emulated();
+  }
+  /// The backends' counter `name` (Backend::counters), summed.
+  int64_t counter(llvm::StringRef name) const;
+  /// Transfers between memory spaces per run (activations; weights moved
+  /// once are not counted).
+  int transfersPerRun() const;
   /// With ExecutorOptions::timeOps: seconds each op of plan() took, summed
   /// over the runs so far.
   const std::vector<double> &opSeconds() const { return opTimes; }
 
 private:
-  /// `passNaN`: the executor propagateNaN sends non-finite runs to.
+  /// `devices` serve the plan, whose rewrites have not run yet.
   Executor(plan::Plan plan, WeightMap weights, ExecutorOptions options,
-           bool passNaN = false);
+           std::unique_ptr<Devices> devices);
+  /// Creates and prepares an executor; `passNaN`: the one propagateNaN
+  /// sends non-finite runs to.
+  static llvm::Expected<std::unique_ptr<Executor>> make(const plan::Plan &plan,
+                                                        WeightMap weights,
+                                                        ExecutorOptions options,
+                                                        bool passNaN);
   llvm::Error prepare();
+  llvm::Error placeValues();
   void planInPlaceJoins();
   llvm::Error checkInput(int index, const Tensor &t) const;
   llvm::Error checkOutput(int op, const Tensor &t, int32_t value) const;
 
   plan::Plan program;
   ExecutorOptions options;
-  CPUBackend cpu;
-  /// Per value: the weight tensor, or null.
+  std::unique_ptr<Devices> devices;
+  /// Per slot: the weight tensor, or null. Slots are the plan's values,
+  /// then copies of values in other memory spaces.
   std::vector<Tensor> constants;
+  /// Per op: the slots it reads (a value, or its copy in the op's memory).
+  std::vector<std::vector<int32_t>> args;
+  /// A value copied into another memory space before an op.
+  struct Copy {
+    int32_t from, to;
+    MemorySpace *space;
+  };
+  /// Per op: the copies it needs first.
+  std::vector<std::vector<Copy>> copiesBefore;
+  /// Graph outputs that a run copies back from a device.
+  int outputsOnDevice = 0;
   std::vector<std::unique_ptr<Kernel>> kernels;
-  /// Per op: values whose last use it is.
+  /// Per op: slots whose last use it is.
   std::vector<std::vector<int32_t>> releaseAfter;
   /// A join (Concat) some of whose inputs may be computed in its output: the
   /// op and the input positions whose producers fill offered outputs.
@@ -97,7 +125,6 @@ private:
   /// Per op: the joins whose destinations are asked for before it runs
   /// (it is the first of their producers).
   std::vector<std::vector<InPlaceJoin>> joinsBefore;
-  std::vector<std::string> emulated;
   std::vector<double> opTimes;
 
   /// ExecutorOptions::propagateNaN: the plan and weights as given (none when

@@ -1,7 +1,7 @@
-//===- Kernel.h - kernels, backends and the kernel registry -----*- C++ -*-===//
+//===- Kernel.h - kernels and the kernel registry ---------------*- C++ -*-===//
 //
-// A backend (the oneDNN CPU backend, later CUDA) turns each plan op into a
-// Kernel through its KernelRegistry, keyed by op type. A kernel reads its
+// A backend (Backend.h) turns each plan op into a Kernel through its
+// KernelRegistry, keyed by op type. A kernel reads its
 // attributes once, when created, and is then run on every batch; it may cache
 // per-shape state (oneDNN primitives), so one kernel object is used by one
 // thread at a time.
@@ -96,18 +96,6 @@ public:
 
 private:
   llvm::StringMap<KernelFactory> factories;
-};
-
-/// A device backend: creates kernels and sets up the threads that run them.
-class Backend {
-public:
-  virtual ~Backend();
-  virtual llvm::StringRef name() const = 0;
-  virtual const KernelRegistry &kernels() const = 0;
-  /// Creates the kernel for `info.op`; an unsupported op type is an error.
-  llvm::Expected<std::unique_ptr<Kernel>> createKernel(const OpInfo &info);
-  /// Called in a thread before it runs kernels (thread counts are set here).
-  virtual void enterThread() {}
 };
 
 } // namespace heterps::runtime

@@ -40,14 +40,6 @@ std::string describeOp(const plan::Plan &plan, int index);
 /// "'image', 'mask'": the plan's input names, for messages.
 std::string describeInputs(const plan::Plan &plan);
 
-/// The device types the plan's ops are placed on that are not this
-/// machine's CPU ("", "cpu" or one of `cpuTypes`), in order of first use.
-/// Unless `emulate` (run them on the CPU), the first op placed on one is an
-/// error naming it.
-llvm::Expected<std::vector<std::string>>
-devicesToEmulate(const plan::Plan &plan, llvm::ArrayRef<std::string> cpuTypes,
-                 bool emulate);
-
 } // namespace heterps::runtime
 
 #endif // HETERPS_RUNTIME_PLAN_H

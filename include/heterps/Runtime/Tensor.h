@@ -9,10 +9,17 @@
 // between its own kernels and attaches the layout that tells how to turn them
 // back into plain form.
 //
+// A tensor lives in a memory space (MemorySpace.h): the host's unless a
+// backend made it on its device. Reading or writing the bytes of a tensor
+// the host cannot address stops the process; data moves between spaces
+// only through Backend::copy.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef HETERPS_RUNTIME_TENSOR_H
 #define HETERPS_RUNTIME_TENSOR_H
+
+#include "heterps/Runtime/MemorySpace.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
@@ -65,6 +72,8 @@ public:
   Tensor(DType type, Shape shape);
   /// A new tensor with a backend layout; the buffer is uninitialised.
   Tensor(DType type, Shape shape, std::shared_ptr<const Layout> layout);
+  /// A new plain tensor in `space`; the buffer is uninitialised.
+  Tensor(DType type, Shape shape, MemorySpace &space);
 
   /// A new plain tensor whose shape comes from outside (a file, a user):
   /// an error naming `what` when a dimension is negative, the size
@@ -94,8 +103,24 @@ public:
   bool isPlain() const { return !layoutPtr; }
   const std::shared_ptr<const Layout> &layout() const { return layoutPtr; }
 
-  void *rawData() { return buffer.get(); }
-  const void *rawData() const { return buffer.get(); }
+  /// Where the bytes live.
+  MemorySpace &space() const {
+    return spacePtr ? *spacePtr : MemorySpace::host();
+  }
+  bool onHost() const { return !spacePtr; }
+
+  /// The bytes, for host code: fatal when the space is not host-accessible.
+  void *rawData() {
+    checkHostAccess();
+    return buffer.get();
+  }
+  const void *rawData() const {
+    checkHostAccess();
+    return buffer.get();
+  }
+  /// The bytes' address in their space, unchecked: for the backend that
+  /// owns the space, to hand to its own API.
+  void *deviceAddress() const { return buffer.get(); }
   template <typename T> T *data() { return static_cast<T *>(rawData()); }
   template <typename T> const T *data() const {
     return static_cast<const T *>(rawData());
@@ -115,7 +140,11 @@ public:
   /// This tensor in `other`'s layout: itself when it has that layout
   /// already, else a copy.
   llvm::Expected<Tensor> toLayoutOf(const Tensor &other) const;
-  /// A deep copy with its own buffer.
+  /// The same buffer seen as living in `space`: for a backend whose
+  /// device memory the host can address (the emulated device) to run host
+  /// kernels on its tensors, and to adopt their results.
+  Tensor viewIn(MemorySpace &space) const;
+  /// A deep copy with its own buffer (host-accessible tensors only).
   Tensor clone() const;
   /// A new tensor of the same type, shape and layout, its buffer
   /// uninitialised (for a result that overwrites every element).
@@ -130,6 +159,14 @@ private:
   size_t size = 0;
   std::shared_ptr<uint8_t> buffer;
   std::shared_ptr<const Layout> layoutPtr;
+  /// Null for the host's memory.
+  MemorySpace *spacePtr = nullptr;
+
+  void checkHostAccess() const {
+    if (spacePtr && !spacePtr->hostAccessible())
+      failHostAccess();
+  }
+  [[noreturn]] void failHostAccess() const;
 };
 
 } // namespace heterps::runtime

@@ -178,7 +178,9 @@ def LowerToRuntime : Pass<"hps-lower-to-runtime", "::mlir::ModuleOp"> {
     name against the model file `hps.source` (constants inline), and one op
     per layer in op order with its ONNX op type, its attributes as the
     dialect spells them, and its `hps.device` and `hps.stage` when placed.
-    The runtime picks a kernel per op and backend when it loads the plan.
+    With a cluster spec recorded (`hps-annotate-costs`), the plan lists its
+    device types with their kinds (`cpu`, `cuda`), by which the runtime
+    picks the backend that runs each op, and that backend's kernels.
     A `.pbtxt` output is protobuf text, anything else binary. The IR is
     left unchanged.
   }];

@@ -2,7 +2,6 @@
 
 #include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
 
-#include "../Fusion.h"
 #include "Worker.h"
 
 #include "heterps/Runtime/Pipeline.h"
@@ -137,12 +136,15 @@ PipelineTrainer::Layout::pushers(int32_t v, int stage,
 llvm::Error PipelineTrainer::prepare(WeightMap weights) {
   if (llvm::Error e = train::checkTrainingPlan(program))
     return e;
-  // Convolutions read the parts of a Concat instead of copies, Relus run
-  // inside the Conv or batch norm before them, and their gradient masks
-  // after a MaxPool (Fusion.h).
-  splitConcatConvs(program);
-  fuseTrainableActivations(program);
-  moveReluMasksToMaxPools(program);
+  auto devices = Devices::create(
+      program, train::trainingDevices(options.numThreads,
+                                      options.emulateMissingDevices));
+  if (!devices)
+    return devices.takeError();
+  (*devices)->rewriteForTraining(program);
+  if (llvm::Error e = (*devices)->prepareTraining(
+          train::TrainBackendOptions{options.numThreads, options.seed}))
+    return e;
   if (options.microBatches < 1)
     return pipelineError("--micro-batches must be at least 1, not " +
                          llvm::Twine(options.microBatches));
@@ -177,9 +179,8 @@ llvm::Error PipelineTrainer::prepare(WeightMap weights) {
 
   // Where gradients flow, from a set of kernels of the whole plan.
   {
-    train::TrainBackend backend;
     auto all = train::OpSequence::create(program, weights, 0,
-                                         program.ops_size(), backend);
+                                         program.ops_size(), **devices);
     if (!all)
       return all.takeError();
     auto found = train::findGradientPaths(

@@ -60,9 +60,7 @@ PipelineTrainer::Worker::Worker(const PipelineTrainer &trainer,
                                 const Layout &layout, int stage, int replica,
                                 std::vector<Task> order)
     : trainer(trainer), layout(layout), stageIndex(stage), replica(replica),
-      order(std::move(order)),
-      backend(train::TrainBackendOptions{trainer.options.numThreads,
-                                         trainer.options.seed}) {
+      order(std::move(order)) {
   if (TraceRecorder *rec = trainer.options.trace)
     traceTrack = rec->addTrack("stage " + std::to_string(stage) + " replica " +
                                std::to_string(replica));
@@ -116,6 +114,15 @@ llvm::Error PipelineTrainer::Worker::prepare(const WeightMap &all,
     return client.takeError();
   psClient = std::move(*client);
   const plan::Plan &plan = trainer.program;
+  auto made = Devices::create(
+      plan, train::trainingDevices(trainer.options.numThreads,
+                                   trainer.options.emulateMissingDevices));
+  if (!made)
+    return made.takeError();
+  devices = std::move(*made);
+  if (llvm::Error e = devices->prepareTraining(train::TrainBackendOptions{
+          trainer.options.numThreads, trainer.options.seed}))
+    return e;
   for (int32_t v : layout.sparse[stageIndex])
     sparseSums.emplace(v, SparseGradSum(plan.values(v).dims(1)));
   // Gathers from sparse tables pull and push rows themselves.
@@ -132,7 +139,7 @@ llvm::Error PipelineTrainer::Worker::prepare(const WeightMap &all,
   auto [first, end] = stageRanges(plan)[stageIndex];
   int held = std::max(1, peakStash(order));
   for (int i = 0; i < held; ++i) {
-    auto seq = train::OpSequence::create(plan, weights, first, end, backend,
+    auto seq = train::OpSequence::create(plan, weights, first, end, *devices,
                                          sparseLookup);
     if (!seq)
       return seq.takeError();
@@ -162,7 +169,7 @@ PipelineTrainer::Worker::runStep(StepInputs &step, Exchange &exchange,
     return "stage " + std::to_string(stageIndex) + " replica " +
            std::to_string(replica) + ": " + llvm::toString(std::move(e));
   };
-  backend.enterThread();
+  devices->enterThread();
   version = step.version;
 
   Clock::time_point t = Clock::now();

@@ -125,7 +125,8 @@ private:
   /// When the running task's input had arrived.
   TraceRecorder::Clock::time_point taskStart;
 
-  train::TrainBackend backend;
+  /// The stage's backends (made in prepare).
+  std::unique_ptr<Devices> devices;
   std::vector<train::OpSequence> slots;
   WeightMap weights;
   std::unique_ptr<ps::PSClient> psClient;

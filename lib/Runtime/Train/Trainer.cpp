@@ -1,11 +1,9 @@
-//===- Trainer.cpp - training a plan on the CPU ---------------------------===//
+//===- Trainer.cpp - single-process training of a plan --------------------===//
 
 #include "heterps/Runtime/Train/Trainer.h"
 
 #include "heterps/Runtime/Executor.h"
 #include "heterps/Runtime/Plan.h"
-
-#include "../Fusion.h"
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
@@ -20,7 +18,6 @@ static Shape valueShape(const plan::Value &v) {
 
 Trainer::Trainer(plan::Plan plan, WeightMap weights, TrainerOptions options)
     : program(std::move(plan)), weightMap(std::move(weights)), options(options),
-      backend(TrainBackendOptions{options.numThreads, options.seed}),
       optimizer(options.optimizer) {}
 
 Trainer::~Trainer() = default;
@@ -38,19 +35,23 @@ Trainer::create(const plan::Plan &plan, WeightMap weights,
 llvm::Error Trainer::prepare() {
   if (llvm::Error e = checkTrainingPlan(program))
     return e;
-  // Convolutions read the parts of a Concat instead of copies, Relus run
-  // inside the Conv or batch norm before them, and their gradient masks
-  // after a MaxPool (Fusion.h).
-  splitConcatConvs(program);
-  fuseTrainableActivations(program);
-  moveReluMasksToMaxPools(program);
-  backend.enterThread();
+  auto made =
+      Devices::create(program, trainingDevices(options.numThreads,
+                                               options.emulateMissingDevices));
+  if (!made)
+    return made.takeError();
+  devices = std::move(*made);
+  devices->rewriteForTraining(program);
+  if (llvm::Error e = devices->prepareTraining(
+          TrainBackendOptions{options.numThreads, options.seed}))
+    return e;
+  devices->enterThread();
   // Tensor copies share buffers: own the weights, which training updates in
   // place, so the caller's map stays as it was.
   for (auto &entry : weightMap)
     entry.second = entry.second.clone();
   auto seq =
-      OpSequence::create(program, weightMap, 0, program.ops_size(), backend);
+      OpSequence::create(program, weightMap, 0, program.ops_size(), *devices);
   if (!seq)
     return seq.takeError();
   ops = std::make_unique<OpSequence>(std::move(*seq));
@@ -62,6 +63,15 @@ llvm::Error Trainer::prepare() {
     return found.takeError();
   paths = std::move(*found);
   return llvm::Error::success();
+}
+
+DeviceOptions heterps::runtime::train::trainingDevices(int numThreads,
+                                                       bool emulateMissing) {
+  DeviceOptions options;
+  // Training kernels choose their algorithms by fixed rules.
+  options.backend = BackendOptions{numThreads, /*autotune=*/false};
+  options.emulateMissingDevices = emulateMissing;
+  return options;
 }
 
 llvm::Error heterps::runtime::train::checkTrainingPlan(const plan::Plan &plan) {
@@ -113,7 +123,7 @@ llvm::Error heterps::runtime::train::checkTrainingData(
 
 llvm::Expected<LossResult> Trainer::step(const Tensor &inputs,
                                          const Tensor &targets, float lr) {
-  backend.enterThread();
+  devices->enterThread();
   std::vector<Tensor> values(program.values_size());
   for (const auto &[v, t] : weightMap)
     values[v] = t;

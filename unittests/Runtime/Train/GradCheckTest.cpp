@@ -10,7 +10,7 @@
 #include "../PlanBuilder.h"
 #include "../Reference.h"
 
-#include "../../../lib/Runtime/CPU/DnnlUtils.h"
+#include "../../../lib/Runtime/Backends/CPU/DnnlUtils.h"
 #include "heterps/Runtime/Train/TrainKernel.h"
 
 #include "llvm/ADT/ScopeExit.h"
@@ -37,6 +37,12 @@ plan::Op makeOp(const std::string &type, size_t numInputs,
   return op;
 }
 
+/// The CPU backend's training kernels.
+std::unique_ptr<TrainBackend>
+cpuTrainBackend(TrainBackendOptions options = TrainBackendOptions()) {
+  return llvm::cantFail(CPUBackend().createTrainBackend(options));
+}
+
 double weightedSum(const Tensor &y, const Tensor &r) {
   Tensor plain = llvm::cantFail(y.toPlain());
   double sum = 0;
@@ -53,7 +59,8 @@ void gradCheck(const std::string &type, std::vector<Tensor> inputs,
   SCOPED_TRACE(type);
   TrainBackendOptions options;
   options.numThreads = threads;
-  TrainBackend backend(options);
+  std::unique_ptr<TrainBackend> own = cpuTrainBackend(options);
+  TrainBackend &backend = *own;
   // Later tests on this thread get the thread count they had.
   int before = omp_get_max_threads();
   auto restore = llvm::make_scope_exit([&] { omp_set_num_threads(before); });
@@ -233,7 +240,8 @@ TEST(GradCheck, Concat) {
 // runs (ShapeGrad.cpp); with an input in another block size, reorders. Both
 // give the plain gradient's slices, in each input's layout.
 TEST(ConcatGrad, SlicesBlockedGradients) {
-  TrainBackend backend;
+  std::unique_ptr<TrainBackend> own = cpuTrainBackend();
+  TrainBackend &backend = *own;
   backend.enterThread();
   auto ctx = std::make_shared<cpu::CPUContext>();
   using cpu::memory;
@@ -293,7 +301,8 @@ TEST(GradCheck, BatchNormTraining) {
 void checkFusedRelu(const std::string &type, std::vector<Tensor> inputs,
                     const std::vector<int> &check, const Attrs &attrs) {
   SCOPED_TRACE(type + " + Relu");
-  TrainBackend backend;
+  std::unique_ptr<TrainBackend> own = cpuTrainBackend();
+  TrainBackend &backend = *own;
   auto kernelOf = [&](const plan::Op &op, size_t arity) {
     OpInfo info(op, std::vector<const Tensor *>(arity, nullptr));
     auto kernel = backend.createKernel(info, 0);
@@ -379,7 +388,8 @@ TEST(FusedRelu, ConvTrainsAsConvThenRelu) {
 // and the Conv's input, weight and bias gradients are those of the Conv
 // masking it, bit for bit.
 TEST(MovedReluMask, ConvThenMaxPoolTrainsAsBefore) {
-  TrainBackend backend;
+  std::unique_ptr<TrainBackend> own = cpuTrainBackend();
+  TrainBackend &backend = *own;
   backend.enterThread();
   Tensor x = random({2, 8, 10, 10}, 60), w = random({16, 8, 3, 3}, 61),
          bias = random({16}, 62);
@@ -437,7 +447,8 @@ TEST(MovedReluMask, ConvThenMaxPoolTrainsAsBefore) {
 // back in that layout, the weights give the plain weights' output. A
 // grouped Conv's gradient is plain.
 TEST(ConvWeights, GradientInTheForwardsLayout) {
-  TrainBackend backend;
+  std::unique_ptr<TrainBackend> own = cpuTrainBackend();
+  TrainBackend &backend = *own;
   backend.enterThread();
   for (int64_t groups : {1, 2}) {
     SCOPED_TRACE("groups " + std::to_string(groups));
@@ -471,7 +482,8 @@ TEST(FusedRelu, BatchNormTrainsAsBatchNormThenRelu) {
 }
 
 TEST(FusedRelu, OtherActivationsAreRefused) {
-  TrainBackend backend;
+  std::unique_ptr<TrainBackend> own = cpuTrainBackend();
+  TrainBackend &backend = *own;
   for (const char *type : {"Conv", "BatchNormalization"}) {
     std::vector<Tensor> inputs = {random({1, 2, 3, 3}, 58),
                                   random({2, 2, 1, 1}, 59)};
@@ -490,7 +502,8 @@ TEST(FusedRelu, OtherActivationsAreRefused) {
 }
 
 TEST(BatchNormTraining, UpdatesRunningStatistics) {
-  TrainBackend backend;
+  std::unique_ptr<TrainBackend> own = cpuTrainBackend();
+  TrainBackend &backend = *own;
   Tensor x = random({8, 2, 3, 3}, 35);
   Tensor scale = Tensor::fromFloats({2}, {1, 1}),
          bias = Tensor::fromFloats({2}, {0, 0}),
@@ -521,7 +534,8 @@ TEST(BatchNormTraining, UpdatesRunningStatistics) {
 TEST(DropoutTraining, MasksAndScalesConsistently) {
   TrainBackendOptions options;
   options.seed = 3;
-  TrainBackend backend(options);
+  std::unique_ptr<TrainBackend> own = cpuTrainBackend(options);
+  TrainBackend &backend = *own;
   // Large enough for the mask to be drawn by several threads.
   Tensor x = random({256, 256}, 36, 0.5f, 1.f);
   plan::Op op = makeOp("Dropout", 1, {x}, Attrs().f("ratio", 0.25f));
@@ -551,19 +565,20 @@ TEST(DropoutTraining, MasksAndScalesConsistently) {
   // The same seed and op index draw the same mask, on one thread too;
   // another seed does not.
   options.numThreads = 1;
-  TrainBackend same(options);
-  auto again = llvm::cantFail(same.createKernel(info, 0));
+  std::unique_ptr<TrainBackend> same = cpuTrainBackend(options);
+  auto again = llvm::cantFail(same->createKernel(info, 0));
   ASSERT_FALSE(bool(again->forward({&x}, y2)));
   EXPECT_EQ(0, std::memcmp(y.rawData(), y2.rawData(), y.bytes()));
   options.seed = 4;
-  TrainBackend other(options);
-  auto different = llvm::cantFail(other.createKernel(info, 0));
+  std::unique_ptr<TrainBackend> other = cpuTrainBackend(options);
+  auto different = llvm::cantFail(other->createKernel(info, 0));
   ASSERT_FALSE(bool(different->forward({&x}, y2)));
   EXPECT_NE(0, std::memcmp(y.rawData(), y2.rawData(), y.bytes()));
 }
 
 TEST(TrainBackend, UntrainableOpIsNamed) {
-  TrainBackend backend;
+  std::unique_ptr<TrainBackend> own = cpuTrainBackend();
+  TrainBackend &backend = *own;
   Tensor x = random({2, 2}, 38);
   plan::Op op = makeOp("NonMaxSuppression", 1, {x}, Attrs());
   OpInfo info(op, {nullptr});
@@ -576,7 +591,8 @@ TEST(TrainBackend, UntrainableOpIsNamed) {
 
 // Backward kernels that exist only for some forms of their op say which.
 TEST(TrainBackend, UnsupportedFormsAreNamed) {
-  TrainBackend backend;
+  std::unique_ptr<TrainBackend> own = cpuTrainBackend();
+  TrainBackend &backend = *own;
   Tensor x = random({3, 4}, 70);
   Tensor ids = Tensor::fromInts({2}, {0, 2});
   plan::Op gather = makeOp("Gather", 2, {x, ids}, Attrs().i("axis", 1));

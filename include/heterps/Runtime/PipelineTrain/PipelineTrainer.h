@@ -69,6 +69,9 @@ struct PipelineTrainerOptions {
   /// oversubscribe the cores.
   int numThreads = 1;
   uint64_t seed = 1;
+  /// Train ops placed on device kinds no backend serves on the emulated
+  /// device (DeviceOptions::emulateMissingDevices).
+  bool emulateMissingDevices = false;
   train::LossKind loss = train::LossKind::SoftmaxCrossEntropy;
   /// Applied at the parameter server.
   train::OptimizerOptions optimizer;

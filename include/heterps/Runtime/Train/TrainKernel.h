@@ -3,9 +3,9 @@
 // Training runs each plan op through a TrainKernel: `forward` in training
 // mode (batch statistics, dropout masks) keeping what the backward pass
 // needs, then `backward` from the gradient of the op's output to the
-// gradients of its inputs. Kernels of the CPU backend run on oneDNN's
-// training primitives and, like the inference kernels, may keep activations
-// and gradients in oneDNN's blocked layouts.
+// gradients of its inputs. Each backend makes its own (a TrainBackend);
+// the CPU backend's run on oneDNN's training primitives and may keep
+// activations and gradients in oneDNN's blocked layouts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,29 +58,24 @@ struct TrainBackendOptions {
   uint64_t seed = 1;
 };
 
-/// Creates the training kernels of the oneDNN CPU backend.
+/// A backend's training kernels (Backend::createTrainBackend). Kernels and
+/// gradients live in the backend's memory.
 class TrainBackend {
 public:
-  explicit TrainBackend(TrainBackendOptions options = {});
-  ~TrainBackend();
+  virtual ~TrainBackend();
 
   /// The kernel of `info.op`, the `opIndex`-th op of its plan; an op type
   /// without a backward is an error naming it.
-  llvm::Expected<std::unique_ptr<TrainKernel>> createKernel(const OpInfo &info,
-                                                            int opIndex) const;
+  virtual llvm::Expected<std::unique_ptr<TrainKernel>>
+  createKernel(const OpInfo &info, int opIndex) const = 0;
   /// Sorted op types that can be trained.
-  std::vector<std::string> opTypes() const;
+  virtual std::vector<std::string> opTypes() const = 0;
   /// Sets the calling thread's kernel thread count.
-  void enterThread() const;
+  virtual void enterThread() const {}
 
   /// Adds `src` into `dst` (same shape; layouts may differ): gradients of a
   /// value used by several ops are summed.
-  llvm::Error accumulate(Tensor &dst, const Tensor &src) const;
-
-  struct Impl;
-
-private:
-  std::unique_ptr<Impl> impl;
+  virtual llvm::Error accumulate(Tensor &dst, const Tensor &src) const = 0;
 };
 
 } // namespace heterps::runtime::train

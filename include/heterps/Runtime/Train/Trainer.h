@@ -1,4 +1,4 @@
-//===- Trainer.h - training a plan on the CPU -------------------*- C++ -*-===//
+//===- Trainer.h - single-process training of a plan ------------*- C++ -*-===//
 //
 // A Trainer turns an inference plan into a training job: every step runs
 // the plan's ops forward in training mode (TrainKernel), the loss, the ops'
@@ -31,6 +31,9 @@ struct TrainerOptions {
   int numThreads = 0;
   /// Seeds dropout.
   uint64_t seed = 1;
+  /// Train ops placed on device kinds no backend serves on the emulated
+  /// device (DeviceOptions::emulateMissingDevices).
+  bool emulateMissingDevices = false;
   LossKind loss = LossKind::SoftmaxCrossEntropy;
   OptimizerOptions optimizer;
   /// Initializer names whose values stay fixed.
@@ -111,7 +114,7 @@ private:
   /// blocked weights) stay in it between steps; see Optimizer::update.
   WeightMap weightMap;
   TrainerOptions options;
-  TrainBackend backend;
+  std::unique_ptr<Devices> devices;
   Optimizer optimizer;
   std::unique_ptr<OpSequence> ops;
   GradientPaths paths;
@@ -120,6 +123,10 @@ private:
 /// An error unless `plan` has one input (the samples) and one output (what
 /// the loss reads).
 llvm::Error checkTrainingPlan(const plan::Plan &plan);
+
+/// The devices trainers run on: `numThreads` per kernel, and ops of device
+/// kinds no backend serves on the emulated device when `emulateMissing`.
+DeviceOptions trainingDevices(int numThreads, bool emulateMissing);
 
 /// An error unless samples of `data` fit the input of `plan` and its
 /// targets fit `loss` (one line naming both shapes); labels are checked.

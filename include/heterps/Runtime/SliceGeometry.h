@@ -1,0 +1,100 @@
+//===- SliceGeometry.h - which elements an ONNX Slice takes -----*- C++ -*-===//
+//
+// Shared by the Slice kernel and its backward: per axis, the first index,
+// the step and the count, after ONNX's rules (negative starts and ends
+// count from the end and are clamped; a negative step walks backwards).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_SLICEGEOMETRY_H
+#define HETERPS_RUNTIME_SLICEGEOMETRY_H
+
+#include "heterps/Runtime/Attributes.h"
+#include "heterps/Runtime/Tensor.h"
+
+#include <algorithm>
+
+namespace heterps::runtime {
+
+struct SliceGeometry {
+  std::vector<int64_t> first, step, count;
+
+  /// Calls fn(outIndex, inIndex) for every element the slice takes, of an
+  /// input of `shape`, in output order.
+  template <typename Fn> void forEach(const Shape &shape, Fn &&fn) const {
+    int64_t rank = static_cast<int64_t>(shape.size());
+    std::vector<int64_t> strides(rank, 1), index(rank, 0);
+    for (int64_t a = rank - 2; a >= 0; --a)
+      strides[a] = strides[a + 1] * shape[a + 1];
+    for (int64_t k = 0, total = numElements(count); k < total; ++k) {
+      int64_t offset = 0;
+      for (int64_t a = 0; a < rank; ++a)
+        offset += (first[a] + index[a] * step[a]) * strides[a];
+      fn(k, offset);
+      for (int64_t a = rank - 1; a >= 0 && ++index[a] == count[a]; --a)
+        index[a] = 0;
+    }
+  }
+};
+
+/// A Slice's attributes: `axes` and `steps` may be empty (all axes from 0,
+/// steps of 1).
+struct SliceParams {
+  std::vector<int64_t> starts, ends, axes, steps;
+};
+
+inline llvm::Expected<SliceParams> readSliceParams(const OpAttributes &a) {
+  SliceParams p;
+  for (auto [name, field] :
+       {std::pair("starts", &p.starts), std::pair("ends", &p.ends),
+        std::pair("axes", &p.axes), std::pair("steps", &p.steps)}) {
+    auto values = a.getInts(name, std::vector<int64_t>());
+    if (!values)
+      return values.takeError();
+    *field = std::move(*values);
+  }
+  size_t n = p.starts.size();
+  if (p.ends.size() != n || (!p.axes.empty() && p.axes.size() != n) ||
+      (!p.steps.empty() && p.steps.size() != n))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "Slice needs as many ends, axes and steps as starts");
+  return p;
+}
+
+inline llvm::Expected<SliceGeometry> sliceGeometry(const Shape &shape,
+                                                   const SliceParams &p) {
+  llvm::ArrayRef<int64_t> starts = p.starts, ends = p.ends, axes = p.axes,
+                          steps = p.steps;
+  int64_t rank = static_cast<int64_t>(shape.size());
+  SliceGeometry g{std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 1),
+                  shape};
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t a = axes.empty() ? static_cast<int64_t>(i) : axes[i];
+    if (a < 0)
+      a += rank;
+    int64_t s = steps.empty() ? 1 : steps[i];
+    if (a < 0 || a >= rank || s == 0)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "Slice axis " + llvm::Twine(a) + " with step " + llvm::Twine(s) +
+              " on a rank-" + llvm::Twine(rank) + " tensor");
+    int64_t n = shape[a];
+    auto clampIndex = [&](int64_t v) {
+      if (v < 0)
+        v += n;
+      return s > 0 ? std::clamp<int64_t>(v, 0, n)
+                   : std::clamp<int64_t>(v, -1, n - 1);
+    };
+    int64_t begin = clampIndex(starts[i]), end = clampIndex(ends[i]);
+    g.first[a] = begin;
+    g.step[a] = s;
+    g.count[a] = s > 0 ? std::max<int64_t>(0, (end - begin + s - 1) / s)
+                       : std::max<int64_t>(0, (begin - end - s - 1) / -s);
+  }
+  return g;
+}
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_RUNTIME_SLICEGEOMETRY_H

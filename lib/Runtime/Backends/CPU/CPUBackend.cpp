@@ -1,0 +1,88 @@
+//===- CPUBackend.cpp - the oneDNN CPU backend ----------------------------===//
+
+#include "CPUKernels.h"
+#include "Fusion.h"
+
+#include <cstring>
+#include <omp.h>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cpu;
+
+CPUBackend::CPUBackend(BackendOptions options)
+    : options(options), context(std::make_shared<CPUContext>()) {
+  context->autotune = options.autotune;
+  context->propagateNaN = options.propagateNaN;
+  registerBinaryKernels(registry, context);
+  registerConcatKernel(registry, context);
+  registerConvKernel(registry, context);
+  registerEltwiseKernels(registry, context);
+  registerGatherKernel(registry, context);
+  registerConvTransposeKernel(registry, context);
+  registerLayerNormKernel(registry, context);
+  registerReduceKernels(registry, context);
+  registerSliceKernels(registry, context);
+  registerMatMulKernels(registry, context);
+  registerNormKernels(registry, context);
+  registerPadKernel(registry, context);
+  registerPoolKernels(registry, context);
+  registerSoftmaxKernels(registry, context);
+  registerViewKernels(registry, context);
+}
+
+CPUBackend::~CPUBackend() = default;
+
+void CPUBackend::rewriteForInference(plan::Plan &plan, WeightMap &weights,
+                                     OpFilter mine) const {
+  foldBatchNorms(plan, weights, mine);
+  // NaN-passing kernels run unfused: an activation inside a Conv is
+  // oneDNN's, which turns NaN into 0.
+  if (!options.fuse || options.propagateNaN)
+    return;
+  fusePads(plan, weights, mine);
+  fuseResidualAdds(plan, mine);
+  fuseActivations(plan, mine);
+  fuseDepthwiseConvs(plan, weights, mine);
+}
+
+void CPUBackend::rewriteForTraining(plan::Plan &plan, OpFilter mine) const {
+  // Convolutions read the parts of a Concat instead of copies, Relus run
+  // inside the Conv or batch norm before them, and their gradient masks
+  // after a MaxPool.
+  splitConcatConvs(plan, mine);
+  fuseTrainableActivations(plan, mine);
+  moveReluMasksToMaxPools(plan, mine);
+}
+
+llvm::Expected<Transfer> CPUBackend::copy(const Tensor &src, MemorySpace &to) {
+  // Only ever host to host: the CPU's memory is the host's.
+  if (!to.isHost() || !src.onHost())
+    return kernelError("the cpu backend copies only within host memory, not "
+                       "from " +
+                       src.space().name() + " to " + to.name());
+  return Transfer{src.clone(), Completion()};
+}
+
+void CPUBackend::enterThread() {
+  // oneDNN's OpenMP runtime sizes its parallel regions by the calling
+  // thread's nthreads-var, which omp_set_num_threads sets for this thread.
+  if (options.numThreads > 0)
+    omp_set_num_threads(options.numThreads);
+}
+
+PrimitiveCacheStats CPUBackend::cacheStats() const { return context->stats; }
+
+std::vector<std::pair<std::string, int64_t>> CPUBackend::counters() const {
+  const PrimitiveCacheStats &s = context->stats;
+  return {{"primitives_created", s.created},
+          {"primitive_cache_hits", s.hits},
+          {"joined_in_place", s.joinedInPlace}};
+}
+
+void heterps::runtime::cpu::registerCPUBackend() {
+  registerBackend("cpu",
+                  [](const BackendOptions &options, llvm::StringRef)
+                      -> llvm::Expected<std::unique_ptr<Backend>> {
+                    return std::make_unique<CPUBackend>(options);
+                  });
+}

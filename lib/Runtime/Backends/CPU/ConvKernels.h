@@ -1,0 +1,34 @@
+//===- ConvKernels.h - the Conv kernels' shared entry points ----*- C++ -*-===//
+//
+// Internal to the CPU backend: the plain Conv kernel (ConvKernel.cpp), which
+// the depthwise-fused Conv (DepthwiseFusedConvKernel.cpp) falls back on.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_LIB_RUNTIME_BACKENDS_CPU_CONVKERNELS_H
+#define HETERPS_LIB_RUNTIME_BACKENDS_CPU_CONVKERNELS_H
+
+#include "CPUKernels.h"
+#include "ConvGeometry.h"
+
+namespace heterps::runtime::cpu {
+
+struct ConvParams : ConvAttrs {
+  /// A fourth input is summed into the output.
+  bool sum = false;
+  dnnl::post_ops postOps;
+};
+
+/// A Conv kernel over inputs (X, W, B, Sum); W constant when
+/// `constantWeights`.
+std::unique_ptr<Kernel> createConvKernel(CPUContextPtr ctx, ConvParams params,
+                                         bool constantWeights);
+
+/// The kernel of a Conv that fuseDepthwiseConvs (Fusion.h) gave a depthwise
+/// Conv: inputs (X, W, B, -, DwW, DwB).
+llvm::Expected<std::unique_ptr<Kernel>>
+createDepthwiseFusedConv(const OpInfo &info, CPUContextPtr ctx);
+
+} // namespace heterps::runtime::cpu
+
+#endif // HETERPS_LIB_RUNTIME_BACKENDS_CPU_CONVKERNELS_H

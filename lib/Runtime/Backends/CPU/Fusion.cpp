@@ -1,0 +1,630 @@
+//===- Fusion.cpp - load-time rewrites of a plan --------------------------===//
+
+#include "Fusion.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
+#include <optional>
+
+using namespace heterps::runtime;
+
+namespace {
+/// Where each value is defined and read: op indices and whether a graph
+/// output is it.
+struct Uses {
+  explicit Uses(const plan::Plan &plan)
+      : definedBy(plan.values_size(), -1), readers(plan.values_size()),
+        isOutput(plan.values_size(), false) {
+    for (int i = 0; i < plan.ops_size(); ++i) {
+      for (int32_t v : plan.ops(i).inputs())
+        if (v >= 0)
+          readers[v].push_back(i);
+      for (int32_t v : plan.ops(i).outputs())
+        definedBy[v] = i;
+    }
+    for (const plan::Binding &b : plan.outputs())
+      isOutput[b.value()] = true;
+  }
+  /// The one op reading `v`, or -1.
+  int soleReader(int32_t v) const {
+    return readers[v].size() == 1 && !isOutput[v] ? readers[v][0] : -1;
+  }
+  /// The op defining each value; -1 for graph inputs and weights.
+  std::vector<int> definedBy;
+  std::vector<std::vector<int>> readers;
+  std::vector<bool> isOutput;
+};
+} // namespace
+
+/// Removes the ops marked in `dead`.
+static void eraseOps(plan::Plan &plan, const std::vector<bool> &dead) {
+  google::protobuf::RepeatedPtrField<plan::Op> kept;
+  for (int i = 0; i < plan.ops_size(); ++i)
+    if (!dead[i])
+      *kept.Add() = std::move(*plan.mutable_ops(i));
+  plan.mutable_ops()->Swap(&kept);
+}
+
+/// Whether a rewrite may join `a` and `b`: both are the backend's, and
+/// they run in the same place.
+static bool fusable(OpFilter mine, const plan::Op &a, const plan::Op &b) {
+  return mine(a) && mine(b) && a.device() == b.device() &&
+         a.stage() == b.stage();
+}
+
+/// The activation `op` fuses ("Relu", ...), or "" for none.
+static llvm::StringRef activationOf(const plan::Op &op) {
+  for (const plan::Attribute &a : op.attributes())
+    if (a.name() == "activation")
+      return a.s();
+  return "";
+}
+
+/// Whether `op` already fuses an activation.
+static bool hasActivation(const plan::Op &op) {
+  return !activationOf(op).empty();
+}
+
+int heterps::runtime::fuseResidualAdds(plan::Plan &plan, OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    plan::Op &conv = *plan.mutable_ops(i);
+    if (conv.type() != "Conv" || conv.outputs_size() != 1 ||
+        conv.inputs_size() > 3 || hasActivation(conv))
+      continue;
+    int32_t out = conv.outputs(0);
+    int j = uses.soleReader(out);
+    if (j < 0)
+      continue;
+    const plan::Op &add = plan.ops(j);
+    if (add.type() != "Add" || add.inputs_size() != 2 ||
+        add.outputs_size() != 1 || !fusable(mine, conv, add))
+      continue;
+    int32_t other = add.inputs(0) == out ? add.inputs(1) : add.inputs(0);
+    const plan::Value &a = plan.values(out), &b = plan.values(other);
+    if (other == out || uses.definedBy[other] >= i || a.dtype() != b.dtype() ||
+        a.dims_size() != b.dims_size() ||
+        !std::equal(a.dims().begin(), a.dims().end(), b.dims().begin()))
+      continue;
+    while (conv.inputs_size() < 3)
+      conv.add_inputs(-1);
+    conv.add_inputs(other);
+    conv.set_outputs(0, add.outputs(0));
+    dead[j] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}
+
+/// Folds each activation that `fusible` accepts into the op of a type in
+/// `producers` whose output only it reads (see fuseActivations).
+static int fuseIntoProducers(plan::Plan &plan,
+                             std::initializer_list<llvm::StringRef> producers,
+                             llvm::function_ref<bool(llvm::StringRef)> fusible,
+                             OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    plan::Op &producer = *plan.mutable_ops(i);
+    if (!llvm::is_contained(producers, producer.type()) ||
+        producer.outputs_size() != 1)
+      continue;
+    int j = uses.soleReader(producer.outputs(0));
+    if (hasActivation(producer) || j < 0)
+      continue;
+    const plan::Op &act = plan.ops(j);
+    if (!fusible(act.type()) || act.inputs_size() != 1 ||
+        act.outputs_size() != 1 || !fusable(mine, producer, act))
+      continue;
+    plan::Attribute *type = producer.add_attributes();
+    type->set_name("activation");
+    type->set_s(act.type());
+    for (const plan::Attribute &a : act.attributes()) {
+      plan::Attribute *copy = producer.add_attributes();
+      *copy = a;
+      copy->set_name("activation_" + a.name());
+    }
+    producer.set_outputs(0, act.outputs(0));
+    dead[j] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}
+
+int heterps::runtime::fuseActivations(plan::Plan &plan, OpFilter mine) {
+  return fuseIntoProducers(
+      plan, {"Conv"},
+      [](llvm::StringRef type) {
+        return llvm::StringSwitch<bool>(type)
+            .Cases("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Elu", true)
+            .Default(false);
+      },
+      mine);
+}
+
+int heterps::runtime::fuseTrainableActivations(plan::Plan &plan,
+                                               OpFilter mine) {
+  return fuseIntoProducers(
+      plan, {"Conv", "BatchNormalization"},
+      [](llvm::StringRef type) { return type == "Relu"; }, mine);
+}
+
+/// Sets the int attribute `name` of `op` to 1.
+static void setFlag(plan::Op &op, llvm::StringRef name) {
+  plan::Attribute *a = op.add_attributes();
+  a->set_name(name.str());
+  a->set_i(1);
+}
+
+int heterps::runtime::moveReluMasksToMaxPools(plan::Plan &plan, OpFilter mine) {
+  Uses uses(plan);
+  // The op defining `v` when only `reader` reads it.
+  auto soleProducer = [&](int32_t v, int reader) {
+    return v >= 0 && uses.soleReader(v) == reader ? uses.definedBy[v] : -1;
+  };
+  auto reluConv = [&](int i, int pool) {
+    return i >= 0 && fusable(mine, plan.ops(i), plan.ops(pool)) &&
+           plan.ops(i).type() == "Conv" && activationOf(plan.ops(i)) == "Relu";
+  };
+  int moved = 0;
+  for (int p = 0; p < plan.ops_size(); ++p) {
+    const plan::Op &pool = plan.ops(p);
+    if (pool.type() != "MaxPool" || pool.outputs_size() != 1 ||
+        pool.inputs_size() != 1)
+      continue;
+    int producer = soleProducer(pool.inputs(0), p);
+    std::vector<int> convs;
+    if (reluConv(producer, p)) {
+      convs.push_back(producer);
+    } else if (producer >= 0 && plan.ops(producer).type() == "Concat") {
+      for (int32_t v : plan.ops(producer).inputs())
+        convs.push_back(soleProducer(v, producer));
+      if (!llvm::all_of(convs, [&](int c) { return reluConv(c, p); }))
+        continue;
+    } else {
+      continue;
+    }
+    for (int c : convs)
+      setFlag(*plan.mutable_ops(c), "relu_grad_masked");
+    setFlag(*plan.mutable_ops(p), "grad_mask_relu");
+    ++moved;
+  }
+  return moved;
+}
+
+/// The weight that input `k` of `op` is, or null (absent or computed).
+static const Tensor *weightInput(const WeightMap &weights, const plan::Op &op,
+                                 int k) {
+  if (k >= op.inputs_size() || op.inputs(k) < 0)
+    return nullptr;
+  auto it = weights.find(op.inputs(k));
+  return it == weights.end() ? nullptr : &it->second;
+}
+
+/// Integer list attribute `name` of `op`; empty when absent.
+static std::vector<int64_t> intsOf(const plan::Op &op, llvm::StringRef name) {
+  for (const plan::Attribute &a : op.attributes())
+    if (a.name() == name) {
+      if (a.value_case() == plan::Attribute::kI)
+        return {a.i()};
+      return {a.ints().values().begin(), a.ints().values().end()};
+    }
+  return {};
+}
+
+/// Whether every entry of attribute `name` is `v` (true when absent).
+static bool allEqual(const plan::Op &op, llvm::StringRef name, int64_t v) {
+  return llvm::all_of(intsOf(op, name), [&](int64_t x) { return x == v; });
+}
+
+int heterps::runtime::fuseDepthwiseConvs(plan::Plan &plan,
+                                         const WeightMap &weights,
+                                         OpFilter mine) {
+  Uses uses(plan);
+  // A bias is absent or a weight.
+  auto constantBias = [&](const plan::Op &op) {
+    return op.inputs_size() < 3 || op.inputs(2) < 0 ||
+           weightInput(weights, op, 2);
+  };
+  std::vector<bool> dead(plan.ops_size(), false);
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    plan::Op &pw = *plan.mutable_ops(i);
+    const Tensor *w = weightInput(weights, pw, 1);
+    if (pw.type() != "Conv" || pw.outputs_size() != 1 || pw.inputs_size() > 3 ||
+        !w || w->rank() != 4 || w->dim(2) != 1 || w->dim(3) != 1 ||
+        !constantBias(pw) || !allEqual(pw, "group", 1) ||
+        !allEqual(pw, "strides", 1) || !allEqual(pw, "pads", 0) ||
+        !allEqual(pw, "dilations", 1))
+      continue;
+    int j = uses.soleReader(pw.outputs(0));
+    if (j < 0)
+      continue;
+    const plan::Op &dw = plan.ops(j);
+    const Tensor *dwW = weightInput(weights, dw, 1);
+    int64_t m = w->dim(0);
+    std::vector<int64_t> strides = intsOf(dw, "strides");
+    int64_t stride = strides.empty() ? 1 : strides[0];
+    if (dw.type() != "Conv" || dw.outputs_size() != 1 || dw.inputs_size() > 3 ||
+        dw.inputs(0) != pw.outputs(0) || !dwW ||
+        dwW->shape() != Shape{m, 1, 3, 3} || !constantBias(dw) ||
+        !fusable(mine, pw, dw) || intsOf(dw, "group") != std::vector{m} ||
+        !allEqual(dw, "strides", stride) || (stride != 1 && stride != 2) ||
+        intsOf(dw, "pads") != std::vector<int64_t>{1, 1, 1, 1} ||
+        !allEqual(dw, "dilations", 1))
+      continue;
+    while (pw.inputs_size() < 4)
+      pw.add_inputs(-1);
+    pw.add_inputs(dw.inputs(1));
+    pw.add_inputs(dw.inputs_size() > 2 ? dw.inputs(2) : -1);
+    plan::Attribute *s = pw.add_attributes();
+    s->set_name("dw_stride");
+    s->set_i(stride);
+    for (const plan::Attribute &a : dw.attributes())
+      if (llvm::StringRef(a.name()).starts_with("activation")) {
+        plan::Attribute *copy = pw.add_attributes();
+        *copy = a;
+        copy->set_name("dw_" + a.name());
+      }
+    pw.set_outputs(0, dw.outputs(0));
+    dead[j] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}
+
+/// Attribute `name` of `op`, added when absent.
+static plan::Attribute &attributeOf(plan::Op &op, llvm::StringRef name) {
+  for (plan::Attribute &a : *op.mutable_attributes())
+    if (a.name() == name)
+      return a;
+  plan::Attribute *a = op.add_attributes();
+  a->set_name(name.str());
+  return *a;
+}
+
+/// The string attribute `name` of `op`, or `otherwise`.
+static std::string stringOf(const plan::Op &op, llvm::StringRef name,
+                            llvm::StringRef otherwise) {
+  for (const plan::Attribute &a : op.attributes())
+    if (a.name() == name && a.value_case() == plan::Attribute::kS)
+      return a.s();
+  return otherwise.str();
+}
+
+/// The spatial pads ([begin..., end...], ONNX order) of a Pad whose output
+/// a convolution or pooling could take over: constant mode with zeros, pads
+/// from a weight (opset 11 on) or the attribute, none on the first two
+/// axes and none negative. Empty otherwise.
+static std::vector<int64_t> zeroSpatialPads(const plan::Op &pad,
+                                            const WeightMap &weights) {
+  if (stringOf(pad, "mode", "constant") != "constant" ||
+      pad.inputs_size() > 3 || pad.outputs_size() != 1)
+    return {};
+  std::vector<int64_t> all = intsOf(pad, "pads");
+  if (pad.inputs_size() > 1 && pad.inputs(1) >= 0) {
+    const Tensor *p = weightInput(weights, pad, 1);
+    if (!p || p->dtype() != DType::I64)
+      return {};
+    all.assign(p->data<int64_t>(), p->data<int64_t>() + p->numElements());
+  }
+  if (pad.inputs_size() > 2 && pad.inputs(2) >= 0) {
+    const Tensor *v = weightInput(weights, pad, 2);
+    if (!v || v->dtype() != DType::F32 || v->numElements() != 1 ||
+        v->data<float>()[0] != 0.f)
+      return {};
+  }
+  for (const plan::Attribute &a : pad.attributes())
+    if (a.name() == "value" && a.value_case() == plan::Attribute::kF &&
+        a.f() != 0.f)
+      return {};
+  size_t rank = all.size() / 2;
+  if (rank < 3 || all.size() != 2 * rank || all[0] || all[1] || all[rank] ||
+      all[rank + 1] || llvm::any_of(all, [](int64_t p) { return p < 0; }))
+    return {};
+  std::vector<int64_t> spatial(all.begin() + 2, all.begin() + rank);
+  spatial.insert(spatial.end(), all.begin() + rank + 2, all.end());
+  return spatial;
+}
+
+int heterps::runtime::fusePads(plan::Plan &plan, const WeightMap &weights,
+                               OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    const plan::Op &pad = plan.ops(i);
+    if (pad.type() != "Pad")
+      continue;
+    std::vector<int64_t> extra = zeroSpatialPads(pad, weights);
+    int j = extra.empty() ? -1 : uses.soleReader(pad.outputs(0));
+    if (j < 0)
+      continue;
+    plan::Op &next = *plan.mutable_ops(j);
+    bool pool = next.type() == "AveragePool";
+    if ((!pool && next.type() != "Conv") || next.inputs(0) != pad.outputs(0) ||
+        !fusable(mine, pad, next) ||
+        stringOf(next, "auto_pad", "NOTSET") != "NOTSET")
+      continue;
+    std::vector<int64_t> pads = intsOf(next, "pads");
+    if (pads.empty())
+      pads.assign(extra.size(), 0);
+    // An average over the padded input counts the zeros; one over the
+    // pool's own pads must count them too, and ceil-mode windows past the
+    // end must not.
+    std::vector<int64_t> includePad = intsOf(next, "count_include_pad");
+    if (pool && (!allEqual(next, "ceil_mode", 0) ||
+                 (llvm::any_of(pads, [](int64_t p) { return p != 0; }) &&
+                  includePad != std::vector<int64_t>{1})))
+      continue;
+    if (pads.size() != extra.size())
+      continue;
+    for (size_t k = 0; k < pads.size(); ++k)
+      pads[k] += extra[k];
+    attributeOf(next, "pads")
+        .mutable_ints()
+        ->mutable_values()
+        ->Assign(pads.begin(), pads.end());
+    if (pool)
+      attributeOf(next, "count_include_pad").set_i(1);
+    next.set_inputs(0, pad.inputs(0));
+    dead[i] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}
+
+int heterps::runtime::foldBatchNorms(plan::Plan &plan, WeightMap &weights,
+                                     OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  int folded = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    plan::Op &conv = *plan.mutable_ops(i);
+    if (conv.type() != "Conv" || conv.outputs_size() != 1)
+      continue;
+    int j = uses.soleReader(conv.outputs(0));
+    if (hasActivation(conv) || conv.inputs_size() > 3 || j < 0)
+      continue;
+    const plan::Op &bn = plan.ops(j);
+    if (bn.type() != "BatchNormalization" || bn.inputs_size() != 5 ||
+        bn.outputs_size() != 1 || bn.inputs(0) != conv.outputs(0) ||
+        !fusable(mine, conv, bn))
+      continue;
+    const Tensor *w = weightInput(weights, conv, 1);
+    const Tensor *b = weightInput(weights, conv, 2);
+    bool hasBias = conv.inputs_size() > 2 && conv.inputs(2) >= 0;
+    const Tensor *params[4];
+    bool ok =
+        w && w->dtype() == DType::F32 && w->rank() >= 3 && (!hasBias || b);
+    for (int k = 0; k < 4 && ok; ++k) {
+      params[k] = weightInput(weights, bn, k + 1);
+      ok = params[k] && params[k]->dtype() == DType::F32 &&
+           params[k]->numElements() == w->dim(0);
+    }
+    if (!ok)
+      continue;
+    float epsilon = 1e-5f;
+    for (const plan::Attribute &a : bn.attributes())
+      if (a.name() == "epsilon")
+        epsilon = a.value_case() == plan::Attribute::kF ? a.f() : a.i();
+    int64_t m = w->dim(0), per = w->numElements() / m;
+    Tensor newW = w->clone();
+    Tensor newB(DType::F32, {m});
+    const float *scale = params[0]->data<float>(),
+                *shift = params[1]->data<float>(),
+                *mean = params[2]->data<float>(),
+                *var = params[3]->data<float>();
+    for (int64_t o = 0; o < m; ++o) {
+      float s = scale[o] / std::sqrt(var[o] + epsilon);
+      for (int64_t k = 0; k < per; ++k)
+        newW.data<float>()[o * per + k] *= s;
+      float bias = b ? b->data<float>()[o] : 0.f;
+      newB.data<float>()[o] = (bias - mean[o]) * s + shift[o];
+    }
+    auto addWeight = [&](Tensor t, const std::string &name) {
+      int32_t index = plan.values_size();
+      plan::Value *v = plan.add_values();
+      v->set_name(name);
+      v->set_dtype(plan::FLOAT);
+      for (int64_t d : t.shape())
+        v->add_dims(d);
+      weights.emplace(index, std::move(t));
+      return index;
+    };
+    std::string base = conv.name().empty() ? "conv" : conv.name();
+    int32_t wIndex = addWeight(std::move(newW), base + ".bn_folded_weight");
+    int32_t bIndex = addWeight(std::move(newB), base + ".bn_folded_bias");
+    conv.set_inputs(1, wIndex);
+    if (conv.inputs_size() > 2)
+      conv.set_inputs(2, bIndex);
+    else
+      conv.add_inputs(bIndex);
+    // A Relu fused into the batch norm (fuseTrainableActivations) moves
+    // onto the Conv.
+    for (const plan::Attribute &a : bn.attributes())
+      if (llvm::StringRef(a.name()).starts_with("activation"))
+        *conv.add_attributes() = a;
+    conv.set_outputs(0, bn.outputs(0));
+    dead[j] = true;
+    ++folded;
+  }
+  if (folded)
+    eraseOps(plan, dead);
+  return folded;
+}
+
+/// A new value like `like` (dtype and dims), named like it plus `suffix`,
+/// with `channels` in dimension 1; returns its index.
+static int32_t addValueLike(plan::Plan &plan, int32_t like,
+                            const std::string &suffix, int64_t channels) {
+  plan::Value value = plan.values(like);
+  value.set_name(value.name() + suffix);
+  value.set_dims(1, channels);
+  *plan.add_values() = std::move(value);
+  return plan.values_size() - 1;
+}
+
+/// The product of `v`'s dimensions after the first, or -1 when one is not
+/// known.
+static int64_t itemElements(const plan::Plan &plan, int32_t v) {
+  int64_t n = 1;
+  const auto &dims = plan.values(v).dims();
+  for (int d = 1; d < dims.size(); ++d) {
+    if (dims[d] <= 0)
+      return -1;
+    n *= dims[d];
+  }
+  return n;
+}
+
+namespace {
+/// A Concat whose channels reach one ungrouped Conv's source only through
+/// ops that act on each channel alone (see splitConcatConvs).
+struct ConcatConv {
+  int concat, conv;
+  /// The ops between them, in order.
+  std::vector<int> between;
+};
+} // namespace
+
+/// The ConcatConv starting at op `c`, if it is one that pays to split.
+static std::optional<ConcatConv> matchConcatConv(const plan::Plan &plan,
+                                                 const Uses &uses, int c,
+                                                 OpFilter mine) {
+  const plan::Op &concat = plan.ops(c);
+  if (concat.type() != "Concat" || concat.inputs_size() < 2 ||
+      concat.outputs_size() != 1)
+    return std::nullopt;
+  int32_t joined = concat.outputs(0);
+  std::vector<int64_t> axis = intsOf(concat, "axis");
+  if (plan.values(joined).dims_size() != 4 || axis.size() != 1 ||
+      (axis[0] != 1 && axis[0] != -3))
+    return std::nullopt;
+  for (int32_t v : concat.inputs())
+    if (v < 0 || plan.values(v).dims_size() != 4 || plan.values(v).dims(1) <= 0)
+      return std::nullopt;
+  ConcatConv match{c, -1, {}};
+  int32_t v = joined;
+  for (int i = uses.soleReader(v); i >= 0; i = uses.soleReader(v)) {
+    const plan::Op &op = plan.ops(i);
+    if (!fusable(mine, op, concat) || op.inputs_size() < 1 ||
+        op.inputs(0) != v || op.outputs_size() != 1)
+      return std::nullopt;
+    if (op.type() == "Conv") {
+      int32_t w = op.inputs_size() > 1 ? op.inputs(1) : -1;
+      if (op.inputs_size() > 3 || w < 0 || !allEqual(op, "group", 1) ||
+          plan.values(w).dims_size() != 4 ||
+          plan.values(w).dims(1) != plan.values(joined).dims(1))
+        return std::nullopt;
+      // The copies saved are of the Concat's output (forward and
+      // backward); each extra part costs a pass over the Conv's output.
+      int64_t in = itemElements(plan, joined),
+              out = itemElements(plan, op.outputs(0));
+      if (in < 0 || out < 0 || out >= in)
+        return std::nullopt;
+      match.conv = i;
+      return match;
+    }
+    bool perChannel = llvm::StringSwitch<bool>(op.type())
+                          .Cases("MaxPool", "AveragePool", "Dropout", true)
+                          .Default(false);
+    if (!perChannel || plan.values(op.outputs(0)).dims_size() != 4)
+      return std::nullopt;
+    match.between.push_back(i);
+    v = op.outputs(0);
+  }
+  return std::nullopt;
+}
+
+int heterps::runtime::splitConcatConvs(plan::Plan &plan, OpFilter mine) {
+  Uses uses(plan);
+  std::vector<ConcatConv> matches;
+  std::vector<int> matchAt(plan.ops_size(), -1);
+  std::vector<bool> dead(plan.ops_size(), false);
+  for (int c = 0; c < plan.ops_size(); ++c)
+    if (std::optional<ConcatConv> m = matchConcatConv(plan, uses, c, mine)) {
+      dead[m->concat] = true;
+      for (int i : m->between)
+        dead[i] = true;
+      matchAt[m->conv] = static_cast<int>(matches.size());
+      matches.push_back(std::move(*m));
+    }
+  if (matches.empty())
+    return 0;
+  google::protobuf::RepeatedPtrField<plan::Op> ops;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    if (dead[i])
+      continue;
+    if (matchAt[i] < 0) {
+      *ops.Add() = plan.ops(i);
+      continue;
+    }
+    const ConcatConv &m = matches[matchAt[i]];
+    const plan::Op conv = plan.ops(i);
+    const plan::Op &concat = plan.ops(m.concat);
+    int32_t partial = -1;
+    int64_t first = 0;
+    for (int k = 0; k < concat.inputs_size(); ++k) {
+      std::string part = ":part" + std::to_string(k);
+      int32_t src = concat.inputs(k);
+      int64_t channels = plan.values(src).dims(1);
+      // The per-channel ops, on this part's channels.
+      for (int b : m.between) {
+        plan::Op &op = *ops.Add() = plan.ops(b);
+        op.set_name(op.name() + part);
+        op.set_inputs(0, src);
+        src = addValueLike(plan, op.outputs(0), part, channels);
+        op.set_outputs(0, src);
+      }
+      // The weights of this part's input channels.
+      plan::Op &slice = *ops.Add();
+      slice.set_name(conv.name() + "/weights" + part);
+      slice.set_type("Slice");
+      slice.set_device(conv.device());
+      slice.set_stage(conv.stage());
+      slice.add_inputs(conv.inputs(1));
+      int32_t w = addValueLike(plan, conv.inputs(1), part, channels);
+      slice.add_outputs(w);
+      for (auto [name, value] : {std::pair("starts", first),
+                                 {"ends", first + channels},
+                                 {"axes", 1},
+                                 {"steps", 1}}) {
+        plan::Attribute *a = slice.add_attributes();
+        a->set_name(name);
+        a->mutable_ints()->add_values(value);
+      }
+      first += channels;
+      // The Conv of this part, summing the parts before it; the bias
+      // once, in the first.
+      plan::Op &op = *ops.Add() = conv;
+      op.set_name(conv.name() + part);
+      op.clear_inputs();
+      op.add_inputs(src);
+      op.add_inputs(w);
+      op.add_inputs(k == 0 && conv.inputs_size() > 2 ? conv.inputs(2) : -1);
+      if (k > 0)
+        op.add_inputs(partial);
+      if (k + 1 < concat.inputs_size()) {
+        partial = addValueLike(plan, conv.outputs(0), part,
+                               plan.values(conv.outputs(0)).dims(1));
+        op.set_outputs(0, partial);
+      }
+    }
+  }
+  plan.mutable_ops()->Swap(&ops);
+  return static_cast<int>(matches.size());
+}

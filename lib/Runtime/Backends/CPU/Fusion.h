@@ -1,0 +1,91 @@
+//===- Fusion.h - load-time rewrites of a plan ------------------*- C++ -*-===//
+//
+// The CPU backend's plan rewrites (CPUBackend::rewriteForInference and
+// rewriteForTraining). They keep the plan's outputs unchanged and join only
+// ops that `mine` accepts and that share a device and a stage. Values that
+// foldBatchNorms adds are defined only by the weight map it extends (not by
+// `Plan.weights`).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_LIB_RUNTIME_BACKENDS_CPU_FUSION_H
+#define HETERPS_LIB_RUNTIME_BACKENDS_CPU_FUSION_H
+
+#include "heterps/Runtime/Backend.h"
+
+namespace heterps::runtime {
+
+/// An OpFilter that accepts every op.
+inline bool anyOp(const plan::Op &) { return true; }
+
+/// Folds an activation (Relu, LeakyRelu, Clip, Sigmoid, Tanh, Elu) into the
+/// Conv whose output only it reads: the
+/// Conv gets the attribute `activation` (and `activation_<attr>` copies) and
+/// the activation's output. Returns the number of fused ops.
+int fuseActivations(plan::Plan &plan, OpFilter mine = anyOp);
+
+/// The fusions training kernels can run backwards: a Relu into the Conv or
+/// BatchNormalization whose output only it reads (the Relu's gradient mask
+/// is the fused op's output > 0). Same attributes as fuseActivations.
+/// Inference kernels run the result too. Returns the number of fused ops.
+int fuseTrainableActivations(plan::Plan &plan, OpFilter mine = anyOp);
+
+/// For training, after fuseTrainableActivations: where a MaxPool reads the
+/// output of a Conv with a fused Relu, or a Concat of such outputs, and is
+/// the only reader of each, the Relus' gradient mask moves to the MaxPool's
+/// output gradient (the Conv gets `relu_grad_masked` = 1, the MaxPool
+/// `grad_mask_relu` = 1). A max-pooled Relu output is > 0 exactly where the
+/// window's selected input is, so the gradients are the same, bit for bit,
+/// and the mask covers the pooled tensor instead of the larger one.
+/// Returns the number of MaxPools.
+int moveReluMasksToMaxPools(plan::Plan &plan, OpFilter mine = anyOp);
+
+/// For training, before fuseTrainableActivations: an ungrouped Conv reading
+/// a channel Concat of 4-D values, directly or through MaxPools,
+/// AveragePools and Dropouts that are the only readers of what they read,
+/// becomes one Conv per Concat input over a Slice of the weights' input
+/// channels, each summing the one before it (fourth input; the bias goes to
+/// the first), with the pools and dropouts repeated per input. A Conv is
+/// linear in its input channels, so the result is the same up to rounding,
+/// and the Concat's copies go: of its inputs in the forward pass and of its
+/// gradient in the backward pass (oneDNN's convolutions cannot write into
+/// or read from a channel slice of a batch). Done only where the Conv's
+/// output is smaller than the Concat's (SqueezeNet's squeeze convolutions),
+/// as the sums cost passes over it. Returns the number of Concats removed.
+int splitConcatConvs(plan::Plan &plan, OpFilter mine = anyOp);
+
+/// Folds an Add of a Conv's output and another value of the same declared
+/// shape (a residual connection) into the Conv, as a fourth input the Conv
+/// sums into its result; the other value must be defined before the Conv.
+/// Run before fuseActivations so that Conv+Add+Relu becomes one Conv.
+/// Returns the number of fused ops.
+int fuseResidualAdds(plan::Plan &plan, OpFilter mine = anyOp);
+
+/// Folds a 3x3 depthwise Conv (stride 1 or 2, pads 1, constant weights)
+/// into the 1x1 Conv (stride 1, no pads, no summed input, constant weights)
+/// whose output only it reads, so that the pointwise result never leaves
+/// the cache (oneDNN's depthwise post-op). The 1x1 Conv gets inputs 4 and 5
+/// (the depthwise weight and bias, -1 when absent; input 3 stays -1), the
+/// attribute `dw_stride`, the depthwise Conv's fused activation as
+/// `dw_activation*` and its output. Run after fuseActivations. Returns the
+/// number of fused pairs.
+int fuseDepthwiseConvs(plan::Plan &plan, const WeightMap &weights,
+                       OpFilter mine = anyOp);
+
+/// Folds a Pad with zeros on the spatial axes (constant mode, pads a
+/// weight) into the Conv or AveragePool that is its only reader, as extra
+/// `pads` (an AveragePool then counts them: count_include_pad = 1; not in
+/// ceil mode, nor over pads of its own it excluded). Returns the number of
+/// folded Pads.
+int fusePads(plan::Plan &plan, const WeightMap &weights, OpFilter mine = anyOp);
+
+/// Folds an inference BatchNormalization into the Conv feeding it when the
+/// Conv's weight and bias and all BN parameters are weights: new weight
+/// values (appended to the plan and `weights`) replace the Conv's; a Relu
+/// fused into the batch norm moves onto the Conv. Returns the number of
+/// folded ops.
+int foldBatchNorms(plan::Plan &plan, WeightMap &weights, OpFilter mine = anyOp);
+
+} // namespace heterps::runtime
+
+#endif // HETERPS_LIB_RUNTIME_BACKENDS_CPU_FUSION_H

@@ -1,0 +1,130 @@
+//===- SliceKernels.cpp - Split and Slice ---------------------------------===//
+//
+// Plain copies of any element type. Split cuts its input along `axis` into
+// consecutive pieces of the `split` sizes (equal pieces when empty); Slice
+// takes every `steps`-th index from `starts` towards `ends` on each of its
+// `axes` (ONNX's clamping rules; a negative step walks backwards).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CPUKernels.h"
+#include "heterps/Runtime/SliceGeometry.h"
+
+#include <cstring>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cpu;
+
+namespace {
+
+/// Elements before `axis`, and bytes of one index of `axis` onwards.
+std::pair<int64_t, int64_t> outerAndRow(const Tensor &x, int64_t axis) {
+  int64_t outer = 1, row = dtypeSize(x.dtype());
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= x.dim(i);
+  for (int64_t i = axis + 1; i < x.rank(); ++i)
+    row *= x.dim(i);
+  return {outer, row};
+}
+
+class SplitKernel : public Kernel {
+public:
+  SplitKernel(int64_t axis, std::vector<int64_t> sizes)
+      : axis(axis), sizes(std::move(sizes)) {}
+
+  llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                  llvm::MutableArrayRef<Tensor> outputs) override {
+    const Tensor &x = *inputs[0];
+    auto a = normalizeAxis(axis, x.rank());
+    if (!a)
+      return a.takeError();
+    int64_t n = x.dim(*a), pieces = static_cast<int64_t>(outputs.size());
+    std::vector<int64_t> size = sizes;
+    if (size.empty()) {
+      if (n % pieces != 0)
+        return kernelError("Split of " + x.typeString() + " along axis " +
+                           llvm::Twine(*a) + " into " + llvm::Twine(pieces) +
+                           " equal pieces");
+      size.assign(pieces, n / pieces);
+    }
+    int64_t total = 0;
+    for (int64_t s : size)
+      total += s;
+    if (static_cast<int64_t>(size.size()) != pieces || total != n)
+      return kernelError("Split sizes do not add up to axis " +
+                         llvm::Twine(*a) + " of " + x.typeString());
+    auto [outer, row] = outerAndRow(x, *a);
+    const auto *src = static_cast<const uint8_t *>(x.rawData());
+    int64_t offset = 0;
+    for (int64_t p = 0; p < pieces; ++p) {
+      Shape shape = x.shape();
+      shape[*a] = size[p];
+      Tensor y(x.dtype(), shape);
+      auto *dst = static_cast<uint8_t *>(y.rawData());
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(dst + o * size[p] * row, src + (o * n + offset) * row,
+                    size[p] * row);
+      offset += size[p];
+      outputs[p] = std::move(y);
+    }
+    return llvm::Error::success();
+  }
+
+private:
+  int64_t axis;
+  std::vector<int64_t> sizes;
+};
+
+class SliceKernel : public Kernel {
+public:
+  explicit SliceKernel(SliceParams params) : params(std::move(params)) {}
+
+  llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                  llvm::MutableArrayRef<Tensor> outputs) override {
+    const Tensor &x = *inputs[0];
+    auto g = sliceGeometry(x.shape(), params);
+    if (!g)
+      return g.takeError();
+    Tensor y(x.dtype(), g->count);
+    int64_t bytes = dtypeSize(x.dtype());
+    const auto *src = static_cast<const uint8_t *>(x.rawData());
+    auto *dst = static_cast<uint8_t *>(y.rawData());
+    g->forEach(x.shape(), [&](int64_t k, int64_t offset) {
+      std::memcpy(dst + k * bytes, src + offset * bytes, bytes);
+    });
+    outputs[0] = std::move(y);
+    return llvm::Error::success();
+  }
+
+private:
+  SliceParams params;
+};
+
+} // namespace
+
+void cpu::registerSliceKernels(KernelRegistry &registry, CPUContextPtr) {
+  registry.add(
+      "Split",
+      [](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
+        if (info.numInputs() != 1 || info.numOutputs() < 1)
+          return kernelError("Split takes one input and gives at least one "
+                             "output");
+        auto axis = info.attrs.getInt("axis", 0);
+        if (!axis)
+          return axis.takeError();
+        auto sizes = info.attrs.getInts("split", std::vector<int64_t>());
+        if (!sizes)
+          return sizes.takeError();
+        return std::make_unique<SplitKernel>(*axis, std::move(*sizes));
+      });
+  registry.add(
+      "Slice",
+      [](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
+        if (llvm::Error e = info.checkArity(1, 1))
+          return e;
+        auto params = readSliceParams(info.attrs);
+        if (!params)
+          return params.takeError();
+        return std::make_unique<SliceKernel>(std::move(*params));
+      });
+}

@@ -1,0 +1,351 @@
+//===- ConvGrad.cpp - Conv forward and backward on oneDNN -----------------===//
+//
+// Forward, backward-data and backward-weights primitives are created
+// together per input shape, each with format_tag::any so oneDNN picks its
+// blocked formats. Shapes that oneDNN's Winograd F(4x4, 3x3) takes
+// (ConvGeometry::winogradShape) use it for all three when they have at
+// least 32 output tiles (4x4) per thread: on ResNet-18's and SqueezeNet's
+// 3x3 convolutions forward plus both backwards ran 1.1-2.4x faster than
+// the direct algorithm with 64 tiles or more per thread, but 0.82x with 16
+// (ResNet-18's 7x7 images at batch 8 on 2 threads: too little work to share
+// out). A rule, not a timing, so training stays deterministic. The weight
+// gradient comes back in the forward's weights format, and the optimizer
+// updates the weights in that format (Optimizer::update), so from the
+// second step on the forward reads them as they are; backward-data reorders
+// them only when its format differs (ResNet-18's 512-channel convolutions).
+// Grouped convolutions keep plain weights and gradients. A fused Relu
+// (fuseTrainableActivations) is an eltwise post-op of the forward; the
+// backward masks the incoming gradient with the output (oneDNN's
+// relu_use_dst_for_bwd) before the two convolution backwards, so the
+// forward saves the Relu's pass over the output; the MaxPool after it
+// applies the mask instead when moveReluMasksToMaxPools says so (Fusion.h).
+// An optional fourth input is summed into the result before the Relu
+// (oneDNN's sum post-op; splitConcatConvs makes such Convs); its gradient
+// is the output's.
+// The input's gradient is skipped when nothing needs it (the first layer's
+// image).
+//
+//===----------------------------------------------------------------------===//
+
+#include "../CPUKernels.h"
+#include "../ConvGeometry.h"
+#include "TrainKernels.h"
+
+#include <omp.h>
+#include <optional>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::train;
+using cpu::addScratchpad;
+using cpu::allocate;
+using cpu::kernelError;
+using cpu::memoryOf;
+using cpu::plainDesc;
+using cpu::reorderTo;
+using cpu::toDims;
+
+namespace {
+
+struct ConvGradEntry {
+  dnnl::convolution_forward forward;
+  dnnl::convolution_forward::primitive_desc forwardPd;
+  dnnl::convolution_backward_data backwardData;
+  dnnl::convolution_backward_data::primitive_desc backwardDataPd;
+  dnnl::convolution_backward_weights backwardWeights;
+  dnnl::convolution_backward_weights::primitive_desc backwardWeightsPd;
+  /// Plain weights with the group split out (G, M/G, C/G, k...).
+  memory::desc plainWeightsMd;
+  Shape outShape;
+  /// With a fused Relu: its backward, on the forward's destination format.
+  std::optional<dnnl::eltwise_backward> reluBackward;
+};
+
+class ConvGradKernel : public TrainKernel {
+public:
+  ConvGradKernel(CPUContextPtr ctx, ConvAttrs attrs, bool relu,
+                 bool reluMaskedLater)
+      : cache(std::move(ctx)), attrs(std::move(attrs)), relu(relu),
+        reluMaskedLater(reluMaskedLater) {}
+  bool differentiable(int i) const override { return i <= 3; }
+  llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
+                      Tensor &output) override;
+  llvm::Error backward(llvm::ArrayRef<const Tensor *> inputs,
+                       const Tensor &output, const Tensor &dOutput,
+                       llvm::ArrayRef<bool> needGrad,
+                       llvm::MutableArrayRef<Tensor> dInputs) override;
+
+private:
+  llvm::Expected<ConvGradEntry> make(const Tensor &x, const Tensor &w,
+                                     bool bias, bool sum);
+  Tensor pack(const Tensor &w, const memory::desc &md) const;
+  /// The weight gradient `dw` (backward-weights' format) in the forward's
+  /// weights format, so that the optimizer updates the weights in the
+  /// format the next forward reads; plain for grouped convolutions, whose
+  /// blocked formats have a dimension more than the weights.
+  Tensor weightGradient(const Tensor &dw, const Shape &shape) const;
+
+  /// dOutput, masked by the fused Relu's output when there is one and the
+  /// MaxPool after it did not mask it already.
+  Tensor reluGradient(const Tensor &output, const Tensor &dOutput) const;
+
+  cpu::PrimitiveCache<ConvGradEntry> cache;
+  ConvAttrs attrs;
+  bool relu;
+  /// The gradient comes masked (attribute `relu_grad_masked`).
+  bool reluMaskedLater;
+  ConvGradEntry *entry = nullptr;
+  /// The forward's source in the primitive's format, for backward-weights.
+  Tensor src;
+  /// The forward's packed weights, which backward-data reuses when it reads
+  /// the same format (the weights do not change between the two).
+  Tensor packedWeights;
+};
+
+} // namespace
+
+/// Whether a Winograd shape has the 4x4 output tiles per thread to pay
+/// for its transforms (see the file comment).
+static bool winogradPays(const cpu::ConvGeometry &geo) {
+  constexpr int64_t kMinTilesPerThread = 32;
+  const Shape &out = geo.outShape;
+  int64_t tiles = out[0] * ((out[2] + 3) / 4) * ((out[3] + 3) / 4);
+  return tiles >= kMinTilesPerThread * omp_get_max_threads();
+}
+
+llvm::Expected<ConvGradEntry>
+ConvGradKernel::make(const Tensor &x, const Tensor &w, bool bias, bool sum) {
+  llvm::Expected<cpu::ConvGeometry> geometry = cpu::convGeometry(attrs, x, w);
+  if (!geometry)
+    return geometry.takeError();
+  const cpu::ConvGeometry &geo = *geometry;
+  int64_t m = w.dim(0);
+  auto any = [](const memory::dims &d) {
+    return memory::desc(d, memory::data_type::f32, Tag::any);
+  };
+  memory::desc biasMd =
+      bias ? memory::desc({m}, memory::data_type::f32, Tag::a) : memory::desc();
+  dnnl::primitive_attr attr, forwardAttr;
+  cpu::useCallerScratchpad(attr);
+  cpu::useCallerScratchpad(forwardAttr);
+  dnnl::post_ops ops;
+  if (sum)
+    ops.append_sum(1.f);
+  if (relu)
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  forwardAttr.set_post_ops(ops);
+  const dnnl::engine &engine = cache.context()->engine;
+  memory::desc srcMd = any(toDims(x.shape())), wMd = any(geo.weightDims),
+               dstMd = any(toDims(geo.outShape));
+  auto make = [&](dnnl::algorithm algorithm) {
+    dnnl::convolution_forward::primitive_desc fwd(
+        dnnl::convolution_forward::desc(
+            dnnl::prop_kind::forward_training, algorithm, srcMd, wMd, biasMd,
+            dstMd, geo.strides, geo.dilations, geo.padL, geo.padR),
+        forwardAttr, engine);
+    dnnl::convolution_backward_data::primitive_desc bwdData(
+        dnnl::convolution_backward_data::desc(algorithm, srcMd, wMd, dstMd,
+                                              geo.strides, geo.dilations,
+                                              geo.padL, geo.padR),
+        attr, engine, fwd);
+    dnnl::convolution_backward_weights::primitive_desc bwdWeights(
+        dnnl::convolution_backward_weights::desc(
+            algorithm, srcMd, wMd, biasMd, dstMd, geo.strides, geo.dilations,
+            geo.padL, geo.padR),
+        attr, engine, fwd);
+    return std::make_tuple(fwd, bwdData, bwdWeights);
+  };
+  auto pds = [&] {
+    if (geo.winogradShape && winogradPays(geo)) {
+      try {
+        return make(dnnl::algorithm::convolution_winograd);
+      } catch (const dnnl::error &) {
+        // no Winograd implementation for this shape: the direct algorithm
+      }
+    }
+    return make(dnnl::algorithm::convolution_direct);
+  }();
+  auto &[fwd, bwdData, bwdWeights] = pds;
+  ConvGradEntry entry{dnnl::convolution_forward(fwd),
+                      fwd,
+                      dnnl::convolution_backward_data(bwdData),
+                      bwdData,
+                      dnnl::convolution_backward_weights(bwdWeights),
+                      bwdWeights,
+                      plainDesc(geo.weightDims),
+                      geo.outShape,
+                      std::nullopt};
+  if (relu) {
+    auto alg = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
+    dnnl::eltwise_forward::primitive_desc hint(
+        {dnnl::prop_kind::forward_training, alg, fwd.dst_desc(), 0.f}, engine);
+    entry.reluBackward =
+        dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(
+            {alg, fwd.dst_desc(), fwd.dst_desc(), 0.f}, engine, hint));
+  }
+  return entry;
+}
+
+Tensor ConvGradKernel::reluGradient(const Tensor &output,
+                                    const Tensor &dOutput) const {
+  if (!relu || reluMaskedLater)
+    return dOutput;
+  const CPUContextPtr &ctx = cache.context();
+  const memory::desc &md = entry->forwardPd.dst_desc();
+  // In place when nothing else holds the gradient (OpSequence hands over
+  // its only reference): no fresh buffer to bring into the cache.
+  bool inPlace = dOutput.ownsBufferAlone() && cpu::descOf(dOutput) == md;
+  Tensor y = reorderTo(output, md, ctx), dy = reorderTo(dOutput, md, ctx);
+  Tensor masked = inPlace ? dy : allocate(md, output.shape(), ctx);
+  entry->reluBackward->execute(ctx->stream,
+                               {{DNNL_ARG_DST, memoryOf(y, *ctx)},
+                                {DNNL_ARG_DIFF_DST, memoryOf(dy, *ctx)},
+                                {DNNL_ARG_DIFF_SRC, memoryOf(masked, *ctx)}});
+  ctx->stream.wait();
+  return masked;
+}
+
+/// Weights `w` in `md`: `w` itself when it is in `md` already (the trainer
+/// keeps them in the layout of their gradient, the forward's), else a copy.
+Tensor ConvGradKernel::pack(const Tensor &w, const memory::desc &md) const {
+  const CPUContextPtr &ctx = cache.context();
+  if (!w.isPlain() || cpu::descOf(w) == md)
+    return reorderTo(w, md, ctx);
+  // Plain weights, read with the group split out.
+  Tensor packed = allocate(md, w.shape(), ctx);
+  memory from(entry->plainWeightsMd, ctx->engine,
+              const_cast<void *>(w.rawData()));
+  memory to(md, ctx->engine, packed.rawData());
+  dnnl::reorder(from, to).execute(ctx->stream, from, to);
+  return packed;
+}
+
+Tensor ConvGradKernel::weightGradient(const Tensor &dw,
+                                      const Shape &shape) const {
+  const CPUContextPtr &ctx = cache.context();
+  const memory::desc &from = entry->backwardWeightsPd.diff_weights_desc();
+  bool grouped = entry->plainWeightsMd.dims().size() != shape.size();
+  memory::desc to =
+      grouped ? entry->plainWeightsMd : entry->forwardPd.weights_desc();
+  if (from == to && !grouped)
+    return dw;
+  Tensor out = grouped ? Tensor(DType::F32, shape) : allocate(to, shape, ctx);
+  memory src(from, ctx->engine, const_cast<void *>(dw.rawData()));
+  memory dst(to, ctx->engine, out.rawData());
+  dnnl::reorder(src, dst).execute(ctx->stream, src, dst);
+  ctx->stream.wait();
+  return out;
+}
+
+llvm::Error ConvGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
+                                    Tensor &output) {
+  if (llvm::Error e = cpu::checkF32(inputs))
+    return e;
+  const CPUContextPtr &ctx = cache.context();
+  return cpu::guardDnnl([&]() -> llvm::Error {
+    const Tensor *b = inputs.size() > 2 ? inputs[2] : nullptr;
+    const Tensor *addend = inputs.size() > 3 ? inputs[3] : nullptr;
+    auto got = cache.get(cpu::shapeKey(inputs.take_front(2)), [&] {
+      return make(*inputs[0], *inputs[1], b != nullptr, addend != nullptr);
+    });
+    if (!got)
+      return got.takeError();
+    entry = *got;
+    const auto &pd = entry->forwardPd;
+    src = reorderTo(*inputs[0], pd.src_desc(), ctx);
+    packedWeights = pack(*inputs[1], pd.weights_desc());
+    if (addend) {
+      if (llvm::Error e = checkSummedInput(*addend, entry->outShape))
+        return e;
+      // The primitive accumulates into the output: a copy, as the addend
+      // stays for its producer's backward.
+      output = reorderTo(*addend, pd.dst_desc(), ctx);
+      if (output.rawData() == addend->rawData())
+        output = output.clone();
+    } else {
+      output = allocate(pd.dst_desc(), entry->outShape, ctx);
+    }
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, memoryOf(src, *ctx)},
+        {DNNL_ARG_WEIGHTS,
+         memory(pd.weights_desc(), ctx->engine, packedWeights.rawData())},
+        {DNNL_ARG_DST, memoryOf(output, *ctx)}};
+    if (b)
+      args[DNNL_ARG_BIAS] = memoryOf(*b, *ctx);
+    addScratchpad(pd.scratchpad_desc(), *ctx, args);
+    entry->forward.execute(ctx->stream, args);
+    ctx->stream.wait();
+    return llvm::Error::success();
+  });
+}
+
+llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
+                                     const Tensor &output,
+                                     const Tensor &dOutputOfRelu,
+                                     llvm::ArrayRef<bool> needGrad,
+                                     llvm::MutableArrayRef<Tensor> dInputs) {
+  const CPUContextPtr &ctx = cache.context();
+  return cpu::guardDnnl([&]() -> llvm::Error {
+    Tensor dOutput = reluGradient(output, dOutputOfRelu);
+    if (needGrad[0]) {
+      const auto &pd = entry->backwardDataPd;
+      Tensor dy = reorderTo(dOutput, pd.diff_dst_desc(), ctx);
+      Tensor weights = pd.weights_desc() == entry->forwardPd.weights_desc()
+                           ? packedWeights
+                           : pack(*inputs[1], pd.weights_desc());
+      Tensor dx = allocate(pd.diff_src_desc(), inputs[0]->shape(), ctx);
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_DIFF_DST, memoryOf(dy, *ctx)},
+          {DNNL_ARG_WEIGHTS,
+           memory(pd.weights_desc(), ctx->engine, weights.rawData())},
+          {DNNL_ARG_DIFF_SRC, memoryOf(dx, *ctx)}};
+      addScratchpad(pd.scratchpad_desc(), *ctx, args);
+      entry->backwardData.execute(ctx->stream, args);
+      dInputs[0] = std::move(dx);
+    }
+    // The summed input's gradient is the output's.
+    if (inputs.size() > 3 && inputs[3] && needGrad[3])
+      dInputs[3] = dOutput;
+    bool bias = inputs.size() > 2 && inputs[2];
+    if (!needGrad[1] && !(bias && needGrad[2]))
+      return llvm::Error::success();
+    const auto &pd = entry->backwardWeightsPd;
+    Tensor dy = reorderTo(dOutput, pd.diff_dst_desc(), ctx);
+    Tensor x = reorderTo(src, pd.src_desc(), ctx);
+    Tensor dw = allocate(pd.diff_weights_desc(), inputs[1]->shape(), ctx);
+    Tensor db(DType::F32, {inputs[1]->dim(0)});
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, memoryOf(x, *ctx)},
+        {DNNL_ARG_DIFF_DST, memoryOf(dy, *ctx)},
+        {DNNL_ARG_DIFF_WEIGHTS,
+         memory(pd.diff_weights_desc(), ctx->engine, dw.rawData())}};
+    if (bias)
+      args[DNNL_ARG_DIFF_BIAS] = memoryOf(db, *ctx);
+    addScratchpad(pd.scratchpad_desc(), *ctx, args);
+    entry->backwardWeights.execute(ctx->stream, args);
+    ctx->stream.wait();
+    if (needGrad[1])
+      dInputs[1] = weightGradient(dw, inputs[1]->shape());
+    if (bias && needGrad[2])
+      dInputs[2] = std::move(db);
+    return llvm::Error::success();
+  });
+}
+
+void train::registerConvGrad(TrainRegistry &registry) {
+  registry["Conv"] = [](const OpInfo &info, const TrainKernelEnv &env)
+      -> llvm::Expected<std::unique_ptr<TrainKernel>> {
+    if (llvm::Error e = info.checkArity(2, 4))
+      return e;
+    llvm::Expected<bool> relu = cpu::fusesRelu(info.attrs, "a trained Conv");
+    if (!relu)
+      return relu.takeError();
+    llvm::Expected<int64_t> masked = info.attrs.getInt("relu_grad_masked", 0);
+    if (!masked)
+      return masked.takeError();
+    llvm::Expected<ConvAttrs> attrs = parseConvAttrs(info.attrs);
+    if (!attrs)
+      return attrs.takeError();
+    return std::make_unique<ConvGradKernel>(env.ctx, std::move(*attrs), *relu,
+                                            *masked != 0);
+  };
+}
