@@ -156,12 +156,18 @@ llvm::Error Executor::placeValues() {
   std::map<std::pair<int32_t, MemorySpace *>, int32_t> copySlot;
   args.assign(program.ops_size(), {});
   copiesBefore.assign(program.ops_size(), {});
+  // Weights some op reads where they are (or the graph outputs).
+  std::vector<bool> readAtHome(program.values_size(), false);
+  for (const plan::Binding &b : program.outputs())
+    readAtHome[b.value()] = true;
   for (int i = 0; i < program.ops_size(); ++i) {
     const plan::Op &op = program.ops(i);
     MemorySpace *space = &devices->of(op).memory();
     for (int32_t v : op.inputs()) {
       if (v < 0 || home[v] == space) {
         args[i].push_back(v);
+        if (v >= 0)
+          readAtHome[v] = true;
         continue;
       }
       auto [it, added] = copySlot.try_emplace({v, space}, constants.size());
@@ -183,6 +189,10 @@ llvm::Error Executor::placeValues() {
     for (int32_t v : op.outputs())
       home[v] = space;
   }
+  // A weight only devices read lives only in their memory.
+  for (const auto &[key, slot] : copySlot)
+    if (!readAtHome[key.first] && !constants[slot].isNull())
+      constants[key.first] = Tensor();
   outputsOnDevice = 0;
   for (const plan::Binding &b : program.outputs())
     outputsOnDevice += home[b.value()] != &host;

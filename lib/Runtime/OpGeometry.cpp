@@ -35,6 +35,21 @@ heterps::runtime::parseConvAttrs(const OpAttributes &a) {
   return attrs;
 }
 
+llvm::Error heterps::runtime::readConvTransposeAttrs(const OpAttributes &a,
+                                                     ConvTransposeAttrs &out) {
+  if (llvm::Error e = readWindowAttrs(a, out))
+    return e;
+  auto outputPadding = a.getInts("output_padding", std::vector<int64_t>());
+  if (!outputPadding)
+    return outputPadding.takeError();
+  auto group = a.getInt("group", 1);
+  if (!group)
+    return group.takeError();
+  out.outputPadding = std::move(*outputPadding);
+  out.group = *group;
+  return llvm::Error::success();
+}
+
 llvm::Expected<PoolAttrs> heterps::runtime::parsePoolAttrs(const OpInfo &info) {
   if (llvm::Error e = info.checkArity(1, 1))
     return std::move(e);
@@ -115,6 +130,37 @@ llvm::Expected<Window> heterps::runtime::convWindow(const ConvAttrs &attrs,
     window.kernel.push_back(w.dim(2 + i));
     window.padBegin.push_back((*pads)[i]);
     window.padEnd.push_back((*pads)[n + i]);
+  }
+  return window;
+}
+
+llvm::Expected<Window>
+heterps::runtime::convTransposeWindow(const ConvTransposeAttrs &attrs,
+                                      const Tensor &x, const Tensor &w) {
+  int64_t spatial = x.rank() - 2, group = attrs.group;
+  if (spatial < 1 || spatial > 3 || w.rank() != x.rank() ||
+      w.dim(0) != x.dim(1) || group < 1 || x.dim(1) % group != 0)
+    return geometryError("ConvTranspose of input " + x.typeString() +
+                         " with weights " + w.typeString() + " and group " +
+                         llvm::Twine(group) + " is not supported");
+  auto attr = [&](const std::vector<int64_t> &v, size_t i, int64_t def) {
+    return v.empty() ? def : v[i];
+  };
+  Window window;
+  window.outShape = {x.dim(0), w.dim(1) * group};
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t stride = attr(attrs.strides, i, 1),
+            dilation = attr(attrs.dilations, i, 1),
+            begin = attr(attrs.pads, i, 0),
+            end = attr(attrs.pads, i + spatial, 0),
+            extra = attr(attrs.outputPadding, i, 0), k = w.dim(2 + i);
+    window.strides.push_back(stride);
+    window.kernel.push_back(k);
+    window.dilations.push_back(dilation);
+    window.padBegin.push_back(begin);
+    window.padEnd.push_back(end);
+    window.outShape.push_back(stride * (x.dim(2 + i) - 1) + extra +
+                              (k - 1) * dilation + 1 - begin - end);
   }
   return window;
 }

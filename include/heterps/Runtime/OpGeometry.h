@@ -30,6 +30,14 @@ struct ConvAttrs : WindowAttrs {
 /// Conv's strides, dilations, pads and group.
 llvm::Expected<ConvAttrs> parseConvAttrs(const OpAttributes &attrs);
 
+struct ConvTransposeAttrs : WindowAttrs {
+  std::vector<int64_t> outputPadding;
+  int64_t group = 1;
+};
+/// ConvTranspose's strides, dilations, pads, output_padding and group.
+llvm::Error readConvTransposeAttrs(const OpAttributes &attrs,
+                                   ConvTransposeAttrs &out);
+
 enum class PoolKind { Max, AverageCountingPads, AverageNotCountingPads };
 
 struct PoolAttrs : WindowAttrs {
@@ -56,6 +64,13 @@ llvm::Expected<Window> convWindow(const ConvAttrs &attrs, const Tensor &x,
                                   const Tensor &w);
 /// An error unless a Conv's summed fourth input has the output's shape.
 llvm::Error checkSummedInput(const Tensor &addend, const Shape &outShape);
+
+/// The window of a ConvTranspose with `attrs` over input `x` with ONNX
+/// weight `w` ([C, M/group, k...]; ranks 3 to 5): the window of the
+/// convolution it is the gradient of. `output_padding` is not in the pads:
+/// it grows the output at the end.
+llvm::Expected<Window> convTransposeWindow(const ConvTransposeAttrs &attrs,
+                                           const Tensor &x, const Tensor &w);
 
 /// The window of pooling with `attrs` over input `x` (rank 3 to 5).
 /// `ceil_mode` rounds the output up, as long as a last window starts

@@ -1,6 +1,7 @@
 //===- ConvTransposeGeometry.h - ConvTranspose in oneDNN terms --*- C++ -*-===//
 //
-// Shared by the ConvTranspose kernel and its backward. ONNX weights are
+// Shared by the ConvTranspose kernel and its backward: the backend-neutral
+// window (OpGeometry.h) as oneDNN takes it. ONNX weights are
 // [C, M/group, k...] (input channels first); oneDNN's logical deconvolution
 // weights are [M, C, k...] (grouped: [group, M/group, C/group, k...]), so
 // the ONNX buffer is described by a format tag that swaps the first two
@@ -17,27 +18,6 @@
 
 namespace heterps::runtime::cpu {
 
-struct ConvTransposeAttrs {
-  WindowAttrs window;
-  std::vector<int64_t> outputPadding;
-  int64_t group = 1;
-};
-
-inline llvm::Error readConvTransposeAttrs(const OpAttributes &a,
-                                          ConvTransposeAttrs &out) {
-  if (llvm::Error e = readWindowAttrs(a, out.window))
-    return e;
-  auto outputPadding = a.getInts("output_padding", std::vector<int64_t>());
-  if (!outputPadding)
-    return outputPadding.takeError();
-  auto group = a.getInt("group", 1);
-  if (!group)
-    return group.takeError();
-  out.outputPadding = std::move(*outputPadding);
-  out.group = *group;
-  return llvm::Error::success();
-}
-
 struct ConvTransposeGeometry {
   memory::dims strides, dilates, padL, padR;
   Shape outShape;
@@ -48,30 +28,18 @@ struct ConvTransposeGeometry {
 inline llvm::Expected<ConvTransposeGeometry>
 convTransposeGeometry(const ConvTransposeAttrs &attrs, const Tensor &x,
                       const Tensor &w) {
+  llvm::Expected<Window> window = convTransposeWindow(attrs, x, w);
+  if (!window)
+    return window.takeError();
   int64_t spatial = x.rank() - 2, group = attrs.group;
-  if (spatial < 1 || spatial > 3 || w.rank() != x.rank() ||
-      w.dim(0) != x.dim(1) || group < 1 || x.dim(1) % group != 0)
-    return kernelError("ConvTranspose of input " + x.typeString() +
-                       " with weights " + w.typeString() + " and group " +
-                       llvm::Twine(group) + " is not supported");
-  auto attr = [&](const std::vector<int64_t> &v, size_t i, int64_t def) {
-    return v.empty() ? def : v[i];
-  };
-  const WindowAttrs &window = attrs.window;
   ConvTransposeGeometry g;
-  g.outShape = {x.dim(0), w.dim(1) * group};
+  g.outShape = window->outShape;
+  g.strides = window->strides;
   for (int64_t i = 0; i < spatial; ++i) {
-    int64_t stride = attr(window.strides, i, 1),
-            dilation = attr(window.dilations, i, 1),
-            begin = attr(window.pads, i, 0),
-            end = attr(window.pads, i + spatial, 0),
-            extra = attr(attrs.outputPadding, i, 0), k = w.dim(2 + i);
-    g.strides.push_back(stride);
-    g.dilates.push_back(dilation - 1);
-    g.padL.push_back(begin);
-    g.padR.push_back(end - extra);
-    g.outShape.push_back(stride * (x.dim(2 + i) - 1) + extra +
-                         (k - 1) * dilation + 1 - begin - end);
+    int64_t extra = attrs.outputPadding.empty() ? 0 : attrs.outputPadding[i];
+    g.dilates.push_back(window->dilations[i] - 1);
+    g.padL.push_back(window->padBegin[i]);
+    g.padR.push_back(window->padEnd[i] - extra);
   }
   memory::dims dims;
   if (group > 1)

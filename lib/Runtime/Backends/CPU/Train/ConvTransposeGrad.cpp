@@ -27,15 +27,15 @@ struct ConvTransposeGradEntry {
 class ConvTransposeGradKernel : public InferenceForward {
 public:
   ConvTransposeGradKernel(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
-                          cpu::ConvTransposeAttrs attrs)
+                          ConvTransposeAttrs attrs)
       : InferenceForward(std::move(kernel), ctx), cache(std::move(ctx)),
         attrs(std::move(attrs)) {}
 
   static llvm::Expected<std::unique_ptr<TrainKernel>>
   create(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
          const OpInfo &info) {
-    cpu::ConvTransposeAttrs attrs;
-    if (llvm::Error e = cpu::readConvTransposeAttrs(info.attrs, attrs))
+    ConvTransposeAttrs attrs;
+    if (llvm::Error e = readConvTransposeAttrs(info.attrs, attrs))
       return e;
     return std::make_unique<ConvTransposeGradKernel>(
         std::move(kernel), std::move(ctx), std::move(attrs));
@@ -119,7 +119,7 @@ private:
   }
 
   cpu::PrimitiveCache<ConvTransposeGradEntry> cache;
-  cpu::ConvTransposeAttrs attrs;
+  ConvTransposeAttrs attrs;
 };
 
 } // namespace
