@@ -79,7 +79,7 @@ static int writeSeed(const char *out) {
   state.optimizer[f.w] = {filled({4, 3}, 0.5), filled({4, 3}, 0.75), 3};
   state.optimizer[f.b].steps = 3;
   state.randomDraws.assign(f.plan.ops_size(), 5);
-  train::Trainer::SparseRows &rows = state.sparse[f.table];
+  train::SparseRows &rows = state.sparse[f.table];
   rows.ids = {1, 7};
   rows.values = filled({2, 4}, 6);
   rows.accumulators = filled({2, 4}, 0.125);

@@ -133,7 +133,7 @@ llvm::Error ParameterServer::restoreDense(const std::string &name,
   return llvm::Error::success();
 }
 
-llvm::Expected<train::Trainer::SparseRows>
+llvm::Expected<train::SparseRows>
 ParameterServer::saveSparse(const std::string &name) {
   llvm::Expected<Table *> table = lookup(name, 0);
   if (!table)
@@ -143,7 +143,7 @@ ParameterServer::saveSparse(const std::string &name) {
     return psError("table '" + name + "' is not sparse");
   std::vector<int64_t> ids;
   std::vector<float> rows, accs;
-  train::Trainer::SparseRows out;
+  train::SparseRows out;
   for (int s = 0; s < opts.numShards; ++s)
     out.version = (*table)->sparse[s]->save(ids, rows, accs);
   // Ascending ids: the same rows make the same checkpoint.
@@ -167,9 +167,8 @@ ParameterServer::saveSparse(const std::string &name) {
   return out;
 }
 
-llvm::Error
-ParameterServer::restoreSparse(const std::string &name,
-                               const train::Trainer::SparseRows &saved) {
+llvm::Error ParameterServer::restoreSparse(const std::string &name,
+                                           const train::SparseRows &saved) {
   llvm::Expected<Table *> table = lookup(name, 0);
   if (!table)
     return table.takeError();

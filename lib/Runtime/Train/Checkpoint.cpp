@@ -226,7 +226,7 @@ stateOf(const Checkpoint &c, const plan::Plan &plan, const WeightMap &current) {
     llvm::Expected<int32_t> v = lookup(m.name());
     if (!v)
       return v.takeError();
-    Trainer::SparseRows &rows = state.sparse[*v];
+    SparseRows &rows = state.sparse[*v];
     rows.ids.assign(m.ids().begin(), m.ids().end());
     rows.version = m.version();
     llvm::Expected<Tensor> values = fromMessage(m.values());

@@ -358,7 +358,7 @@ TEST(ParameterServer, SavedStateMustFit) {
   EXPECT_TRUE(empty->ids.empty());
   EXPECT_FALSE(bool(server->restoreSparse("emb", *empty)));
 
-  train::Trainer::SparseRows rows;
+  train::SparseRows rows;
   rows.ids = {7};
   rows.values = filled({1, 4}, [](int64_t) { return 0.5f; });
   EXPECT_EQ(errorOf(server->restoreSparse("emb", rows)),

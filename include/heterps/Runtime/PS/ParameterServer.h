@@ -25,7 +25,7 @@
 
 #include "heterps/Runtime/PS/PS.pb.h"
 #include "heterps/Runtime/Train/Optimizer.h"
-#include "heterps/Runtime/Train/Trainer.h"
+#include "heterps/Runtime/Train/SparseRows.h"
 
 #include "llvm/Support/Error.h"
 
@@ -110,11 +110,10 @@ public:
 
   /// A sparse table's stored rows and version, gathered from its shards
   /// (a quiescent server, as for saveDense).
-  llvm::Expected<train::Trainer::SparseRows>
-  saveSparse(const std::string &name);
+  llvm::Expected<train::SparseRows> saveSparse(const std::string &name);
   /// Puts saved rows back (every other row returns to its initial value).
   llvm::Error restoreSparse(const std::string &name,
-                            const train::Trainer::SparseRows &rows);
+                            const train::SparseRows &rows);
 
   /// Sparse rows stored (updated at least once) over all shards.
   int64_t storedRows(const std::string &table) const;

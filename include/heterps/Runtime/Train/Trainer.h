@@ -21,6 +21,7 @@
 #include "heterps/Runtime/Train/Backprop.h"
 #include "heterps/Runtime/Train/Loss.h"
 #include "heterps/Runtime/Train/Optimizer.h"
+#include "heterps/Runtime/Train/SparseRows.h"
 #include "heterps/Runtime/Train/TrainKernel.h"
 #include "heterps/Runtime/Weights.h"
 
@@ -83,14 +84,6 @@ public:
   llvm::ArrayRef<int32_t> parameterValues() const { return paths.paramValues; }
   const TrainerOptions &settings() const { return options; }
 
-  /// The rows a sparse (parameter-server) table stores: ids ascending,
-  /// their values and Adagrad accumulators ([n, dim]; no accumulators
-  /// under SGD), and the table's version.
-  struct SparseRows {
-    std::vector<int64_t> ids;
-    Tensor values, accumulators;
-    int64_t version = 0;
-  };
   /// Everything a step changes: the weights, the optimizer's state (by
   /// parameter value index), each kernel's random draws and, in pipelined
   /// runs, the sparse tables' stored rows (by value index).
