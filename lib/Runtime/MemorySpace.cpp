@@ -3,12 +3,48 @@
 #include "heterps/Runtime/MemorySpace.h"
 #include "heterps/Runtime/BufferPool.h"
 
+#include "llvm/ADT/STLExtras.h"
+
+#include <mutex>
+
 using namespace heterps::runtime;
 
-MemorySpace::MemorySpace(std::string name, bool hostAccessible)
-    : spaceName(std::move(name)), accessible(hostAccessible) {}
+namespace {
+/// The spaces that exist (all(); never destroyed, as spaces may outlive
+/// static destruction).
+struct Registry {
+  std::mutex mutex;
+  std::vector<MemorySpace *> spaces;
+};
+Registry &registry() {
+  static Registry *r = new Registry();
+  return *r;
+}
+} // namespace
 
-MemorySpace::~MemorySpace() = default;
+MemorySpace::MemorySpace(std::string name, bool hostAccessible)
+    : spaceName(std::move(name)), accessible(hostAccessible) {
+  Registry &r = registry();
+  std::lock_guard lock(r.mutex);
+  r.spaces.push_back(this);
+}
+
+MemorySpace::~MemorySpace() {
+  Registry &r = registry();
+  std::lock_guard lock(r.mutex);
+  llvm::erase(r.spaces, this);
+}
+
+std::vector<MemorySpace *> MemorySpace::all() {
+  MemorySpace &first = host(); // created before any other is listed
+  Registry &r = registry();
+  std::lock_guard lock(r.mutex);
+  std::vector<MemorySpace *> spaces{&first};
+  for (MemorySpace *space : r.spaces)
+    if (space != &first)
+      spaces.push_back(space);
+  return spaces;
+}
 
 namespace {
 class HostMemory final : public MemorySpace {

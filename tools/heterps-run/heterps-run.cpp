@@ -698,10 +698,26 @@ static int runTool(int argc, char **argv) {
                          {"samples_per_s", throughput}});
 }
 
+/// After a run that used devices: the transfers into and out of each.
+static void noteDeviceTransfers() {
+  for (MemorySpace *space : MemorySpace::all()) {
+    MemorySpace::TransferStats s = space->transferStats();
+    if (space->isHost() || s.in + s.out == 0)
+      continue;
+    llvm::errs() << llvm::formatv(
+        "{0}: note: {1}: {2} transfers in ({3}), {4} out ({5})\n", kTool,
+        space->name(), s.in, formatBytes(s.bytesIn), s.out,
+        formatBytes(s.bytesOut));
+  }
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   try {
-    return runTool(argc, argv);
+    int status = runTool(argc, argv);
+    if (status == 0)
+      noteDeviceTransfers();
+    return status;
   } catch (const std::bad_alloc &) {
     // Sizes read from files are checked before they are allocated; what
     // reaches here is a run whose intermediate tensors do not fit.

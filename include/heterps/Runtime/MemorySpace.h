@@ -39,6 +39,8 @@ public:
 
   /// The host's memory (BufferPool::global()).
   static MemorySpace &host();
+  /// Every space that exists, the host's first, then in order of creation.
+  static std::vector<MemorySpace *> all();
 
   /// "host", "emulated:v100", "cuda:0".
   const std::string &name() const { return spaceName; }
