@@ -137,7 +137,7 @@ llvm::Expected<Transfer> Devices::transfer(const Tensor &t,
   if (&from == &to)
     return Transfer{t, Completion()};
   if (!t.isPlain()) {
-    // Backend layouts are the host CPU's (oneDNN's blocked formats).
+    // Copies move plain tensors; the layout makes its own tensor plain.
     llvm::Expected<Tensor> plain = t.toPlain();
     if (!plain)
       return plain.takeError();
