@@ -2,7 +2,8 @@
 # The main job on the bundled example: import the Fashion-MNIST CNN from ONNX
 # into the hps dialect, print the IR and the per-layer figures, then plan it
 # on the HeterPS paper's cluster (convolutions on V100s, the classifier on CPU
-# servers) and print the plan report.
+# servers), print the plan report, and run the plan: its V100 stage on the
+# emulated device (no GPU backend yet), with copies between the two.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh"
@@ -17,3 +18,8 @@ echo "== plan on examples/clusters/heterps-paper.yaml"
   --hps-place="strategy=manual placement=$root/examples/placements/fashion_cnn-v100-cpu.json" \
   --hps-form-stages --hps-provision=throughput-limit=200000 \
   --hps-report -o /dev/null
+echo "== run the plan, the V100 stage on the emulated device"
+"$root/build/bin/heterps-run" "$model" \
+  --cluster "$root/examples/clusters/heterps-paper.yaml" \
+  --placement "$root/examples/placements/fashion_cnn-v100-cpu.json" \
+  --emulate-missing-devices --stream 20 --batch 8
