@@ -164,6 +164,40 @@ TEST(Devices, InferenceAcrossDevicesEqualsTheCPU) {
   }
 }
 
+// A weight read on the CPU and on a device lives in both memories; one
+// only the device reads, and a weight that is a graph output, still give
+// the all-CPU results.
+TEST(Devices, WeightsReadOnSeveralDevices) {
+  auto build = [](const std::string &gpu) {
+    PlanBuilder b;
+    int x = b.input("x", {3});
+    int shared = b.weight("shared", Tensor::fromFloats({3}, {1.f, 2.f, 3.f}));
+    int own = b.weight("own", Tensor::fromFloats({3}, {0.5f, 0.25f, 2.f}));
+    int y = b.op("Add", {x, shared}, {3});
+    y = b.op("Mul", {y, shared}, {3});
+    b.place(gpu, 1);
+    y = b.op("Sub", {y, own}, {3});
+    b.place(gpu, 1);
+    b.output("y", y);
+    b.output("shared", shared);
+    plan::Plan p = b.build();
+    plan::DeviceType *t = p.add_device_types();
+    t->set_name("gpu");
+    t->set_kind("cuda");
+    return p;
+  };
+  Tensor x = Tensor::fromFloats({3}, {1.f, -1.f, 4.f});
+  auto cpu = llvm::cantFail(Executor::create(build(""), emulating()));
+  auto split = llvm::cantFail(Executor::create(build("gpu"), emulating()));
+  for (int run = 0; run < 2; ++run) {
+    std::vector<Tensor> expected = llvm::cantFail(cpu->run({x}));
+    std::vector<Tensor> got = llvm::cantFail(split->run({x}));
+    ASSERT_EQ(got.size(), 2u);
+    for (size_t k = 0; k < got.size(); ++k)
+      EXPECT_EQ(maxDifference(got[k], expected[k]), 0.f) << k;
+  }
+}
+
 TEST(Devices, TransfersAreCountedPerMemorySpace) {
   TempDir dir;
   std::mt19937 rng(2);
