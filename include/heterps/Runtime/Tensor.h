@@ -118,9 +118,6 @@ public:
     checkHostAccess();
     return buffer.get();
   }
-  /// The bytes' address in their space, unchecked: for the backend that
-  /// owns the space, to hand to its own API.
-  void *deviceAddress() const { return buffer.get(); }
   template <typename T> T *data() { return static_cast<T *>(rawData()); }
   template <typename T> const T *data() const {
     return static_cast<const T *>(rawData());

@@ -91,8 +91,9 @@ OpSequence::create(const plan::Plan &plan, const WeightMap &weights, int begin,
         constants.push_back(in >= 0 && it != weights.end() ? &it->second
                                                            : nullptr);
       }
-      // Kernels read shapes, not values, from the weights: host tensors
-      // serve any device.
+      // Kernels read only the weights' shapes when made (the values come
+      // with each run), but take them in their own memory: uninitialised
+      // stand-ins of the same shape serve.
       std::vector<Tensor> placed;
       placed.reserve(constants.size());
       for (const Tensor *&c : constants)

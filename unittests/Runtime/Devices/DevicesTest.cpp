@@ -11,6 +11,7 @@
 
 #include "../Train/TrainTestModels.h"
 
+#include "heterps/Runtime/Backends/CPU/CPUBackend.h"
 #include "heterps/Runtime/Executor.h"
 #include "heterps/Runtime/Pipeline.h"
 #include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
@@ -378,6 +379,80 @@ TEST(Devices, DeviceKernelsRefuseHostTensors) {
   Tensor y = llvm::cantFail(devices->moveTo(out[0], MemorySpace::host()));
   EXPECT_EQ(y.data<float>()[0], 0.f);
   EXPECT_EQ(y.data<float>()[1], 1.f);
+}
+
+/// A backend registered from outside the library, as a new one would be:
+/// the CPU's kernels on host memory, without rewrites or training.
+class InferenceOnly final : public CPUBackend {
+public:
+  llvm::StringRef name() const override { return "inference-only"; }
+  void rewriteForInference(plan::Plan &, WeightMap &, OpFilter) const override {
+  }
+  llvm::Expected<std::unique_ptr<train::TrainBackend>>
+  createTrainBackend(const train::TrainBackendOptions &options) const override {
+    return Backend::createTrainBackend(options);
+  }
+};
+
+TEST(Devices, ABackendRegisteredByKindRunsItsOpsOnly) {
+  registerBackend("inference-only",
+                  [](const BackendOptions &, llvm::StringRef)
+                      -> llvm::Expected<std::unique_ptr<Backend>> {
+                    return std::make_unique<InferenceOnly>();
+                  });
+  auto build = [](const std::string &device) {
+    PlanBuilder b;
+    int x = b.input("x", {1, 1, 4, 4});
+    int y = b.op("Conv",
+                 {x, b.weight("w", Tensor::fromFloats({1, 1, 1, 1}, {2.f}))},
+                 {1, 1, 4, 4});
+    b.place(device, 0);
+    y = b.op("Relu", {y}, {1, 1, 4, 4});
+    b.place(device, 0);
+    b.output("y", y);
+    plan::Plan p = b.build();
+    plan::DeviceType *t = p.add_device_types();
+    t->set_name("other");
+    t->set_kind("inference-only");
+    return p;
+  };
+  // The CPU fuses the Relu into the Conv; on the other backend the CPU's
+  // rewrites leave its ops alone.
+  auto onCPU = llvm::cantFail(Executor::create(build(""), emulating()));
+  EXPECT_EQ(onCPU->plan().ops_size(), 1);
+  auto onOther = Executor::create(build("other"), emulating());
+  ASSERT_TRUE(bool(onOther)) << llvm::toString(onOther.takeError());
+  EXPECT_EQ((*onOther)->plan().ops_size(), 2);
+  Tensor x = Tensor::fromFloats({1, 1, 4, 4}, std::vector<float>(16, -1.f));
+  EXPECT_EQ(llvm::cantFail((*onOther)->run({x}))[0].data<float>()[0], 0.f);
+  // Training needs the backend's training kernels.
+  DeviceOptions options;
+  auto devices = llvm::cantFail(Devices::create(build("other"), options));
+  EXPECT_EQ(llvm::toString(devices->prepareTraining({})),
+            "the inference-only backend cannot train");
+}
+
+TEST(Devices, CopiesOutsideABackendsMemoryAreRefused) {
+  TempDir dir;
+  DeviceOptions options;
+  options.emulateMissingDevices = true;
+  MLP two = makeCNN(dir.file("a.onnx"), kTwoStages);
+  MLP three = makeCNN(dir.file("b.onnx"), kThreeStages);
+  auto devices = llvm::cantFail(Devices::create(two.plan, options));
+  auto others = llvm::cantFail(Devices::create(three.plan, options));
+  Backend &gpu = devices->of(two.plan.ops(1));
+  MemorySpace &gpu2 = others->of(three.plan.ops(3)).memory();
+  Tensor x = Tensor::fromFloats({2}, {1.f, 2.f});
+  EXPECT_EQ(llvm::toString(devices->transfer(x, gpu2).takeError()),
+            "no backend of this plan owns emulated:gpu2 memory");
+  EXPECT_EQ(llvm::toString(gpu.copy(x, gpu2).takeError()),
+            "the emulated:gpu device cannot copy f32[2] to emulated:gpu2 "
+            "memory");
+  Tensor onGPU = llvm::cantFail(devices->moveTo(x, gpu.memory()));
+  EXPECT_EQ(llvm::toString(
+                devices->host().copy(onGPU, MemorySpace::host()).takeError()),
+            "the cpu backend copies only within host memory, not from "
+            "emulated:gpu to host");
 }
 
 } // namespace
