@@ -35,6 +35,15 @@ MODELS = {
                                  init_weights=False), 224),
     "shufflenet_v2_x1_0": (lambda: models.shufflenet_v2_x1_0(weights=None),
                            224),
+    # Beyond the set the kernels were tuned on.
+    "squeezenet1_1": (lambda: models.squeezenet1_1(weights=None), 224),
+    "mobilenet_v3_small": (lambda: models.mobilenet_v3_small(weights=None),
+                           224),
+    "efficientnet_b0": (lambda: models.efficientnet_b0(weights=None), 224),
+    "mnasnet1_0": (lambda: models.mnasnet1_0(weights=None), 224),
+    "regnet_y_400mf": (lambda: models.regnet_y_400mf(weights=None), 224),
+    "resnext50_32x4d": (lambda: models.resnext50_32x4d(weights=None), 224),
+    "convnext_tiny": (lambda: models.convnext_tiny(weights=None), 224),
 }
 
 
