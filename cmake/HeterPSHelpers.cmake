@@ -39,7 +39,12 @@ macro(heterps_detect_optional)
     endif()
   endif()
   find_package(dnnl CONFIG QUIET)
+  # gRPC carries a distributed job's calls (lib/Runtime/Distributed).
   find_package(gRPC CONFIG QUIET)
+  if(NOT gRPC_FOUND)
+    message(FATAL_ERROR "gRPC not found: install libgrpc++-dev and "
+                        "protobuf-compiler-grpc (scripts/install-deps.sh)")
+  endif()
   find_package(GTest QUIET)
   find_package(Python3 COMPONENTS Interpreter QUIET)
   # Debian's python3-onnx/torch live in the system interpreter's dist-packages.

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Training.h"
+#include "Distributed.h"
 #include "OptionChecks.h"
 
 #include "heterps/Runtime/AtomicFile.h"
@@ -29,6 +30,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
 
 #include <chrono>
 #include <cmath>
@@ -337,7 +339,8 @@ bool pipelineRequested(const plan::Plan &plan, bool sparseTables) {
   cl::Option *options[] = {&scheduleOption, &microBatches, &consistencyOption,
                            &serverShards,   &traceFile,    &sparseOptimizer,
                            &sparseInitScale};
-  return sparseTables || runtime::stageRanges(plan).size() > 1 ||
+  return sparseTables || tools::remoteServerRequested() ||
+         runtime::stageRanges(plan).size() > 1 ||
          replicasOption.getNumOccurrences() > 0 ||
          llvm::any_of(options,
                       [](cl::Option *o) { return o->getNumOccurrences() > 0; });
@@ -346,7 +349,8 @@ bool pipelineRequested(const plan::Plan &plan, bool sparseTables) {
 /// The pipelined trainer the options describe.
 llvm::Expected<std::unique_ptr<pipeline::PipelineTrainer>>
 createPipeline(const plan::Plan &plan, WeightMap weights,
-               const TrainerOptions &trainer, pipeline::TraceRecorder *trace) {
+               const TrainerOptions &trainer, pipeline::TraceRecorder *trace,
+               ps::Transport *remoteServer) {
   pipeline::PipelineTrainerOptions options;
   auto schedule = pipeline::parseSchedule(scheduleOption);
   if (!schedule)
@@ -378,6 +382,17 @@ createPipeline(const plan::Plan &plan, WeightMap weights,
                                        sparseOptimizer +
                                        "' (expected adagrad or sgd)");
   options.sparseInitScale = sparseInitScale;
+  options.remoteServer = remoteServer;
+  // The job, as the servers see it: the model and what decides the
+  // tables' contents (the servers compare the optimizers themselves).
+  std::string identity = plan.SerializeAsString();
+  identity += "|seed=" + std::to_string(options.seed) +
+              "|sparse-init=" + std::to_string(options.sparseInitScale);
+  for (const std::string &name : options.frozen)
+    identity += "|frozen=" + name;
+  options.job =
+      llvm::utohexstr(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(identity)),
+                      /*LowerCase=*/true);
   return pipeline::PipelineTrainer::create(plan, std::move(weights), options);
 }
 
@@ -521,12 +536,24 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       loadWeights(plan, [&](int32_t v) { return sparse.count(v) > 0; });
   if (!weights)
     return fail(llvm::toString(weights.takeError()));
+  // Outlives the trainer that reaches it.
+  std::unique_ptr<RemoteServer> remote;
+  if (remoteServerRequested()) {
+    if (!checkpointDir.empty())
+      return fail("--checkpoint: checkpoints of a parameter server in other "
+                  "processes (--ps) are not supported yet");
+    auto started = startRemoteServer(serverShards);
+    if (!started)
+      return fail("--ps: " + llvm::toString(started.takeError()));
+    remote = std::move(*started);
+  }
   std::unique_ptr<Job> job;
   pipeline::PipelineTrainer *pipelined = nullptr;
   pipeline::TraceRecorder trace;
   if (pipelineRequested(plan, !sparse.empty())) {
     auto trainer = createPipeline(plan, std::move(*weights), options,
-                                  traceFile.empty() ? nullptr : &trace);
+                                  traceFile.empty() ? nullptr : &trace,
+                                  remote ? &remote->transport() : nullptr);
     if (!trainer)
       return fail(run.modelPath + ": " + llvm::toString(trainer.takeError()));
     pipelined = trainer->get();
@@ -747,9 +774,10 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
     for (int32_t v : pipelined->sparse())
       rows += plan.values(v).dims(0);
     int64_t stored = pipelined->storedSparseRows();
-    llvm::errs() << llvm::formatv(
-        "{0}: sparse tables: {1} of {2} rows stored ({3:F2}%)\n", kTool, stored,
-        rows, 100.0 * double(stored) / double(rows));
+    if (stored >= 0)
+      llvm::errs() << llvm::formatv(
+          "{0}: sparse tables: {1} of {2} rows stored ({3:F2}%)\n", kTool,
+          stored, rows, 100.0 * double(stored) / double(rows));
     if (pipelineReport) {
       (*pipelineReport)["sparse_rows"] = rows;
       (*pipelineReport)["sparse_rows_stored"] = stored;

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Distributed.h"
 #include "OptionChecks.h"
 #include "Training.h"
 
@@ -54,8 +55,7 @@ namespace cl = llvm::cl;
 namespace {
 
 cl::OptionCategory category("heterps-run options");
-cl::opt<std::string> modelPath(cl::Positional, cl::Required,
-                               cl::desc("<model.onnx | plan>"),
+cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.onnx | plan>"),
                                cl::cat(category));
 cl::list<std::string>
     inputFiles("input", cl::desc("NAME=FILE: a graph input (.pb or .npy)"),
@@ -526,11 +526,20 @@ static int runTool(int argc, char **argv) {
                        cl::desc("Threads per kernel (default: all cores)"),
                        cl::init(0), cl::cat(category));
   cl::HideUnrelatedOptions({&category, &heterps::tools::trainingCategory(),
-                            &heterps::tools::pipelineCategory()});
+                            &heterps::tools::pipelineCategory(),
+                            &heterps::tools::distributedCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "HeterPS runner: runs an ONNX model or an executable plan on this "
       "machine\n");
+  if (heterps::tools::roleRequested()) {
+    if (!modelPath.empty())
+      return fail("--role runs a role of a job, not the model " + modelPath);
+    return heterps::tools::runRole();
+  }
+  if (modelPath.empty())
+    return fail("no model given (heterps-run MODEL.onnx|PLAN [options]; "
+                "--help lists them)");
 
   // More threads than this is a typo, and past the system's limit OpenMP
   // crashes instead of failing.

@@ -106,6 +106,68 @@ llvm::Expected<TableInfo> PSClient::table(const std::string &name) {
   return psError("the parameter server has no table '" + name + "'");
 }
 
+llvm::Error PSClient::configure(const ServerConfig &config) {
+  Request request;
+  *request.mutable_configure()->mutable_config() = config;
+  Response response;
+  for (int s = 0; s < shards; ++s) {
+    request.set_shard(s);
+    if (llvm::Error e = exchange(transport, request, response))
+      return psError("parameter-server shard " + llvm::Twine(s) + ": " +
+                     llvm::toString(std::move(e)));
+  }
+  isBsp = config.bsp();
+  return llvm::Error::success();
+}
+
+llvm::Error PSClient::addDenseTable(const std::string &name,
+                                    const Tensor &initial, int workers) {
+  if (initial.dtype() != DType::F32 || !initial.isPlain())
+    return psError("dense table '" + name + "' must be plain f32, not " +
+                   initial.typeString());
+  Request request;
+  AddTableRequest *add = request.mutable_add();
+  TableInfo *info = add->mutable_info();
+  info->set_name(name);
+  info->set_kind(DENSE);
+  int64_t n = initial.numElements();
+  info->set_elements(n);
+  info->set_workers(workers);
+  const auto *bytes = static_cast<const char *>(initial.rawData());
+  Response response;
+  for (int s = 0; s < shards; ++s) {
+    int64_t begin = n * s / shards, end = n * (s + 1) / shards;
+    request.set_shard(s);
+    add->set_values(bytes + begin * sizeof(float),
+                    (end - begin) * sizeof(float));
+    if (llvm::Error e = exchange(transport, request, response))
+      return e;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error PSClient::addSparseTable(const std::string &name, int64_t rows,
+                                     int64_t dim, float initScale,
+                                     uint64_t seed, int workers) {
+  Request request;
+  AddTableRequest *add = request.mutable_add();
+  TableInfo *info = add->mutable_info();
+  info->set_name(name);
+  info->set_kind(SPARSE);
+  info->set_rows(rows);
+  info->set_dim(dim);
+  info->set_workers(workers);
+  add->set_init_scale(initScale);
+  add->set_seed(seed);
+  Response response;
+  for (int s = 0; s < shards; ++s) {
+    request.set_shard(s);
+    if (llvm::Error e = exchange(transport, request, response))
+      return e;
+  }
+  return llvm::Error::success();
+}
+
 void PSClient::run() {
   while (true) {
     std::pair<std::function<llvm::Error()>, Ticket> item;

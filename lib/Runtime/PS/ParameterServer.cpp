@@ -4,7 +4,10 @@
 
 #include "Shards.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Twine.h"
+
+#include <google/protobuf/text_format.h>
 
 #include <algorithm>
 #include <cstring>
@@ -26,6 +29,63 @@ llvm::Expected<Consistency> ps::parseConsistency(llvm::StringRef name) {
   return psError("unknown consistency '" + name + "' (expected bsp or asp)");
 }
 
+ServerConfig ps::toConfig(const ServerOptions &options) {
+  ServerConfig config;
+  config.set_num_shards(options.numShards);
+  config.set_num_workers(options.numWorkers);
+  config.set_bsp(options.consistency == Consistency::BSP);
+  const train::OptimizerOptions &dense = options.dense;
+  config.set_optimizer(static_cast<int>(dense.kind));
+  config.set_momentum(dense.momentum);
+  config.set_nesterov(dense.nesterov);
+  config.set_beta1(dense.beta1);
+  config.set_beta2(dense.beta2);
+  config.set_epsilon(dense.epsilon);
+  config.set_weight_decay(dense.weightDecay);
+  config.set_sparse_optimizer(static_cast<int>(options.sparse.kind));
+  config.set_sparse_epsilon(options.sparse.epsilon);
+  config.set_sparse_initial_accumulator(options.sparse.initialAccumulator);
+  config.set_job(options.job);
+  return config;
+}
+
+ServerOptions ps::withConfig(ServerOptions options,
+                             const ServerConfig &config) {
+  options.numWorkers = config.num_workers();
+  options.consistency = config.bsp() ? Consistency::BSP : Consistency::ASP;
+  train::OptimizerOptions &dense = options.dense;
+  dense.kind = static_cast<train::OptimizerKind>(config.optimizer());
+  dense.momentum = config.momentum();
+  dense.nesterov = config.nesterov();
+  dense.beta1 = config.beta1();
+  dense.beta2 = config.beta2();
+  dense.epsilon = config.epsilon();
+  dense.weightDecay = config.weight_decay();
+  options.sparse.kind =
+      static_cast<SparseOptimizerOptions::Kind>(config.sparse_optimizer());
+  options.sparse.epsilon = config.sparse_epsilon();
+  options.sparse.initialAccumulator = config.sparse_initial_accumulator();
+  options.job = config.job();
+  return options;
+}
+
+/// The fields in which two configurations differ, as "name: ours vs theirs".
+static std::string configDifferences(const ServerConfig &ours,
+                                     const ServerConfig &theirs) {
+  std::string out;
+  const auto *descriptor = ServerConfig::descriptor();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const auto *field = descriptor->field(i);
+    std::string a, b;
+    google::protobuf::TextFormat::PrintFieldValueToString(ours, field, -1, &a);
+    google::protobuf::TextFormat::PrintFieldValueToString(theirs, field, -1,
+                                                          &b);
+    if (a != b)
+      out += (out.empty() ? "" : ", ") + field->name() + " " + a + " vs " + b;
+  }
+  return out;
+}
+
 ParameterServer::ParameterServer(ServerOptions options) : opts(options) {}
 ParameterServer::~ParameterServer() = default;
 
@@ -38,7 +98,26 @@ ParameterServer::create(ServerOptions options) {
   if (options.numWorkers < 1)
     return psError("a parameter server needs at least one worker, not " +
                    llvm::Twine(options.numWorkers));
+  for (size_t i = 0; i < options.served.size(); ++i)
+    if (options.served[i] < 0 || options.served[i] >= options.numShards ||
+        (i && options.served[i] <= options.served[i - 1]))
+      return psError("served shards must ascend within [0, " +
+                     llvm::Twine(options.numShards) + ")");
   return std::unique_ptr<ParameterServer>(new ParameterServer(options));
+}
+
+bool ParameterServer::serves(int shard) const {
+  return opts.served.empty() ? shard >= 0 && shard < opts.numShards
+                             : llvm::is_contained(opts.served, shard);
+}
+
+llvm::Error ParameterServer::checkServesAll() const {
+  if (!opts.served.empty() &&
+      static_cast<int>(opts.served.size()) != opts.numShards)
+    return psError("this server holds " + llvm::Twine(opts.served.size()) +
+                   " of the " + llvm::Twine(opts.numShards) +
+                   " shards; save and restore through every shard's server");
+  return llvm::Error::success();
 }
 
 llvm::Error ParameterServer::setWorkers(TableInfo &info, int workers) const {
@@ -49,33 +128,110 @@ llvm::Error ParameterServer::setWorkers(TableInfo &info, int workers) const {
   return llvm::Error::success();
 }
 
+llvm::Error ParameterServer::configure(const ServerConfig &config) {
+  std::unique_lock lock(tablesMutex);
+  if (!opts.configured) {
+    if (config.num_shards() != opts.numShards)
+      return psError("this server is one of " + llvm::Twine(opts.numShards) +
+                     " shards; the job has " +
+                     llvm::Twine(config.num_shards()));
+    if (config.num_workers() < 1 || config.optimizer() < 0 ||
+        config.optimizer() > static_cast<int>(train::OptimizerKind::Adagrad) ||
+        config.sparse_optimizer() < 0 || config.sparse_optimizer() > 1)
+      return psError("a configuration out of range: " +
+                     config.ShortDebugString());
+    opts = withConfig(std::move(opts), config);
+    opts.configured = true;
+    return llvm::Error::success();
+  }
+  ServerConfig ours = toConfig(opts);
+  if (ours.job() != config.job())
+    return psError("this server belongs to job " + ours.job() +
+                   "; the caller's model or options make job " + config.job());
+  std::string differences = configDifferences(ours, config);
+  if (!differences.empty())
+    return psError("mismatched options (this server vs the caller): " +
+                   differences);
+  return llvm::Error::success();
+}
+
+llvm::Error ParameterServer::addShard(TableInfo info, int shard,
+                                      llvm::ArrayRef<float> values,
+                                      float initScale, uint64_t seed) {
+  const std::string &name = info.name();
+  if (name.empty())
+    return psError("a table needs a name");
+  if (!serves(shard))
+    return psError("shard " + llvm::Twine(shard) + " of table '" + name +
+                   "' is not held by this server");
+  if (llvm::Error e = setWorkers(info, info.workers()))
+    return e;
+  info.clear_shard_offsets();
+  if (info.kind() == DENSE) {
+    if (info.elements() < 0)
+      return psError("dense table '" + name + "' has " +
+                     llvm::Twine(info.elements()) + " elements");
+    // Contiguous ranges of near-equal size, one per shard.
+    for (int s = 0; s <= opts.numShards; ++s)
+      info.add_shard_offsets(info.elements() * s / opts.numShards);
+    int64_t range = info.shard_offsets(shard + 1) - info.shard_offsets(shard);
+    if (static_cast<int64_t>(values.size()) != range)
+      return psError("shard " + llvm::Twine(shard) + " of dense table '" +
+                     name + "' holds " + llvm::Twine(range) + " values, not " +
+                     llvm::Twine(values.size()));
+  } else if (info.rows() < 1 || info.dim() < 1) {
+    return psError("sparse table '" + name + "' needs rows and dim >= 1, not " +
+                   llvm::Twine(info.rows()) + " x " + llvm::Twine(info.dim()));
+  }
+
+  std::unique_lock lock(tablesMutex);
+  if (!opts.configured)
+    return psError("table '" + name +
+                   "' added before the server was configured");
+  auto [it, added] = tables.try_emplace(name);
+  if (added) {
+    it->second = std::make_unique<Table>();
+    it->second->info = info;
+    it->second->dense.resize(info.kind() == DENSE ? opts.numShards : 0);
+    it->second->sparse.resize(info.kind() == SPARSE ? opts.numShards : 0);
+  }
+  Table &table = *it->second;
+  bool taken = info.kind() == DENSE ? table.dense[shard] != nullptr
+                                    : table.sparse[shard] != nullptr;
+  if (table.info.SerializeAsString() != info.SerializeAsString() || taken)
+    return psError("the parameter server already has a table '" + name + "'");
+  if (info.kind() == DENSE) {
+    Tensor slice(DType::F32, {static_cast<int64_t>(values.size())});
+    std::memcpy(slice.rawData(), values.data(), values.size() * sizeof(float));
+    table.dense[shard] =
+        std::make_unique<DenseShard>(table.info, std::move(slice), opts);
+  } else {
+    table.sparse[shard] =
+        std::make_unique<SparseShard>(table.info, shard, initScale, seed, opts);
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error ParameterServer::addDenseTable(const std::string &name,
                                            const Tensor &initial, int workers) {
   if (initial.dtype() != DType::F32 || !initial.isPlain())
     return psError("dense table '" + name + "' must be plain f32, not " +
                    initial.typeString());
-  auto table = std::make_unique<Table>();
-  TableInfo &info = table->info;
+  TableInfo info;
   info.set_name(name);
   info.set_kind(DENSE);
-  if (llvm::Error e = setWorkers(info, workers))
-    return e;
+  info.set_elements(initial.numElements());
+  info.set_workers(workers);
+  const float *src = initial.data<float>();
   int64_t n = initial.numElements();
-  info.set_elements(n);
-  // Contiguous ranges of near-equal size, one per shard.
-  for (int s = 0; s <= opts.numShards; ++s)
-    info.add_shard_offsets(n * s / opts.numShards);
-  const auto *src = initial.data<float>();
-  for (int s = 0; s < opts.numShards; ++s) {
-    int64_t begin = info.shard_offsets(s), end = info.shard_offsets(s + 1);
-    Tensor slice(DType::F32, {end - begin});
-    std::memcpy(slice.rawData(), src + begin, (end - begin) * sizeof(float));
-    table->dense.push_back(
-        std::make_unique<DenseShard>(info, std::move(slice), opts));
-  }
-  std::unique_lock lock(tablesMutex);
-  if (!tables.try_emplace(name, std::move(table)).second)
-    return psError("the parameter server already has a table '" + name + "'");
+  for (int s = 0; s < opts.numShards; ++s)
+    if (serves(s)) {
+      int64_t begin = n * s / opts.numShards,
+              end = n * (s + 1) / opts.numShards;
+      if (llvm::Error e =
+              addShard(info, s, llvm::ArrayRef(src + begin, src + end), 0, 0))
+        return e;
+    }
   return llvm::Error::success();
 }
 
@@ -83,29 +239,22 @@ llvm::Error ParameterServer::addSparseTable(const std::string &name,
                                             int64_t rows, int64_t dim,
                                             float initScale, uint64_t seed,
                                             int workers) {
-  if (rows < 1 || dim < 1)
-    return psError("sparse table '" + name + "' needs rows and dim >= 1, not " +
-                   llvm::Twine(rows) + " x " + llvm::Twine(dim));
-  auto table = std::make_unique<Table>();
-  TableInfo &info = table->info;
+  TableInfo info;
   info.set_name(name);
   info.set_kind(SPARSE);
   info.set_rows(rows);
   info.set_dim(dim);
-  if (llvm::Error e = setWorkers(info, workers))
-    return e;
+  info.set_workers(workers);
   for (int s = 0; s < opts.numShards; ++s)
-    table->sparse.push_back(
-        std::make_unique<SparseShard>(info, s, initScale, seed, opts));
-  std::unique_lock lock(tablesMutex);
-  if (!tables.try_emplace(name, std::move(table)).second)
-    return psError("the parameter server already has a table '" + name + "'");
+    if (serves(s))
+      if (llvm::Error e = addShard(info, s, {}, initScale, seed))
+        return e;
   return llvm::Error::success();
 }
 
 llvm::Expected<DenseTableState>
 ParameterServer::saveDense(const std::string &name) {
-  llvm::Expected<Table *> table = lookup(name, 0);
+  llvm::Expected<Table *> table = lookupWhole(name);
   if (!table)
     return table.takeError();
   const TableInfo &info = (*table)->info;
@@ -120,7 +269,7 @@ ParameterServer::saveDense(const std::string &name) {
 
 llvm::Error ParameterServer::restoreDense(const std::string &name,
                                           const DenseTableState &state) {
-  llvm::Expected<Table *> table = lookup(name, 0);
+  llvm::Expected<Table *> table = lookupWhole(name);
   if (!table)
     return table.takeError();
   const TableInfo &info = (*table)->info;
@@ -135,7 +284,7 @@ llvm::Error ParameterServer::restoreDense(const std::string &name,
 
 llvm::Expected<train::SparseRows>
 ParameterServer::saveSparse(const std::string &name) {
-  llvm::Expected<Table *> table = lookup(name, 0);
+  llvm::Expected<Table *> table = lookupWhole(name);
   if (!table)
     return table.takeError();
   const TableInfo &info = (*table)->info;
@@ -169,7 +318,7 @@ ParameterServer::saveSparse(const std::string &name) {
 
 llvm::Error ParameterServer::restoreSparse(const std::string &name,
                                            const train::SparseRows &saved) {
-  llvm::Expected<Table *> table = lookup(name, 0);
+  llvm::Expected<Table *> table = lookupWhole(name);
   if (!table)
     return table.takeError();
   const TableInfo &info = (*table)->info;
@@ -207,7 +356,8 @@ int64_t ParameterServer::storedRows(const std::string &name) const {
   int64_t rows = 0;
   if (it != tables.end())
     for (const auto &shard : it->second->sparse)
-      rows += shard->storedRows();
+      if (shard)
+        rows += shard->storedRows();
   return rows;
 }
 
@@ -216,11 +366,31 @@ ParameterServer::lookup(const std::string &name, int shard) {
   if (shard < 0 || shard >= opts.numShards)
     return psError("shard " + llvm::Twine(shard) + " does not exist (the " +
                    "server has " + llvm::Twine(opts.numShards) + ")");
+  if (!serves(shard))
+    return psError("shard " + llvm::Twine(shard) +
+                   " is not held by this server");
   std::shared_lock lock(tablesMutex);
   auto it = tables.find(name);
   if (it == tables.end())
     return psError("the parameter server has no table '" + name + "'");
-  return it->second.get();
+  Table *table = it->second.get();
+  if (table->info.kind() == DENSE ? !table->dense[shard]
+                                  : !table->sparse[shard])
+    return psError("table '" + name + "' has no shard " + llvm::Twine(shard) +
+                   " yet");
+  return table;
+}
+
+llvm::Expected<ParameterServer::Table *>
+ParameterServer::lookupWhole(const std::string &name) {
+  Table *table = nullptr;
+  for (int s = 0; s < opts.numShards; ++s) {
+    llvm::Expected<Table *> found = lookup(name, s);
+    if (!found)
+      return found.takeError();
+    table = *found;
+  }
+  return table;
 }
 
 llvm::Error ParameterServer::serve(const Request &request, Response &response) {
@@ -255,6 +425,23 @@ llvm::Error ParameterServer::serve(const Request &request, Response &response) {
     if ((*table)->info.kind() == DENSE)
       return (*table)->dense[request.shard()]->push(request.push(), *out);
     return (*table)->sparse[request.shard()]->push(request.push(), *out);
+  }
+  case Request::kConfigure:
+    response.mutable_configure();
+    return configure(request.configure().config());
+  case Request::kAdd: {
+    const AddTableRequest &add = request.add();
+    const std::string &bytes = add.values();
+    if (bytes.size() % sizeof(float))
+      return psError("table '" + add.info().name() +
+                     "': " + llvm::Twine(bytes.size()) +
+                     " bytes of values is not a whole number of f32");
+    // Copied out: the message's bytes need not be aligned for floats.
+    std::vector<float> values(bytes.size() / sizeof(float));
+    std::memcpy(values.data(), bytes.data(), bytes.size());
+    response.mutable_add();
+    return addShard(add.info(), request.shard(), values, add.init_scale(),
+                    add.seed());
   }
   case Request::BODY_NOT_SET:
     break;

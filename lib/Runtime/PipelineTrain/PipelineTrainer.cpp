@@ -224,27 +224,42 @@ llvm::Error PipelineTrainer::prepare(WeightMap weights) {
   serverOptions.consistency = options.consistency;
   serverOptions.dense = options.optimizer;
   serverOptions.sparse = options.sparseOptimizer;
-  auto created = ps::ParameterServer::create(serverOptions);
-  if (!created)
-    return created.takeError();
-  server = std::move(*created);
+  serverOptions.job = options.job;
+  transport = options.remoteServer;
+  if (!transport) {
+    auto created = ps::ParameterServer::create(serverOptions);
+    if (!created)
+      return created.takeError();
+    server = std::move(*created);
+    inProcess = std::make_unique<ps::InProcessTransport>(*server);
+    transport = inProcess.get();
+  }
+  // The tables are made through the server's messages, wherever it is.
+  auto admin = ps::PSClient::create(*transport, 0);
+  if (!admin)
+    return admin.takeError();
+  if ((*admin)->numShards() != options.serverShards)
+    return pipelineError(
+        "the parameter server has " + llvm::Twine((*admin)->numShards()) +
+        " shards, the job asks for " + llvm::Twine(options.serverShards));
+  if (llvm::Error e = (*admin)->configure(ps::toConfig(serverOptions)))
+    return e;
   std::set<int32_t> added;
   for (int s = 0; s < p; ++s)
     for (int32_t v : layout->params[s])
       if (added.insert(v).second)
-        if (llvm::Error e = server->addDenseTable(
+        if (llvm::Error e = (*admin)->addDenseTable(
                 program.values(v).name(), weights.at(v),
                 layout->pushers(v, s, options.replicas).first))
           return e;
   for (int s = 0; s < p; ++s)
     for (int32_t v : layout->sparse[s]) {
       const plan::Value &table = program.values(v);
-      if (llvm::Error e = server->addSparseTable(
+      if (llvm::Error e = (*admin)->addSparseTable(
               table.name(), table.dims(0), table.dims(1),
               options.sparseInitScale, options.seed, options.replicas[s]))
         return e;
     }
-  transport = std::make_unique<ps::InProcessTransport>(*server);
 
   auto orders =
       replicaOrders(options.schedule, options.microBatches, options.replicas);
@@ -384,6 +399,8 @@ PipelineTrainer::evaluate(const data::Dataset &data, int64_t batchSize) {
 }
 
 int64_t PipelineTrainer::storedSparseRows() const {
+  if (!server)
+    return -1;
   int64_t rows = 0;
   for (int32_t v : sparseTables)
     rows += server->storedRows(program.values(v).name());
@@ -417,7 +434,16 @@ heterps::runtime::pipeline::gatherTables(const plan::Plan &plan,
   return out;
 }
 
+llvm::Error PipelineTrainer::checkLocalServer() const {
+  if (server)
+    return llvm::Error::success();
+  return pipelineError("checkpoints of a parameter server in other processes "
+                       "are not supported yet");
+}
+
 llvm::Expected<train::Trainer::State> PipelineTrainer::state() {
+  if (llvm::Error e = checkLocalServer())
+    return std::move(e);
   train::Trainer::State s;
   for (int32_t v : sparseTables) {
     auto rows = server->saveSparse(program.values(v).name());
@@ -452,6 +478,8 @@ llvm::Expected<train::Trainer::State> PipelineTrainer::state() {
 
 llvm::Error PipelineTrainer::restore(train::Trainer::State s,
                                      int64_t stepsDone) {
+  if (llvm::Error e = checkLocalServer())
+    return e;
   auto current = weights();
   if (!current)
     return current.takeError();

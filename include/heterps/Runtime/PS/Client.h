@@ -72,6 +72,17 @@ public:
   /// The named table's description.
   llvm::Expected<TableInfo> table(const std::string &name);
 
+  /// Sends the job's configuration to every shard, now: a server keeps the
+  /// first it receives and refuses a different one.
+  llvm::Error configure(const ServerConfig &config);
+  /// Creates a dense table holding `initial` (plain f32, kept flat) on
+  /// every shard, each its range; `workers` as ParameterServer's.
+  llvm::Error addDenseTable(const std::string &name, const Tensor &initial,
+                            int workers);
+  /// Creates a sparse table on every shard (see ParameterServer).
+  llvm::Error addSparseTable(const std::string &name, int64_t rows, int64_t dim,
+                             float initScale, uint64_t seed, int workers);
+
   /// Copies the dense table into `out` (plain f32 of its element count,
   /// any shape), under BSP once `minVersion` updates have been applied.
   /// `out` must stay alive until the ticket is waited for.

@@ -16,7 +16,10 @@
 //  * ASP: every push is applied when it arrives; pulls never wait.
 //
 // The server is driven by Request/Response messages (PS.proto): `handle`
-// is what a transport calls, from any number of threads.
+// is what a transport calls, from any number of threads. A server may hold
+// only some of the shards (`ServerOptions::served`): across processes, each
+// shard is a server of its own, and the job's processes create their tables
+// through Configure and AddTable requests.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,7 +66,22 @@ struct ServerOptions {
   /// A BSP pull that waits longer than this is an error naming the
   /// workers that have not pushed (a crashed or stuck replica).
   std::chrono::milliseconds waitTimeout = std::chrono::seconds(60);
+  /// The shards this server holds, ascending; empty: all of them.
+  std::vector<int> served;
+  /// False for a server started before it knows its job (a PS process):
+  /// the first Configure request then sets consistency, optimizers, worker
+  /// count and job, and tables can be added only after it.
+  bool configured = true;
+  /// What the job is (ServerConfig.job); a Configure naming another job is
+  /// refused.
+  std::string job;
 };
+
+/// The options as the message every process of a job sends, and back.
+ServerConfig toConfig(const ServerOptions &options);
+/// `options` with consistency, optimizers, worker count and job from
+/// `config` (shards, served shards and timeouts stay).
+ServerOptions withConfig(ServerOptions options, const ServerConfig &config);
 
 /// A dense table's whole state, for checkpoints.
 struct DenseTableState {
@@ -122,17 +140,28 @@ private:
   explicit ParameterServer(ServerOptions options);
   llvm::Error serve(const Request &request, Response &response);
   llvm::Error setWorkers(TableInfo &info, int workers) const;
+  llvm::Error configure(const ServerConfig &config);
+  /// Creates shard `shard` of the table `info` describes (offsets filled
+  /// in here); `values` is a dense shard's range.
+  llvm::Error addShard(TableInfo info, int shard, llvm::ArrayRef<float> values,
+                       float initScale, uint64_t seed);
+  bool serves(int shard) const;
 
   struct Table {
     TableInfo info;
-    // One per shard; the kind's vector only.
+    // One per shard (null where another server holds it); the kind's
+    // vector only.
     std::vector<std::unique_ptr<DenseShard>> dense;
     std::vector<std::unique_ptr<SparseShard>> sparse;
   };
   llvm::Expected<Table *> lookup(const std::string &name, int shard);
+  /// The table, if this server holds all its shards (save and restore).
+  llvm::Expected<Table *> lookupWhole(const std::string &name);
+  llvm::Error checkServesAll() const;
 
   ServerOptions opts;
-  /// Tables are added while the server runs: lookups share the lock.
+  /// Tables are added (and the server configured) while it runs: lookups
+  /// share the lock.
   mutable std::shared_mutex tablesMutex;
   std::map<std::string, std::unique_ptr<Table>> tables;
 };

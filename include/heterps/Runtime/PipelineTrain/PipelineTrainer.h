@@ -82,6 +82,14 @@ struct PipelineTrainerOptions {
   float sparseInitScale = 0.01f;
   /// Records every task and PS call when set (outlives the trainer).
   TraceRecorder *trace = nullptr;
+  /// The parameter server's shards in other processes (a GrpcTransport,
+  /// which outlives the trainer); null: a server in this process. The
+  /// trainer configures them and creates its tables there; checkpoints
+  /// need the server in this process.
+  ps::Transport *remoteServer = nullptr;
+  /// Names the job on the servers (ServerConfig.job): a hash of the plan
+  /// and the options that change what training computes.
+  std::string job;
 };
 
 /// What one replica did in the last step, in seconds.
@@ -146,7 +154,8 @@ public:
   const PipelineTrainerOptions &settings() const { return options; }
   const PipelineStepStats &lastStep() const { return stats; }
   int64_t stepsDone() const { return steps; }
-  /// Rows the server stores over all sparse tables (touched rows).
+  /// Rows the server stores over all sparse tables (touched rows); -1 when
+  /// the server is in other processes.
   int64_t storedSparseRows() const;
   llvm::ArrayRef<int32_t> sparse() const { return sparseTables; }
 
@@ -164,8 +173,13 @@ private:
   PipelineTrainerOptions options;
   train::GradientPaths paths;
   std::unique_ptr<Layout> layout;
+  /// The server in this process (null when options.remoteServer is set).
   std::unique_ptr<ps::ParameterServer> server;
-  std::unique_ptr<ps::InProcessTransport> transport;
+  std::unique_ptr<ps::InProcessTransport> inProcess;
+  /// The server's transport, whichever it is.
+  ps::Transport *transport = nullptr;
+  /// An error unless the server is in this process (checkpoints).
+  llvm::Error checkLocalServer() const;
   /// Stage by stage, replica by replica.
   std::vector<std::unique_ptr<Worker>> workers;
   std::unique_ptr<Exchange> exchange;

@@ -1,0 +1,51 @@
+//===- PSServer.h - a parameter-server shard behind gRPC --------*- C++ -*-===//
+//
+// Serves one ParameterServer (holding some of a job's shards) to the job's
+// processes. Every call is checked against the job token before the server
+// sees it; a refused call is logged with its peer, at most once a second
+// per reason.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_DISTRIBUTED_PSSERVER_H
+#define HETERPS_RUNTIME_DISTRIBUTED_PSSERVER_H
+
+#include "heterps/Runtime/Distributed/Security.h"
+#include "heterps/Runtime/PS/ParameterServer.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+namespace heterps::runtime::distributed {
+
+class PSServer {
+public:
+  /// Listens on `address` (HOST:PORT; port 0 picks a free one) for calls to
+  /// `server`, which must outlive this. Refusals are logged to `log`.
+  static llvm::Expected<std::unique_ptr<PSServer>>
+  start(ps::ParameterServer &server, const std::string &address,
+        SecurityOptions security, llvm::raw_ostream &log = llvm::errs());
+  /// Stops listening and finishes the calls in flight.
+  ~PSServer();
+
+  /// The port it listens on.
+  int port() const { return boundPort; }
+  /// Calls refused so far (no token, a wrong token).
+  int64_t refusedCalls() const;
+
+private:
+  struct Impl;
+  explicit PSServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+  int boundPort = 0;
+};
+
+/// Runs a parameter-server process: shard `shard` of `shards`, listening
+/// on `address`, until SIGTERM or SIGINT. Writes the bound port to
+/// `portFile` (replaced atomically) once it listens, when given.
+llvm::Error runPSShard(int shard, int shards, const std::string &address,
+                       const SecurityOptions &security,
+                       const std::string &portFile);
+
+} // namespace heterps::runtime::distributed
+
+#endif // HETERPS_RUNTIME_DISTRIBUTED_PSSERVER_H

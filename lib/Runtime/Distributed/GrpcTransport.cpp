@@ -1,0 +1,97 @@
+//===- GrpcTransport.cpp - one channel per shard's server -----------------===//
+
+#include "heterps/Runtime/Distributed/GrpcTransport.h"
+
+#include "PSService.grpc.pb.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/Twine.h"
+
+#include <grpcpp/grpcpp.h>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::distributed;
+
+static llvm::Error transportError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+struct GrpcTransport::Shard {
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<ParameterServerService::Stub> stub;
+};
+
+GrpcTransport::~GrpcTransport() = default;
+
+llvm::Expected<std::vector<std::string>>
+distributed::parseAddresses(llvm::StringRef list) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  list.split(parts, ',');
+  std::vector<std::string> out;
+  llvm::StringSet<> seen;
+  for (llvm::StringRef part : parts) {
+    part = part.trim();
+    auto [host, portText] = part.rsplit(':');
+    unsigned port = 0;
+    if (host.empty() || portText.getAsInteger(10, port) || port < 1 ||
+        port > 65535)
+      return transportError("'" + part +
+                            "' is not HOST:PORT with a port in 1..65535");
+    if (!seen.insert(part).second)
+      return transportError("address " + part + " is listed twice");
+    out.push_back(part.str());
+  }
+  return out;
+}
+
+llvm::Expected<std::unique_ptr<GrpcTransport>>
+GrpcTransport::connect(const std::vector<std::string> &addresses,
+                       SecurityOptions security,
+                       std::chrono::milliseconds timeout) {
+  if (addresses.empty())
+    return transportError("no parameter-server addresses");
+  llvm::StringSet<> seen;
+  for (const std::string &a : addresses)
+    if (!seen.insert(a).second)
+      return transportError("address " + a + " is listed twice");
+  std::unique_ptr<GrpcTransport> transport(new GrpcTransport());
+  transport->addresses = addresses;
+  transport->security = std::move(security);
+  auto credentials = channelCredentials(transport->security);
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  auto deadline = std::chrono::system_clock::now() + timeout;
+  for (auto [i, address] : llvm::enumerate(addresses)) {
+    auto shard = std::make_unique<Shard>();
+    shard->channel = grpc::CreateCustomChannel(address, credentials, args);
+    if (!shard->channel->WaitForConnected(deadline))
+      return transportError("cannot reach parameter-server shard " +
+                            llvm::Twine(i) + " at " + address + " within " +
+                            llvm::Twine(static_cast<int64_t>(timeout.count())) +
+                            " ms" +
+                            (transport->security.tls()
+                                 ? " (or it refused this process's certificate)"
+                                 : ""));
+    shard->stub = ParameterServerService::NewStub(shard->channel);
+    transport->shards.push_back(std::move(shard));
+  }
+  return transport;
+}
+
+llvm::Error GrpcTransport::call(const ps::Request &request,
+                                ps::Response &response) {
+  int shard = request.shard();
+  if (shard < 0 || shard >= numServers())
+    return transportError("shard " + llvm::Twine(shard) + " has no server (" +
+                          llvm::Twine(numServers()) + " addresses)");
+  grpc::ClientContext context;
+  attachToken(context, security);
+  grpc::Status status = shards[shard]->stub->Call(&context, request, &response);
+  if (status.ok())
+    return llvm::Error::success();
+  return transportError("parameter-server shard " + llvm::Twine(shard) +
+                        " at " + addresses[shard] + ": " +
+                        status.error_message());
+}
