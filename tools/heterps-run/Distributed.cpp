@@ -1,16 +1,24 @@
-//===- Distributed.cpp - --role and --ps ----------------------------------===//
+//===- Distributed.cpp - roles, ranks and the job's processes -------------===//
 
 #include "Distributed.h"
 
+#include "heterps/Runtime/Distributed/Coordinator.h"
 #include "heterps/Runtime/Distributed/GrpcTransport.h"
 #include "heterps/Runtime/Distributed/Launch.h"
 #include "heterps/Runtime/Distributed/PSServer.h"
+#include "heterps/Runtime/Distributed/RemoteReplicas.h"
+#include "heterps/Runtime/Distributed/WorkerHost.h"
 #include "heterps/Support/PrintableLine.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 using namespace heterps;
 using namespace heterps::runtime;
@@ -19,38 +27,56 @@ namespace cl = llvm::cl;
 
 llvm::cl::OptionCategory &tools::distributedCategory() {
   static cl::OptionCategory category(
-      "heterps-run distributed options (parameter-server shards as "
-      "processes; see docs/distributed.md)");
+      "heterps-run distributed options (docs/distributed.md)");
   return category;
 }
 
 namespace {
 
+cl::opt<std::string> distributedOption(
+    "distributed",
+    cl::desc("Train as a distributed job: 'local' runs every process of it "
+             "(coordinator, --ps-shards parameter-server shards, a worker per "
+             "stage replica) on this host over loopback"),
+    cl::value_desc("local"), cl::cat(tools::distributedCategory()));
+cl::opt<std::string> coordinatorAddress(
+    "coordinator",
+    cl::desc("One rank of a distributed job started on several hosts with "
+             "the same command line: the coordinator's address (rank 0 "
+             "listens on it)"),
+    cl::value_desc("HOST:PORT"), cl::cat(tools::distributedCategory()));
+cl::opt<int> rankOption(
+    "rank",
+    cl::desc("This process's rank in the job (default: $HETERPS_RANK, "
+             "$SLURM_PROCID or $OMPI_COMM_WORLD_RANK): 0 coordinates, 1..S "
+             "are parameter-server shards, then a worker per stage replica"),
+    cl::value_desc("R"), cl::init(-1), cl::cat(tools::distributedCategory()));
 cl::opt<std::string>
     role("role",
-         cl::desc("Run one role of a distributed job instead of a model: "
-                  "'ps' (a parameter-server shard, --shard of --ps-shards)"),
+         cl::desc("Run a parameter-server shard (--shard of --ps-shards) "
+                  "for a run elsewhere that names it in --ps"),
          cl::value_desc("ps"), cl::cat(tools::distributedCategory()));
 cl::opt<int> shardIndex("shard",
                         cl::desc("--role=ps: the shard this process serves"),
                         cl::value_desc("I"), cl::init(-1),
                         cl::cat(tools::distributedCategory()));
-cl::opt<std::string>
-    listenAddress("listen",
-                  cl::desc("--role=ps: the address to listen on (default "
-                           "127.0.0.1:0, a free loopback port; beyond "
-                           "loopback TLS is required)"),
-                  cl::value_desc("HOST:PORT"), cl::init("127.0.0.1:0"),
-                  cl::cat(tools::distributedCategory()));
+cl::opt<std::string> listenAddress(
+    "listen",
+    cl::desc("Where a parameter-server shard or worker listens (default "
+             "127.0.0.1:0, a free loopback port; beyond loopback TLS is "
+             "required)"),
+    cl::value_desc("HOST:PORT"), cl::init("127.0.0.1:0"),
+    cl::cat(tools::distributedCategory()));
 cl::opt<std::string>
     portFile("port-file",
              cl::desc("--role=ps: write the port listened on to FILE"),
              cl::value_desc("FILE"), cl::cat(tools::distributedCategory()));
 cl::opt<std::string> psOption(
     "ps",
-    cl::desc("Train through parameter-server shards in other processes: "
-             "'local' starts --ps-shards of them on loopback; HOST:PORT,... "
-             "reaches running ones (--role=ps), shard i at address i"),
+    cl::desc("Keep the stages in this process and train through parameter-"
+             "server shards in others: 'local' starts --ps-shards of them; "
+             "HOST:PORT,... reaches running ones (--role=ps), shard i at "
+             "address i"),
     cl::value_desc("local|HOST:PORT,..."),
     cl::cat(tools::distributedCategory()));
 cl::opt<std::string> tlsCA("tls-ca",
@@ -70,7 +96,7 @@ cl::opt<std::string> tlsKey("tls-key",
 cl::opt<std::string> tokenFile(
     "job-token-file",
     cl::desc("File holding the job token that every call carries (default: "
-             "$HETERPS_JOB_TOKEN; --ps=local makes one)"),
+             "$HETERPS_JOB_TOKEN; a local job makes one)"),
     cl::value_desc("FILE"), cl::cat(tools::distributedCategory()));
 
 constexpr const char *kTool = "heterps-run";
@@ -89,34 +115,103 @@ llvm::Expected<SecurityOptions> security() {
   return loadSecurity(tlsCA, tlsCert, tlsKey, tokenFile);
 }
 
-/// --ps-shards, read by name: the pipelined-training flag defines it.
+/// A local job's token: made here unless the job has one, and handed to
+/// the children in the environment (never on a command line, which `ps`
+/// shows to every user).
+void ensureLocalToken() {
+  if (tokenFile.empty() && !std::getenv(kTokenEnv))
+    setenv(kTokenEnv, newJobToken().c_str(), 0);
+}
+
+/// --ps-shards, read by name: the pipelined-training flags define it.
 int psShards() {
   auto *option = static_cast<cl::opt<int> *>(
       cl::getRegisteredOptions().lookup("ps-shards"));
   return option ? option->getValue() : 1;
 }
 
-class Reached : public tools::RemoteServer {
-public:
-  ps::Transport &transport() override { return *link; }
-  /// Local servers (none for --ps=HOST:PORT,...), stopped after the
-  /// transport is gone.
-  std::vector<std::unique_ptr<ChildProcess>> children;
-  std::string directory;
-  std::unique_ptr<GrpcTransport> link;
+/// A free loopback port, to hand the coordinator's address to children
+/// started before it listens.
+llvm::Expected<int> freeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0)
+    return distError("socket: " + llvm::Twine(std::strerror(errno)));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof addr;
+  int port = -1;
+  if (::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &length) == 0)
+    port = ntohs(addr.sin_port);
+  ::close(fd);
+  if (port < 0)
+    return distError("no free loopback port");
+  return port;
+}
 
-  ~Reached() override {
-    link.reset();
+/// This process's arguments, without the one that made it the launcher.
+llvm::Expected<std::vector<std::string>> commandLineForChildren() {
+  // A /proc file reports size 0: read it as a stream.
+  auto buffer = llvm::MemoryBuffer::getFileAsStream("/proc/self/cmdline");
+  if (!buffer)
+    return distError("cannot read /proc/self/cmdline: " +
+                     buffer.getError().message());
+  llvm::SmallVector<llvm::StringRef> parts;
+  (*buffer)->getBuffer().split(parts, '\0', -1, /*KeepEmpty=*/false);
+  std::vector<std::string> args;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    llvm::StringRef a = parts[i];
+    if (a.consume_front("--distributed") || a.consume_front("-distributed")) {
+      if (a.empty())
+        ++i; // "--distributed local"
+      continue;
+    }
+    args.push_back(parts[i].str());
+  }
+  return args;
+}
+
+class Processes : public tools::JobProcesses {
+public:
+  ps::Transport &server() override { return *transport; }
+  pipeline::ReplicaRunner *runner() override { return replicas.get(); }
+  void started() override {
+    if (coordinator)
+      coordinator->release();
+  }
+  void finish() override {
+    if (finished)
+      return;
+    finished = true;
+    if (coordinator)
+      coordinator->release("training ended before the job started");
+    if (replicas)
+      replicas->shutdown();
+    if (transport)
+      transport->shutdownServers();
+    replicas.reset();
+    transport.reset();
     for (auto &child : children)
-      child->stop();
+      child->stop(std::chrono::seconds(10));
+    coordinator.reset();
     if (!directory.empty())
       llvm::sys::fs::remove_directories(directory);
   }
+  ~Processes() override { finish(); }
+
+  std::vector<std::unique_ptr<ChildProcess>> children;
+  std::string directory;
+  std::unique_ptr<Coordinator> coordinator;
+  std::unique_ptr<GrpcTransport> transport;
+  std::unique_ptr<RemoteReplicas> replicas;
+  bool finished = false;
 };
 
-/// Starts `shards` servers on loopback; their addresses.
+/// Starts `shards` parameter-server processes on loopback for --ps=local;
+/// their addresses.
 llvm::Expected<std::vector<std::string>>
-startLocal(Reached &reached, int shards, SecurityOptions &sec) {
+startLocalServers(Processes &job, int shards, const SecurityOptions &sec) {
   auto self = selfExecutable();
   if (!self)
     return self.takeError();
@@ -124,29 +219,24 @@ startLocal(Reached &reached, int shards, SecurityOptions &sec) {
   if (std::error_code ec =
           llvm::sys::fs::createUniqueDirectory("heterps-job", dir))
     return distError("cannot make a directory for the job: " + ec.message());
-  reached.directory = dir.str().str();
+  job.directory = dir.str().str();
   std::vector<std::pair<ChildProcess *, std::string>> started;
   for (int s = 0; s < shards; ++s) {
     std::string portPath = (dir + "/ps" + llvm::Twine(s) + ".port").str();
-    std::vector<std::string> argv = {*self,
-                                     "--role=ps",
-                                     "--shard=" + std::to_string(s),
-                                     "--ps-shards=" + std::to_string(shards),
-                                     "--listen=127.0.0.1:0",
-                                     "--port-file=" + portPath};
-    if (sec.tls())
-      for (auto [flag, file] : {std::pair{"--tls-ca=", &sec.caFile},
-                                {"--tls-cert=", &sec.certFile},
-                                {"--tls-key=", &sec.keyFile}})
-        argv.push_back(flag + *file);
-    // The token travels in the environment, never on a command line that
-    // `ps` shows to every user.
+    std::vector<std::string> argv = {
+        *self, "--role=ps", "--shard=" + std::to_string(s),
+        "--ps-shards=" + std::to_string(shards), "--port-file=" + portPath};
+    for (auto [flag, file] : {std::pair{"--tls-ca=", &tlsCA},
+                              {"--tls-cert=", &tlsCert},
+                              {"--tls-key=", &tlsKey}})
+      if (!file->empty())
+        argv.push_back(flag + file->getValue());
     auto child = ChildProcess::spawn("ps" + std::to_string(s), argv,
                                      {{kTokenEnv, sec.token}});
     if (!child)
       return child.takeError();
     started.push_back({child->get(), portPath});
-    reached.children.push_back(std::move(*child));
+    job.children.push_back(std::move(*child));
   }
   std::vector<std::string> addresses;
   for (auto &[child, portPath] : started) {
@@ -160,7 +250,7 @@ startLocal(Reached &reached, int shards, SecurityOptions &sec) {
 
 } // namespace
 
-tools::RemoteServer::~RemoteServer() = default;
+tools::JobProcesses::~JobProcesses() = default;
 
 bool tools::roleRequested() { return role.getNumOccurrences() > 0; }
 
@@ -172,36 +262,117 @@ int tools::runRole() {
     return fail(llvm::toString(sec.takeError()));
   if (shardIndex < 0)
     return fail("--role=ps needs --shard");
-  if (llvm::Error e =
-          runPSShard(shardIndex, psShards(), listenAddress, *sec, portFile))
+  PSShardOptions options;
+  options.shard = shardIndex;
+  options.shards = psShards();
+  options.listen = listenAddress;
+  options.portFile = portFile;
+  if (llvm::Error e = runPSShard(options, *sec))
     return fail(llvm::toString(std::move(e)));
   return 0;
 }
 
 bool tools::remoteServerRequested() { return psOption.getNumOccurrences(); }
 
-llvm::Expected<std::unique_ptr<tools::RemoteServer>>
+bool tools::distributedRequested() {
+  return distributedOption.getNumOccurrences() ||
+         coordinatorAddress.getNumOccurrences();
+}
+
+llvm::Expected<Role> tools::distributedRole(const JobShape &shape) {
+  if (distributedOption.getNumOccurrences()) {
+    if (distributedOption != "local")
+      return distError("--distributed: unknown mode '" + distributedOption +
+                       "' (expected local; on several hosts give each "
+                       "process --coordinator and a rank)");
+    if (coordinatorAddress.getNumOccurrences() || rankOption >= 0)
+      return distError("--distributed=local starts every rank itself; "
+                       "--coordinator and --rank are for a job started by "
+                       "a launcher");
+    return roleOfRank(0, shape);
+  }
+  if (psOption.getNumOccurrences())
+    return distError("--ps keeps the stages in this process; a distributed "
+                     "job (--coordinator) has its own parameter server");
+  int rank = rankOption;
+  if (rank < 0) {
+    auto fromEnv = rankFromEnvironment();
+    if (!fromEnv)
+      return fromEnv.takeError();
+    if (!*fromEnv)
+      return distError("--coordinator needs this process's rank: --rank, "
+                       "$HETERPS_RANK, $SLURM_PROCID or "
+                       "$OMPI_COMM_WORLD_RANK");
+    rank = **fromEnv;
+  }
+  return roleOfRank(rank, shape);
+}
+
+int tools::runPSRank(const Role &r, const JobShape &shape) {
+  auto sec = security();
+  if (!sec)
+    return fail(llvm::toString(sec.takeError()));
+  PSShardOptions options;
+  options.shard = r.shard;
+  options.shards = shape.shards;
+  options.listen = listenAddress;
+  options.coordinator = coordinatorAddress;
+  if (llvm::Error e = runPSShard(options, *sec))
+    return fail(llvm::toString(std::move(e)));
+  return 0;
+}
+
+int tools::runWorkerRank(const Role &r, const JobShape &shape,
+                         const std::string &job,
+                         const WorkerTrainerFactory &make) {
+  auto sec = security();
+  if (!sec)
+    return fail(llvm::toString(sec.takeError()));
+  // Before gRPC starts threads: the stop signals come to this thread.
+  blockStopSignals();
+  auto host = WorkerHost::start(listenAddress, *sec);
+  if (!host)
+    return fail(llvm::toString(host.takeError()));
+  ProcessInfo self;
+  self.set_role("worker");
+  self.set_stage(r.stage);
+  self.set_replica(r.replica);
+  self.set_address(advertisedAddress(listenAddress, (*host)->port()));
+  self.set_job(job);
+  auto map = registerWith(coordinatorAddress, self, *sec);
+  if (!map)
+    return fail(llvm::toString(map.takeError()));
+  std::vector<std::string> ps(map->ps().begin(), map->ps().end());
+  auto server = GrpcTransport::connect(ps, *sec);
+  if (!server)
+    return fail(llvm::toString(server.takeError()));
+  pipeline::StageExchange &links =
+      (*host)->links(*map, {{r.stage, r.replica}}, shape.replicas);
+  auto trainer = make(**server, links);
+  if (!trainer)
+    return fail(llvm::toString(trainer.takeError()));
+  (*host)->attach(**trainer);
+  llvm::errs() << kTool << ": " << r.name() << ": serving steps\n";
+  const char *why = (*host)->waitForShutdown();
+  llvm::errs() << kTool << ": " << r.name() << ": stopping (" << why << ")\n";
+  return 0;
+}
+
+llvm::Expected<std::unique_ptr<tools::JobProcesses>>
 tools::startRemoteServer(int shards) {
-  auto reached = std::make_unique<Reached>();
+  auto job = std::make_unique<Processes>();
   std::vector<std::string> addresses;
-  SecurityOptions sec;
+  if (psOption == "local")
+    ensureLocalToken();
+  auto sec = security();
+  if (!sec)
+    return sec.takeError();
   if (psOption == "local") {
-    // A token made here unless the job has one.
-    if (tokenFile.empty() && !std::getenv(kTokenEnv))
-      setenv(kTokenEnv, newJobToken().c_str(), 0);
-    auto loaded = security();
-    if (!loaded)
-      return loaded.takeError();
-    sec = std::move(*loaded);
-    auto started = startLocal(*reached, shards, sec);
+    auto started = startLocalServers(*job, shards, *sec);
     if (!started)
       return started.takeError();
     addresses = std::move(*started);
   } else {
-    auto loaded = security();
-    if (!loaded)
-      return loaded.takeError();
-    sec = std::move(*loaded);
     auto parsed = parseAddresses(psOption);
     if (!parsed)
       return distError("--ps: " + llvm::toString(parsed.takeError()));
@@ -211,9 +382,79 @@ tools::startRemoteServer(int shards) {
                        " servers for " + llvm::Twine(shards) +
                        " shards (--ps-shards)");
   }
-  auto link = GrpcTransport::connect(addresses, sec);
+  auto link = GrpcTransport::connect(addresses, *sec);
   if (!link)
     return link.takeError();
-  reached->link = std::move(*link);
-  return reached;
+  job->transport = std::move(*link);
+  return std::unique_ptr<tools::JobProcesses>(std::move(job));
+}
+
+llvm::Expected<std::unique_ptr<tools::JobProcesses>>
+tools::startJob(const JobShape &shape, const std::string &jobName) {
+  bool local = distributedOption.getNumOccurrences() > 0;
+  if (local)
+    ensureLocalToken();
+  auto sec = security();
+  if (!sec)
+    return sec.takeError();
+  auto job = std::make_unique<Processes>();
+  std::string address = coordinatorAddress;
+  if (local) {
+    // Every child is forked before this process holds any gRPC state.
+    auto port = freeLoopbackPort();
+    if (!port)
+      return port.takeError();
+    address = "127.0.0.1:" + std::to_string(*port);
+    auto self = selfExecutable();
+    if (!self)
+      return self.takeError();
+    auto args = commandLineForChildren();
+    if (!args)
+      return args.takeError();
+    for (int rank = 1; rank < shape.worldSize(); ++rank) {
+      std::vector<std::string> argv = {*self};
+      argv.insert(argv.end(), args->begin(), args->end());
+      argv.push_back("--coordinator=" + address);
+      argv.push_back("--rank=" + std::to_string(rank));
+      auto r = roleOfRank(rank, shape);
+      if (!r)
+        return r.takeError();
+      auto child =
+          ChildProcess::spawn(r->name(), argv, {{kTokenEnv, sec->token}});
+      if (!child)
+        return child.takeError();
+      job->children.push_back(std::move(*child));
+    }
+  }
+  auto coordinator = Coordinator::start(address, shape, jobName, *sec);
+  if (!coordinator)
+    return coordinator.takeError();
+  job->coordinator = std::move(*coordinator);
+  llvm::errs() << kTool << ": coordinating " << shape.worldSize() - 1
+               << " processes (" << shape.shards << " parameter-server shards, "
+               << shape.workers() << " stage replicas) at " << address << "\n";
+  auto map = job->coordinator->waitForAll(
+      std::chrono::seconds(120), [&]() -> llvm::Error {
+        for (auto &child : job->children)
+          if (child->exited())
+            return distError(child->role() + " exited with status " +
+                             llvm::Twine(child->exitStatus()) +
+                             " before the job started");
+        return llvm::Error::success();
+      });
+  if (!map) {
+    std::string why = llvm::toString(map.takeError());
+    job->coordinator->release(why);
+    return distError("the job did not start: " + why);
+  }
+  std::vector<std::string> ps(map->ps().begin(), map->ps().end());
+  auto transport = GrpcTransport::connect(ps, *sec);
+  if (!transport)
+    return transport.takeError();
+  job->transport = std::move(*transport);
+  auto replicas = RemoteReplicas::connect(*map, shape.replicas, *sec);
+  if (!replicas)
+    return replicas.takeError();
+  job->replicas = std::move(*replicas);
+  return std::unique_ptr<tools::JobProcesses>(std::move(job));
 }

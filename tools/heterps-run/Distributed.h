@@ -1,41 +1,80 @@
 //===- Distributed.h - heterps-run's processes of a distributed job -*- C++
 //-*-===//
 //
-// The flags that start one role of a job (--role=ps) and that put a
-// training run's parameter server in other processes (--ps=local starts
-// them here; --ps=HOST:PORT,... reaches them elsewhere).
+// The flags that make a training run a distributed job:
+//  * --distributed=local runs the whole job as processes on this host:
+//    this one coordinates, the others (parameter-server shards, one worker
+//    per stage replica) are forked from it;
+//  * --coordinator=HOST:PORT with a rank (--rank, or a launcher's
+//    environment) makes this process one rank of a job started on several
+//    hosts with the same command line;
+//  * --ps=local|HOST:PORT,... keeps the stages here and puts only the
+//    parameter server in other processes;
+//  * --role=ps runs a parameter-server shard for --ps=HOST:PORT,....
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef HETERPS_TOOLS_HETERPS_RUN_DISTRIBUTED_H
 #define HETERPS_TOOLS_HETERPS_RUN_DISTRIBUTED_H
 
-#include "heterps/Runtime/PS/Client.h"
+#include "heterps/Runtime/Distributed/Roles.h"
+#include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
 
 #include "llvm/Support/CommandLine.h"
+
+#include <functional>
 
 namespace heterps::tools {
 
 llvm::cl::OptionCategory &distributedCategory();
 
-/// Whether --role was given: this process is one role of a job, not a
-/// run of a model.
+/// Whether --role was given, and running it (an exit code).
 bool roleRequested();
-/// Runs the --role; the exit code (errors are one line on stderr).
 int runRole();
 
-/// The parameter server's processes and the transport to them.
-class RemoteServer {
+/// Whether this run is one process of a distributed job (--distributed or
+/// --coordinator), and which.
+bool distributedRequested();
+llvm::Expected<runtime::distributed::Role>
+distributedRole(const runtime::distributed::JobShape &shape);
+
+/// A parameter-server rank; the exit code.
+int runPSRank(const runtime::distributed::Role &role,
+              const runtime::distributed::JobShape &shape);
+
+/// Makes a worker's trainer from the server and stage links it is given.
+using WorkerTrainerFactory = std::function<llvm::Expected<
+    std::unique_ptr<runtime::pipeline::PipelineTrainer>>(
+    runtime::ps::Transport &server, runtime::pipeline::StageExchange &links)>;
+/// A worker rank: registers, makes its trainer, serves the coordinator's
+/// steps until it says stop; the exit code.
+int runWorkerRank(const runtime::distributed::Role &role,
+                  const runtime::distributed::JobShape &shape,
+                  const std::string &job, const WorkerTrainerFactory &make);
+
+/// The other processes of a job this process drives.
+class JobProcesses {
 public:
-  virtual ~RemoteServer();
-  virtual runtime::ps::Transport &transport() = 0;
+  virtual ~JobProcesses();
+  /// The parameter server's shards.
+  virtual runtime::ps::Transport &server() = 0;
+  /// The stage replicas' processes; null when the stages run here (--ps).
+  virtual runtime::pipeline::ReplicaRunner *runner() = 0;
+  /// The trainer exists and has made its tables: the job's processes go.
+  virtual void started() = 0;
+  /// Training is over or failed: the processes stop.
+  virtual void finish() = 0;
 };
 
 /// Whether --ps was given.
 bool remoteServerRequested();
-/// Starts or reaches the --ps servers, `shards` of them. Called before
-/// anything else in this process uses gRPC: local servers are forked here.
-llvm::Expected<std::unique_ptr<RemoteServer>> startRemoteServer(int shards);
+/// --ps: the parameter server's `shards` processes, started or reached.
+llvm::Expected<std::unique_ptr<JobProcesses>> startRemoteServer(int shards);
+/// The coordinator of a --distributed or --coordinator job: starts the
+/// local processes (before any gRPC state exists here), waits for every
+/// rank to register with `job`, and reaches them.
+llvm::Expected<std::unique_ptr<JobProcesses>>
+startJob(const runtime::distributed::JobShape &shape, const std::string &job);
 
 } // namespace heterps::tools
 

@@ -340,17 +340,17 @@ bool pipelineRequested(const plan::Plan &plan, bool sparseTables) {
                            &serverShards,   &traceFile,    &sparseOptimizer,
                            &sparseInitScale};
   return sparseTables || tools::remoteServerRequested() ||
+         tools::distributedRequested() ||
          runtime::stageRanges(plan).size() > 1 ||
          replicasOption.getNumOccurrences() > 0 ||
          llvm::any_of(options,
                       [](cl::Option *o) { return o->getNumOccurrences() > 0; });
 }
 
-/// The pipelined trainer the options describe.
-llvm::Expected<std::unique_ptr<pipeline::PipelineTrainer>>
-createPipeline(const plan::Plan &plan, WeightMap weights,
-               const TrainerOptions &trainer, pipeline::TraceRecorder *trace,
-               ps::Transport *remoteServer) {
+/// The pipelined trainer's options, as the flags describe them.
+llvm::Expected<pipeline::PipelineTrainerOptions>
+pipelineOptions(const plan::Plan &plan, const TrainerOptions &trainer,
+                pipeline::TraceRecorder *trace) {
   pipeline::PipelineTrainerOptions options;
   auto schedule = pipeline::parseSchedule(scheduleOption);
   if (!schedule)
@@ -382,7 +382,6 @@ createPipeline(const plan::Plan &plan, WeightMap weights,
                                        sparseOptimizer +
                                        "' (expected adagrad or sgd)");
   options.sparseInitScale = sparseInitScale;
-  options.remoteServer = remoteServer;
   // The job, as the servers see it: the model and what decides the
   // tables' contents (the servers compare the optimizers themselves).
   std::string identity = plan.SerializeAsString();
@@ -393,7 +392,23 @@ createPipeline(const plan::Plan &plan, WeightMap weights,
   options.job =
       llvm::utohexstr(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(identity)),
                       /*LowerCase=*/true);
-  return pipeline::PipelineTrainer::create(plan, std::move(weights), options);
+  return options;
+}
+
+/// The job's processes: parameter-server shards and a worker per replica
+/// of each stage (--replicas, else the plan's).
+distributed::JobShape jobShape(const plan::Plan &plan,
+                               const pipeline::PipelineTrainerOptions &o) {
+  distributed::JobShape shape;
+  shape.shards = o.serverShards;
+  shape.replicas = o.replicas;
+  if (shape.replicas.empty()) {
+    int p = static_cast<int>(runtime::stageRanges(plan).size());
+    for (int s = 0; s < p; ++s)
+      shape.replicas.push_back(
+          s < plan.stages_size() ? std::max(1, plan.stages(s).replicas()) : 1);
+  }
+  return shape;
 }
 
 /// The per-stage table and the measured-vs-predicted table of a pipelined
@@ -515,6 +530,46 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
   schedule.gamma = lrGamma;
   schedule.epochs = epochs;
 
+  pipeline::TraceRecorder trace;
+  std::optional<pipeline::PipelineTrainerOptions> pipelined_options;
+  std::optional<distributed::JobShape> shape;
+  if (distributedRequested()) {
+    if (!checkpointDir.empty())
+      return fail("--checkpoint: checkpoints of a distributed job are not "
+                  "supported yet");
+    if (!traceFile.empty())
+      return fail("--trace: a distributed job's processes are not traced "
+                  "yet");
+    auto o = pipelineOptions(plan, options, nullptr);
+    if (!o)
+      return fail(llvm::toString(o.takeError()));
+    pipelined_options = std::move(*o);
+    shape = jobShape(plan, *pipelined_options);
+    auto role = distributedRole(*shape);
+    if (!role)
+      return fail(llvm::toString(role.takeError()));
+    if (role->kind == distributed::Role::ParameterServer)
+      return runPSRank(*role, *shape);
+    if (role->kind == distributed::Role::Worker)
+      return runWorkerRank(
+          *role, *shape, pipelined_options->job,
+          [&](ps::Transport &server, pipeline::StageExchange &links)
+              -> llvm::Expected<std::unique_ptr<pipeline::PipelineTrainer>> {
+            std::set<int32_t> sparse =
+                pipeline::gatherTables(plan, sparseMinRows);
+            auto weights = loadWeights(
+                plan, [&](int32_t v) { return sparse.count(v) > 0; });
+            if (!weights)
+              return weights.takeError();
+            pipeline::PipelineTrainerOptions o = *pipelined_options;
+            o.remoteServer = &server;
+            o.exchange = &links;
+            o.localReplicas = {{role->stage, role->replica}};
+            return pipeline::PipelineTrainer::create(plan, std::move(*weights),
+                                                     o);
+          });
+  }
+
   auto data = data::loadDataset(dataSpec);
   if (!data)
     return fail("--data: " + llvm::toString(data.takeError()));
@@ -536,26 +591,43 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       loadWeights(plan, [&](int32_t v) { return sparse.count(v) > 0; });
   if (!weights)
     return fail(llvm::toString(weights.takeError()));
-  // Outlives the trainer that reaches it.
-  std::unique_ptr<RemoteServer> remote;
-  if (remoteServerRequested()) {
+  // The job's other processes outlive the trainer that reaches them.
+  std::unique_ptr<JobProcesses> processes;
+  if (remoteServerRequested() && !distributedRequested()) {
     if (!checkpointDir.empty())
       return fail("--checkpoint: checkpoints of a parameter server in other "
                   "processes (--ps) are not supported yet");
     auto started = startRemoteServer(serverShards);
     if (!started)
       return fail("--ps: " + llvm::toString(started.takeError()));
-    remote = std::move(*started);
+    processes = std::move(*started);
+  }
+  if (shape) {
+    auto started = startJob(*shape, pipelined_options->job);
+    if (!started)
+      return fail(llvm::toString(started.takeError()));
+    processes = std::move(*started);
   }
   std::unique_ptr<Job> job;
   pipeline::PipelineTrainer *pipelined = nullptr;
-  pipeline::TraceRecorder trace;
-  if (pipelineRequested(plan, !sparse.empty())) {
-    auto trainer = createPipeline(plan, std::move(*weights), options,
-                                  traceFile.empty() ? nullptr : &trace,
-                                  remote ? &remote->transport() : nullptr);
+  if (processes || pipelineRequested(plan, !sparse.empty())) {
+    auto o = pipelined_options
+                 ? llvm::Expected<pipeline::PipelineTrainerOptions>(
+                       *pipelined_options)
+                 : pipelineOptions(plan, options,
+                                   traceFile.empty() ? nullptr : &trace);
+    if (!o)
+      return fail(llvm::toString(o.takeError()));
+    if (processes) {
+      o->remoteServer = &processes->server();
+      o->runner = processes->runner();
+    }
+    auto trainer =
+        pipeline::PipelineTrainer::create(plan, std::move(*weights), *o);
     if (!trainer)
       return fail(run.modelPath + ": " + llvm::toString(trainer.takeError()));
+    if (processes)
+      processes->started();
     pipelined = trainer->get();
     job =
         std::make_unique<JobOf<pipeline::PipelineTrainer>>(std::move(*trainer));

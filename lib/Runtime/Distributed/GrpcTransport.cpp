@@ -2,7 +2,7 @@
 
 #include "heterps/Runtime/Distributed/GrpcTransport.h"
 
-#include "PSService.grpc.pb.h"
+#include "Services.grpc.pb.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringSet.h"
@@ -59,9 +59,7 @@ GrpcTransport::connect(const std::vector<std::string> &addresses,
   transport->addresses = addresses;
   transport->security = std::move(security);
   auto credentials = channelCredentials(transport->security);
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  grpc::ChannelArguments args = channelArguments();
   auto deadline = std::chrono::system_clock::now() + timeout;
   for (auto [i, address] : llvm::enumerate(addresses)) {
     auto shard = std::make_unique<Shard>();
@@ -94,4 +92,15 @@ llvm::Error GrpcTransport::call(const ps::Request &request,
   return transportError("parameter-server shard " + llvm::Twine(shard) +
                         " at " + addresses[shard] + ": " +
                         status.error_message());
+}
+
+void GrpcTransport::shutdownServers() {
+  for (auto &shard : shards) {
+    grpc::ClientContext context;
+    attachToken(context, security);
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(5));
+    ShutdownResponse unused;
+    shard->stub->Shutdown(&context, ShutdownRequest(), &unused);
+  }
 }

@@ -2,9 +2,11 @@
 
 #include "heterps/Runtime/Distributed/PSServer.h"
 #include "heterps/Runtime/AtomicFile.h"
+#include "heterps/Runtime/Distributed/Coordinator.h"
 #include "heterps/Runtime/Distributed/GrpcTransport.h"
+#include "heterps/Runtime/Distributed/WorkerHost.h"
 
-#include "PSService.grpc.pb.h"
+#include "Services.grpc.pb.h"
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/raw_ostream.h"
@@ -12,7 +14,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
-#include <csignal>
 #include <mutex>
 
 using namespace heterps::runtime;
@@ -41,6 +42,17 @@ public:
                   "job, or the caller was given none)"};
     }
     server.handle(*request, *response);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Shutdown(grpc::ServerContext *context, const ShutdownRequest *,
+                        ShutdownResponse *) override {
+    std::string refusal = checkToken(*context, security);
+    if (!refusal.empty()) {
+      logRefusal(refusal, context->peer());
+      return {grpc::StatusCode::UNAUTHENTICATED, "refused: " + refusal};
+    }
+    requestStop();
     return grpc::Status::OK;
   }
 
@@ -109,44 +121,46 @@ PSServer::start(ps::ParameterServer &server, const std::string &address,
   return out;
 }
 
-llvm::Error distributed::runPSShard(int shard, int shards,
-                                    const std::string &address,
-                                    const SecurityOptions &security,
-                                    const std::string &portFile) {
-  if (shards < 1 || shard < 0 || shard >= shards)
-    return serverError("--shard " + llvm::Twine(shard) + " is not one of the " +
-                       llvm::Twine(shards) + " shards (--ps-shards)");
-  // SIGTERM and SIGINT wait for sigwait below, on this thread; blocked
-  // before gRPC starts its threads so none of them takes the signal.
-  sigset_t stopSignals;
-  sigemptyset(&stopSignals);
-  sigaddset(&stopSignals, SIGTERM);
-  sigaddset(&stopSignals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
-
+llvm::Error distributed::runPSShard(const PSShardOptions &o,
+                                    const SecurityOptions &security) {
+  if (o.shards < 1 || o.shard < 0 || o.shard >= o.shards)
+    return serverError("--shard " + llvm::Twine(o.shard) +
+                       " is not one of the " + llvm::Twine(o.shards) +
+                       " shards (--ps-shards)");
+  // Before gRPC starts its threads, so that none of them takes the signal.
+  blockStopSignals();
   ps::ServerOptions options;
-  options.numShards = shards;
-  options.served = {shard};
+  options.numShards = o.shards;
+  options.served = {o.shard};
   options.configured = false;
   auto server = ps::ParameterServer::create(options);
   if (!server)
     return server.takeError();
-  auto listening = PSServer::start(**server, address, security);
+  auto listening = PSServer::start(**server, o.listen, security);
   if (!listening)
     return listening.takeError();
-  llvm::errs() << "parameter server: shard " << shard << " of " << shards
-               << " listening on port " << (*listening)->port()
+  int port = (*listening)->port();
+  llvm::errs() << "parameter server: shard " << o.shard << " of " << o.shards
+               << " listening on port " << port
                << (security.tls() ? " (mutual TLS)" : "") << "\n";
-  if (!portFile.empty())
+  if (!o.portFile.empty())
     if (llvm::Error e =
-            writeFileAtomically(portFile, [&](llvm::raw_ostream &os) {
-              os << (*listening)->port() << "\n";
+            writeFileAtomically(o.portFile, [&](llvm::raw_ostream &os) {
+              os << port << "\n";
               return llvm::Error::success();
             }))
       return e;
-  int signal = 0;
-  sigwait(&stopSignals, &signal);
-  llvm::errs() << "parameter server: shard " << shard << " stopping ("
-               << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ")\n";
+  if (!o.coordinator.empty()) {
+    ProcessInfo self;
+    self.set_role("ps");
+    self.set_shard(o.shard);
+    self.set_address(advertisedAddress(o.listen, port));
+    auto map = registerWith(o.coordinator, self, security);
+    if (!map)
+      return map.takeError();
+  }
+  const char *why = waitForStopSignal();
+  llvm::errs() << "parameter server: shard " << o.shard << " stopping (" << why
+               << ")\n";
   return llvm::Error::success();
 }

@@ -1,6 +1,7 @@
 //===- Security.cpp - TLS credentials and the job token -------------------===//
 
 #include "heterps/Runtime/Distributed/Security.h"
+#include "heterps/Runtime/Distributed/GrpcTransport.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
@@ -133,6 +134,18 @@ distributed::channelCredentials(const SecurityOptions &security) {
   options.pem_private_key = pem(security.keyFile);
   options.pem_cert_chain = pem(security.certFile);
   return grpc::SslCredentials(options);
+}
+
+grpc::ChannelArguments distributed::channelArguments() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  // A job's processes start together: one that comes up a moment after
+  // its peer tried to reach it is retried within 100 ms, not gRPC's 1 s.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return args;
 }
 
 void distributed::attachToken(grpc::ClientContext &context,

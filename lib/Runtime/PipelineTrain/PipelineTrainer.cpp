@@ -35,8 +35,12 @@ double PipelineStepStats::bubbleFraction() const {
 
 PipelineTrainer::PipelineTrainer(plan::Plan plan,
                                  PipelineTrainerOptions options)
-    : program(std::move(plan)), options(std::move(options)),
-      exchange(std::make_unique<Exchange>()) {}
+    : program(std::move(plan)), options(std::move(options)) {
+  if (this->options.exchange)
+    exchange = this->options.exchange;
+}
+
+ReplicaRunner::~ReplicaRunner() = default;
 
 PipelineTrainer::~PipelineTrainer() = default;
 
@@ -50,11 +54,15 @@ PipelineTrainer::create(const plan::Plan &plan, WeightMap weights,
   return std::move(trainer);
 }
 
+PipelineTrainer::Worker *PipelineTrainer::find(ReplicaId id) const {
+  for (const auto &w : workers)
+    if (w->stage() == id.stage && w->replicaIndex() == id.replica)
+      return w.get();
+  return nullptr;
+}
+
 PipelineTrainer::Worker &PipelineTrainer::leader(int s) const {
-  int index = 0;
-  for (int i = 0; i < s; ++i)
-    index += options.replicas[i];
-  return *workers[index];
+  return *find({s, 0});
 }
 
 /// Which values cross each boundary and which weights and parameters each
@@ -131,6 +139,40 @@ PipelineTrainer::Layout::pushers(int32_t v, int stage,
     all += replicas[s];
   }
   return {all, first};
+}
+
+llvm::Error
+PipelineTrainer::createTables(const WeightMap &weights,
+                              const ps::ServerOptions &serverOptions) {
+  int p = numStages();
+  // Through the server's messages, wherever it is.
+  auto admin = ps::PSClient::create(*transport, 0);
+  if (!admin)
+    return admin.takeError();
+  if ((*admin)->numShards() != options.serverShards)
+    return pipelineError(
+        "the parameter server has " + llvm::Twine((*admin)->numShards()) +
+        " shards, the job asks for " + llvm::Twine(options.serverShards));
+  if (llvm::Error e = (*admin)->configure(ps::toConfig(serverOptions)))
+    return e;
+  std::set<int32_t> added;
+  for (int s = 0; s < p; ++s)
+    for (int32_t v : layout->params[s])
+      if (added.insert(v).second)
+        if (llvm::Error e = (*admin)->addDenseTable(
+                program.values(v).name(), weights.at(v),
+                layout->pushers(v, s, options.replicas).first))
+          return e;
+  for (int s = 0; s < p; ++s)
+    for (int32_t v : layout->sparse[s]) {
+      const plan::Value &table = program.values(v);
+      if (llvm::Error e = (*admin)->addSparseTable(
+              table.name(), table.dims(0), table.dims(1),
+              options.sparseInitScale, options.seed, options.replicas[s]))
+        return e;
+    }
+
+  return llvm::Error::success();
 }
 
 llvm::Error PipelineTrainer::prepare(WeightMap weights) {
@@ -234,37 +276,21 @@ llvm::Error PipelineTrainer::prepare(WeightMap weights) {
     inProcess = std::make_unique<ps::InProcessTransport>(*server);
     transport = inProcess.get();
   }
-  // The tables are made through the server's messages, wherever it is.
-  auto admin = ps::PSClient::create(*transport, 0);
-  if (!admin)
-    return admin.takeError();
-  if ((*admin)->numShards() != options.serverShards)
-    return pipelineError(
-        "the parameter server has " + llvm::Twine((*admin)->numShards()) +
-        " shards, the job asks for " + llvm::Twine(options.serverShards));
-  if (llvm::Error e = (*admin)->configure(ps::toConfig(serverOptions)))
-    return e;
-  std::set<int32_t> added;
-  for (int s = 0; s < p; ++s)
-    for (int32_t v : layout->params[s])
-      if (added.insert(v).second)
-        if (llvm::Error e = (*admin)->addDenseTable(
-                program.values(v).name(), weights.at(v),
-                layout->pushers(v, s, options.replicas).first))
-          return e;
-  for (int s = 0; s < p; ++s)
-    for (int32_t v : layout->sparse[s]) {
-      const plan::Value &table = program.values(v);
-      if (llvm::Error e = (*admin)->addSparseTable(
-              table.name(), table.dims(0), table.dims(1),
-              options.sparseInitScale, options.seed, options.replicas[s]))
-        return e;
-    }
+  if (options.localReplicas.empty())
+    if (llvm::Error e = createTables(weights, serverOptions))
+      return e;
 
   auto orders =
       replicaOrders(options.schedule, options.microBatches, options.replicas);
   for (int s = 0; s < p; ++s)
     for (int r = 0; r < options.replicas[s]; ++r) {
+      ReplicaId id{s, r};
+      bool here = options.runner ? r == 0
+                  : options.localReplicas.empty()
+                      ? true
+                      : llvm::is_contained(options.localReplicas, id);
+      if (!here)
+        continue;
       workers.push_back(
           std::make_unique<Worker>(*this, *layout, s, r, orders[s][r]));
       if (llvm::Error e = workers.back()->prepare(weights, *transport))
@@ -305,24 +331,19 @@ PipelineTrainer::step(const Tensor &inputs, const Tensor &targets, float lr) {
     in.targets.push_back(data::sampleRows(targets, begin, size));
     begin += size;
   }
-  exchange->reset(numStages() - 1, m);
-  stats.replicas.assign(workers.size(), ReplicaStepStats());
-  std::vector<std::optional<std::string>> errors(workers.size());
+  stats.replicas.clear();
+  exchange->begin(steps);
   in.start = TraceRecorder::Clock::now();
-  for (size_t w = 0; w < workers.size(); ++w)
-    workers[w]->post([&, w] {
-      errors[w] = workers[w]->runStep(in, *exchange, stats.replicas[w]);
-    });
-  for (auto &worker : workers)
-    worker->join();
+  llvm::Error failed = options.runner
+                           ? options.runner->runStep(in, stats.replicas)
+                           : runWorkers(in, stats.replicas);
   stats.seconds =
       std::chrono::duration<double>(TraceRecorder::Clock::now() - in.start)
           .count();
-  for (auto &error : errors)
-    if (error) {
-      broken = true;
-      return pipelineError(*error);
-    }
+  if (failed) {
+    broken = true;
+    return std::move(failed);
+  }
   ++steps;
 
   train::LossResult result;
@@ -334,6 +355,41 @@ PipelineTrainer::step(const Tensor &inputs, const Tensor &targets, float lr) {
   return result;
 }
 
+llvm::Error PipelineTrainer::runWorkers(StepInputs &in,
+                                        std::vector<ReplicaStepStats> &out) {
+  out.assign(workers.size(), ReplicaStepStats());
+  std::vector<std::optional<std::string>> errors(workers.size());
+  for (size_t w = 0; w < workers.size(); ++w)
+    workers[w]->post(
+        [&, w] { errors[w] = workers[w]->runStep(in, *exchange, out[w]); });
+  for (auto &worker : workers)
+    worker->join();
+  for (auto &error : errors)
+    if (error)
+      return pipelineError(*error);
+  return llvm::Error::success();
+}
+
+llvm::Error PipelineTrainer::runLocal(StepInputs &step,
+                                      std::vector<ReplicaStepStats> &out) {
+  if (options.localReplicas.empty())
+    return pipelineError("runLocal is for a worker process's replicas");
+  exchange->begin(step.version);
+  step.start = TraceRecorder::Clock::now();
+  return runWorkers(step, out);
+}
+
+llvm::Expected<WeightMap> PipelineTrainer::localWeights(ReplicaId id) {
+  Worker *worker = find(id);
+  if (!worker)
+    return pipelineError("stage " + llvm::Twine(id.stage) + " replica " +
+                         llvm::Twine(id.replica) + " is not in this process");
+  WeightMap out;
+  for (const auto &[v, t] : worker->localWeights())
+    out.emplace(v, t.clone());
+  return out;
+}
+
 llvm::Expected<WeightMap> PipelineTrainer::weights() {
   WeightMap out;
   for (const auto &[v, t] : unread)
@@ -341,8 +397,17 @@ llvm::Expected<WeightMap> PipelineTrainer::weights() {
   std::set<int32_t> pulled;
   for (int s = 0; s < numStages(); ++s) {
     Worker &worker = leader(s);
-    for (const auto &[v, t] : worker.localWeights())
-      out.emplace(v, t.clone());
+    if (options.runner) {
+      // The running statistics are those of the replica's own process.
+      auto remote = options.runner->stageWeights(s);
+      if (!remote)
+        return remote.takeError();
+      for (auto &[v, t] : *remote)
+        out.emplace(v, std::move(t));
+    } else {
+      for (const auto &[v, t] : worker.localWeights())
+        out.emplace(v, t.clone());
+    }
     for (int32_t v : layout->params[s]) {
       if (!pulled.insert(v).second)
         continue;

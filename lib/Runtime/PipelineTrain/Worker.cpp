@@ -15,45 +15,6 @@ static double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-//===-- Exchange ----------------------------------------------------------===//
-
-void PipelineTrainer::Exchange::reset(int boundaries, int microBatches) {
-  std::lock_guard lock(mutex);
-  for (auto &dir : slots)
-    dir.assign(boundaries,
-               std::vector<std::optional<std::vector<Tensor>>>(microBatches));
-  aborted = false;
-}
-
-void PipelineTrainer::Exchange::put(Direction dir, int boundary, int microBatch,
-                                    std::vector<Tensor> values) {
-  {
-    std::lock_guard lock(mutex);
-    slots[dir][boundary][microBatch] = std::move(values);
-  }
-  changed.notify_all();
-}
-
-std::optional<std::vector<Tensor>>
-PipelineTrainer::Exchange::take(Direction dir, int boundary, int microBatch) {
-  std::unique_lock lock(mutex);
-  auto &slot = slots[dir][boundary][microBatch];
-  changed.wait(lock, [&] { return aborted || slot.has_value(); });
-  if (aborted)
-    return std::nullopt;
-  std::vector<Tensor> values = std::move(*slot);
-  slot.reset();
-  return values;
-}
-
-void PipelineTrainer::Exchange::abort() {
-  {
-    std::lock_guard lock(mutex);
-    aborted = true;
-  }
-  changed.notify_all();
-}
-
 //===-- Worker ------------------------------------------------------------===//
 
 PipelineTrainer::Worker::Worker(const PipelineTrainer &trainer,
@@ -158,7 +119,7 @@ void PipelineTrainer::Worker::trace(std::string name, const char *category,
 }
 
 std::optional<std::string>
-PipelineTrainer::Worker::runStep(StepInputs &step, Exchange &exchange,
+PipelineTrainer::Worker::runStep(StepInputs &step, StageExchange &exchange,
                                  ReplicaStepStats &stats) {
   stats = ReplicaStepStats();
   stats.stage = stageIndex;
@@ -269,8 +230,8 @@ llvm::Error PipelineTrainer::Worker::push(StepInputs &step) {
 }
 
 llvm::Expected<bool> PipelineTrainer::Worker::forward(StepInputs &step,
-                                                      Exchange &exchange, int j,
-                                                      int slot) {
+                                                      StageExchange &exchange,
+                                                      int j, int slot) {
   const plan::Plan &plan = trainer.program;
   int last = trainer.numStages() - 1;
   std::vector<Tensor> values(plan.values_size());
@@ -279,7 +240,7 @@ llvm::Expected<bool> PipelineTrainer::Worker::forward(StepInputs &step,
   if (stageIndex == 0) {
     values[plan.inputs(0).value()] = step.inputs[j];
   } else {
-    auto in = exchange.take(Exchange::Forward, stageIndex - 1, j);
+    auto in = exchange.take(StageExchange::Forward, stageIndex - 1, j);
     if (!in)
       return false;
     for (auto [i, v] : llvm::enumerate(layout.live[stageIndex - 1]))
@@ -311,14 +272,14 @@ llvm::Expected<bool> PipelineTrainer::Worker::forward(StepInputs &step,
     std::vector<Tensor> out;
     for (int32_t v : layout.live[stageIndex])
       out.push_back(values[v]);
-    exchange.put(Exchange::Forward, stageIndex, j, std::move(out));
+    exchange.put(StageExchange::Forward, stageIndex, j, std::move(out));
   }
   stash[j] = std::move(values);
   return true;
 }
 
 llvm::Expected<bool> PipelineTrainer::Worker::backward(StepInputs &step,
-                                                       Exchange &exchange,
+                                                       StageExchange &exchange,
                                                        int j, int slot) {
   const plan::Plan &plan = trainer.program;
   int last = trainer.numStages() - 1;
@@ -327,7 +288,7 @@ llvm::Expected<bool> PipelineTrainer::Worker::backward(StepInputs &step,
   if (stageIndex == last) {
     grads[plan.outputs(0).value()] = std::move(step.losses[j].grad);
   } else {
-    auto in = exchange.take(Exchange::Backward, stageIndex, j);
+    auto in = exchange.take(StageExchange::Backward, stageIndex, j);
     if (!in)
       return false;
     for (auto [i, v] : llvm::enumerate(layout.live[stageIndex]))
@@ -352,7 +313,7 @@ llvm::Expected<bool> PipelineTrainer::Worker::backward(StepInputs &step,
     std::vector<Tensor> out;
     for (int32_t v : layout.live[stageIndex - 1])
       out.push_back(std::move(grads[v]));
-    exchange.put(Exchange::Backward, stageIndex - 1, j, std::move(out));
+    exchange.put(StageExchange::Backward, stageIndex - 1, j, std::move(out));
   }
   return true;
 }

@@ -4,7 +4,7 @@
 // kernels of its stage's ops (one set per micro-batch it may hold at once),
 // its copy of the stage's weights and a parameter-server client. Workers of
 // neighbouring stages hand each other activations and gradients through
-// the step's Exchange.
+// a StageExchange.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,41 +24,6 @@
 #include <thread>
 
 namespace heterps::runtime::pipeline {
-
-/// The values crossing the boundaries between stages in one step: forward,
-/// the activations live across a boundary; backward, their gradients.
-struct PipelineTrainer::Exchange {
-  enum Direction { Forward = 0, Backward = 1 };
-
-  /// Empties every slot for a step of `microBatches` over `boundaries`.
-  void reset(int boundaries, int microBatches);
-  void put(Direction dir, int boundary, int microBatch,
-           std::vector<Tensor> values);
-  /// Waits for the slot's values; nothing once the step is aborted.
-  std::optional<std::vector<Tensor>> take(Direction dir, int boundary,
-                                          int microBatch);
-  /// Wakes every waiter: a worker failed.
-  void abort();
-
-private:
-  std::mutex mutex;
-  std::condition_variable changed;
-  /// [direction][boundary][micro-batch]
-  std::vector<std::vector<std::optional<std::vector<Tensor>>>> slots[2];
-  bool aborted = false;
-};
-
-/// What all workers share in one step.
-struct StepInputs {
-  int64_t version = 0;
-  float lr = 0;
-  int64_t batch = 0;
-  std::vector<Tensor> inputs, targets;
-  std::vector<int64_t> sizes;
-  /// Filled by the last stage, per micro-batch.
-  std::vector<train::LossResult> losses;
-  TraceRecorder::Clock::time_point start;
-};
 
 /// Which values cross each stage boundary, and where things live.
 struct PipelineTrainer::Layout {
@@ -93,6 +58,7 @@ public:
   /// The table version sparse lookups pull (set before an evaluation).
   void setVersion(int64_t v) { version = v; }
   int stage() const { return stageIndex; }
+  int replicaIndex() const { return replica; }
   WeightMap &localWeights() { return weights; }
   ps::PSClient &client() { return *psClient; }
 
@@ -102,17 +68,17 @@ public:
 
   /// The worker's part of a step; errors name the stage and replica, and
   /// nothing comes back when another worker's failure aborted the step.
-  std::optional<std::string> runStep(StepInputs &step, Exchange &exchange,
+  std::optional<std::string> runStep(StepInputs &step, StageExchange &exchange,
                                      ReplicaStepStats &stats);
 
 private:
   llvm::Error pull(StepInputs &step);
   llvm::Error push(StepInputs &step);
   /// Forward of micro-batch `j` into kernel set `slot`; false when aborted.
-  llvm::Expected<bool> forward(StepInputs &step, Exchange &exchange, int j,
+  llvm::Expected<bool> forward(StepInputs &step, StageExchange &exchange, int j,
                                int slot);
-  llvm::Expected<bool> backward(StepInputs &step, Exchange &exchange, int j,
-                                int slot);
+  llvm::Expected<bool> backward(StepInputs &step, StageExchange &exchange,
+                                int j, int slot);
   /// Records a span on this worker's trace track, if tracing.
   void trace(std::string name, const char *category,
              TraceRecorder::Clock::time_point begin);

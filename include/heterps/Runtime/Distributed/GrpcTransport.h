@@ -34,6 +34,8 @@ public:
 
   llvm::Error call(const ps::Request &request, ps::Response &response) override;
   int numServers() const { return static_cast<int>(addresses.size()); }
+  /// Tells every shard's process to exit (the job is over).
+  void shutdownServers();
 
 private:
   struct Shard;

@@ -39,12 +39,20 @@ private:
   int boundPort = 0;
 };
 
-/// Runs a parameter-server process: shard `shard` of `shards`, listening
-/// on `address`, until SIGTERM or SIGINT. Writes the bound port to
-/// `portFile` (replaced atomically) once it listens, when given.
-llvm::Error runPSShard(int shard, int shards, const std::string &address,
-                       const SecurityOptions &security,
-                       const std::string &portFile);
+struct PSShardOptions {
+  int shard = 0, shards = 1;
+  /// HOST:PORT to listen on (port 0: a free one).
+  std::string listen = "127.0.0.1:0";
+  /// Write the bound port here once listening, when given.
+  std::string portFile;
+  /// Register with this coordinator, when given.
+  std::string coordinator;
+};
+
+/// Runs a parameter-server process: shard `shard` of `shards`, until the
+/// coordinator's Shutdown, SIGTERM or SIGINT.
+llvm::Error runPSShard(const PSShardOptions &options,
+                       const SecurityOptions &security);
 
 } // namespace heterps::runtime::distributed
 

@@ -20,6 +20,7 @@
 #include <string>
 
 namespace grpc {
+class ChannelArguments;
 class ChannelCredentials;
 class ServerCredentials;
 class ServerContext;
@@ -62,6 +63,10 @@ std::shared_ptr<grpc::ServerCredentials>
 serverCredentials(const SecurityOptions &security);
 std::shared_ptr<grpc::ChannelCredentials>
 channelCredentials(const SecurityOptions &security);
+
+/// The arguments of every channel of a job: message limits
+/// (kMaxMessageBytes) and reconnection backoff.
+grpc::ChannelArguments channelArguments();
 
 /// Adds the token to an outgoing call.
 void attachToken(grpc::ClientContext &context, const SecurityOptions &security);

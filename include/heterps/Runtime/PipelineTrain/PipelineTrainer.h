@@ -47,12 +47,23 @@
 
 #include "heterps/Runtime/PS/Client.h"
 #include "heterps/Runtime/PipelineTrain/Schedule.h"
+#include "heterps/Runtime/PipelineTrain/StageExchange.h"
 #include "heterps/Runtime/PipelineTrain/Trace.h"
 #include "heterps/Runtime/Train/Trainer.h"
 
 #include <set>
 
 namespace heterps::runtime::pipeline {
+
+class ReplicaRunner;
+
+/// Which replica of which stage.
+struct ReplicaId {
+  int stage = 0, replica = 0;
+  bool operator==(const ReplicaId &o) const {
+    return stage == o.stage && replica == o.replica;
+  }
+};
 
 struct PipelineTrainerOptions {
   ScheduleKind schedule = ScheduleKind::GPipe;
@@ -90,6 +101,16 @@ struct PipelineTrainerOptions {
   /// Names the job on the servers (ServerConfig.job): a hash of the plan
   /// and the options that change what training computes.
   std::string job;
+
+  /// Where the replicas run, when not all as threads of this trainer:
+  ///  * a coordinator sets `runner`: every replica is in another process,
+  ///    step() hands the step to the runner;
+  ///  * a worker process sets `localReplicas` (its own replicas) and
+  ///    `exchange` (which reaches the others); the coordinator drives it
+  ///    through runLocal() and made the server's tables.
+  ReplicaRunner *runner = nullptr;
+  std::vector<ReplicaId> localReplicas;
+  StageExchange *exchange = nullptr;
 };
 
 /// What one replica did in the last step, in seconds.
@@ -102,6 +123,35 @@ struct ReplicaStepStats {
   int microBatches = 0;
   /// Kernel sets it holds (micro-batches in flight at most).
   int stashSlots = 0;
+};
+
+/// What all replicas share in one step.
+struct StepInputs {
+  /// The server's version the step starts from (steps done).
+  int64_t version = 0;
+  float lr = 0;
+  int64_t batch = 0;
+  /// Per micro-batch: its samples and targets (a worker process gets only
+  /// those its replicas read: null tensors elsewhere), and sizes.
+  std::vector<Tensor> inputs, targets;
+  std::vector<int64_t> sizes;
+  /// Filled by the last stage, per micro-batch.
+  std::vector<train::LossResult> losses;
+  TraceRecorder::Clock::time_point start;
+};
+
+/// Runs a step's replicas in other processes (Distributed/RemoteReplicas).
+class ReplicaRunner {
+public:
+  virtual ~ReplicaRunner();
+  /// Every replica's part of `step`: fills step.losses (the last stage's
+  /// micro-batches; their gradients stay null) and `stats`, one per
+  /// replica, stage by stage. An error names the replica that failed.
+  virtual llvm::Error runStep(StepInputs &step,
+                              std::vector<ReplicaStepStats> &stats) = 0;
+  /// Stage `stage`'s replica-0 weights that are not parameters (running
+  /// statistics).
+  virtual llvm::Expected<WeightMap> stageWeights(int stage) = 0;
 };
 
 struct PipelineStepStats {
@@ -124,6 +174,12 @@ public:
 
   /// As Trainer::checkData.
   llvm::Error checkData(const data::Dataset &data) const;
+  /// A worker process's part of a step (options.localReplicas): runs its
+  /// replicas on `step`, filling the losses of the micro-batches they end
+  /// and `stats`, one per local replica.
+  llvm::Error runLocal(StepInputs &step, std::vector<ReplicaStepStats> &stats);
+  /// A local replica's non-parameter weights, for the coordinator.
+  llvm::Expected<WeightMap> localWeights(ReplicaId replica);
   /// One step on a batch (see the file comment). Returns its mean loss and
   /// accuracy counts (no gradient).
   llvm::Expected<train::LossResult> step(const Tensor &inputs,
@@ -160,14 +216,19 @@ public:
   llvm::ArrayRef<int32_t> sparse() const { return sparseTables; }
 
   class Worker;
-  struct Exchange;
   struct Layout;
 
 private:
   PipelineTrainer(plan::Plan plan, PipelineTrainerOptions options);
   llvm::Error prepare(WeightMap weights);
+  /// Configures the server and creates the plan's tables there.
+  llvm::Error createTables(const WeightMap &weights,
+                           const ps::ServerOptions &serverOptions);
   /// The replica-0 worker of stage `s`.
   Worker &leader(int s) const;
+  Worker *find(ReplicaId id) const;
+  /// Runs `workers` on `in` through `exchange`.
+  llvm::Error runWorkers(StepInputs &in, std::vector<ReplicaStepStats> &out);
 
   plan::Plan program;
   PipelineTrainerOptions options;
@@ -180,9 +241,12 @@ private:
   ps::Transport *transport = nullptr;
   /// An error unless the server is in this process (checkpoints).
   llvm::Error checkLocalServer() const;
-  /// Stage by stage, replica by replica.
+  /// Stage by stage, replica by replica: all of them, a worker process's
+  /// own, or (a coordinator) each stage's replica 0 that evaluation and
+  /// weights() read but no step runs.
   std::vector<std::unique_ptr<Worker>> workers;
-  std::unique_ptr<Exchange> exchange;
+  Mailbox mailbox;
+  StageExchange *exchange = &mailbox;
   /// Value indices of the sparse tables.
   std::vector<int32_t> sparseTables;
   /// Weights no op reads, kept to hand back by weights().

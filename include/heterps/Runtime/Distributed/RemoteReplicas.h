@@ -1,0 +1,41 @@
+//===- RemoteReplicas.h - the coordinator's view of the workers -*- C++ -*-===//
+//
+// Runs each step's replicas in their worker processes: one RunStep call to
+// each, carrying only the micro-batches' inputs and targets that process
+// reads, all in flight at once. When one fails, the others are told to
+// abort the step so that none waits for a value that will not come.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_RUNTIME_DISTRIBUTED_REMOTEREPLICAS_H
+#define HETERPS_RUNTIME_DISTRIBUTED_REMOTEREPLICAS_H
+
+#include "heterps/Runtime/Distributed/Security.h"
+#include "heterps/Runtime/Distributed/Services.pb.h"
+#include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
+
+namespace heterps::runtime::distributed {
+
+class RemoteReplicas : public pipeline::ReplicaRunner {
+public:
+  /// Channels to the workers of `map`; `replicas` per stage.
+  static llvm::Expected<std::unique_ptr<RemoteReplicas>>
+  connect(const RegisterResponse &map, std::vector<int> replicas,
+          SecurityOptions security);
+  ~RemoteReplicas() override;
+
+  llvm::Error runStep(pipeline::StepInputs &step,
+                      std::vector<pipeline::ReplicaStepStats> &stats) override;
+  llvm::Expected<WeightMap> stageWeights(int stage) override;
+  /// Tells every worker process to exit.
+  void shutdown();
+
+private:
+  struct Impl;
+  explicit RemoteReplicas(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace heterps::runtime::distributed
+
+#endif // HETERPS_RUNTIME_DISTRIBUTED_REMOTEREPLICAS_H

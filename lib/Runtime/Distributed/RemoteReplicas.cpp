@@ -1,0 +1,212 @@
+//===- RemoteReplicas.cpp - RunStep to every worker at once ---------------===//
+
+#include "heterps/Runtime/Distributed/RemoteReplicas.h"
+#include "heterps/Runtime/Distributed/GrpcTransport.h"
+
+#include "TensorWire.h"
+
+#include "Services.grpc.pb.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::distributed;
+using pipeline::ReplicaId;
+
+static llvm::Error remoteError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+struct RemoteReplicas::Impl {
+  struct Worker {
+    ReplicaId id;
+    std::string address;
+    std::unique_ptr<WorkerService::Stub> stub;
+    std::string name() const {
+      return "stage " + std::to_string(id.stage) + " replica " +
+             std::to_string(id.replica) + " (" + address + ")";
+    }
+  };
+  std::vector<Worker> workers;
+  std::vector<int> replicas;
+  SecurityOptions security;
+
+  /// Tells every worker to give up the step (a peer failed).
+  void abortAll() {
+    for (Worker &w : workers) {
+      grpc::ClientContext context;
+      attachToken(context, security);
+      context.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::seconds(5));
+      AbortResponse unused;
+      w.stub->Abort(&context, AbortRequest(), &unused);
+    }
+  }
+};
+
+RemoteReplicas::RemoteReplicas(std::unique_ptr<Impl> impl)
+    : impl(std::move(impl)) {}
+RemoteReplicas::~RemoteReplicas() = default;
+
+llvm::Expected<std::unique_ptr<RemoteReplicas>>
+RemoteReplicas::connect(const RegisterResponse &map, std::vector<int> replicas,
+                        SecurityOptions security) {
+  auto impl = std::make_unique<Impl>();
+  impl->replicas = std::move(replicas);
+  impl->security = std::move(security);
+  grpc::ChannelArguments args = channelArguments();
+  auto credentials = channelCredentials(impl->security);
+  for (const ProcessInfo &p : map.workers()) {
+    Impl::Worker w;
+    w.id = {p.stage(), p.replica()};
+    w.address = p.address();
+    w.stub = WorkerService::NewStub(
+        grpc::CreateCustomChannel(p.address(), credentials, args));
+    impl->workers.push_back(std::move(w));
+  }
+  return std::unique_ptr<RemoteReplicas>(new RemoteReplicas(std::move(impl)));
+}
+
+llvm::Error
+RemoteReplicas::runStep(pipeline::StepInputs &step,
+                        std::vector<pipeline::ReplicaStepStats> &stats) {
+  const std::vector<int> &k = impl->replicas;
+  int m = static_cast<int>(step.sizes.size());
+  int last = static_cast<int>(k.size()) - 1;
+  struct Call {
+    grpc::ClientContext context;
+    StepRequest request;
+    StepResponse response;
+    grpc::Status status;
+  };
+  size_t n = impl->workers.size();
+  std::vector<Call> calls(n);
+  for (size_t w = 0; w < n; ++w) {
+    ReplicaId id = impl->workers[w].id;
+    StepRequest &r = calls[w].request;
+    r.set_version(step.version);
+    r.set_lr(step.lr);
+    r.set_batch(step.batch);
+    for (int64_t size : step.sizes)
+      r.add_sizes(size);
+    // Only what the process reads: stage 0 its micro-batches' samples,
+    // the last stage their targets.
+    for (int j = 0; j < m; ++j) {
+      if (id.stage == 0 && j % k[0] == id.replica)
+        if (llvm::Error e = toWire(step.inputs[j], (*r.mutable_inputs())[j]))
+          return e;
+      if (id.stage == last && j % k[last] == id.replica)
+        if (llvm::Error e = toWire(step.targets[j], (*r.mutable_targets())[j]))
+          return e;
+    }
+    attachToken(calls[w].context, impl->security);
+  }
+  std::mutex mutex;
+  std::condition_variable changed;
+  size_t done = 0;
+  bool failed = false;
+  for (size_t w = 0; w < n; ++w)
+    impl->workers[w].stub->async()->RunStep(
+        &calls[w].context, &calls[w].request, &calls[w].response,
+        [&, w](grpc::Status status) {
+          std::lock_guard lock(mutex);
+          calls[w].status = std::move(status);
+          failed = failed || !calls[w].status.ok() ||
+                   !calls[w].response.error().empty();
+          ++done;
+          changed.notify_all();
+        });
+  {
+    std::unique_lock lock(mutex);
+    bool aborted = false;
+    while (done < n) {
+      changed.wait(lock, [&] { return done == n || (failed && !aborted); });
+      if (failed && !aborted) {
+        // The others may wait for values the failed one will not send.
+        aborted = true;
+        lock.unlock();
+        impl->abortAll();
+        lock.lock();
+      }
+    }
+  }
+  // The first failure that is not only an abort caused by another.
+  std::string error;
+  for (size_t w = 0; w < n; ++w) {
+    const Call &c = calls[w];
+    std::string why =
+        !c.status.ok() ? c.status.error_message() : c.response.error();
+    if (!why.empty() &&
+        (error.empty() || error.find("aborted") != std::string::npos))
+      error = impl->workers[w].name() + ": " + why;
+  }
+  if (!error.empty())
+    return remoteError(error);
+  stats.clear();
+  for (const Call &c : calls) {
+    for (const MicroBatchLoss &l : c.response.losses()) {
+      if (l.micro_batch() < 0 || l.micro_batch() >= m)
+        return remoteError("a worker reported micro-batch " +
+                           llvm::Twine(l.micro_batch()));
+      train::LossResult &out = step.losses[l.micro_batch()];
+      out.loss = l.loss();
+      out.correct = l.correct();
+      out.judged = l.judged();
+    }
+    for (const ReplicaStats &r : c.response.stats()) {
+      pipeline::ReplicaStepStats s;
+      s.stage = r.stage();
+      s.replica = r.replica();
+      s.pull = r.pull();
+      s.forward = r.forward();
+      s.backward = r.backward();
+      s.push = r.push();
+      s.computeBegin = r.compute_begin();
+      s.computeEnd = r.compute_end();
+      s.microBatches = r.micro_batches();
+      s.stashSlots = r.stash_slots();
+      stats.push_back(s);
+    }
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<WeightMap> RemoteReplicas::stageWeights(int stage) {
+  for (Impl::Worker &w : impl->workers) {
+    if (w.id.stage != stage || w.id.replica != 0)
+      continue;
+    grpc::ClientContext context;
+    attachToken(context, impl->security);
+    WeightsRequest request;
+    request.set_stage(stage);
+    WeightsResponse response;
+    grpc::Status status = w.stub->Weights(&context, request, &response);
+    if (!status.ok())
+      return remoteError(w.name() + ": " + status.error_message());
+    WeightMap out;
+    for (const auto &[v, data] : response.weights()) {
+      auto t = fromWire(data);
+      if (!t)
+        return t.takeError();
+      out.emplace(v, std::move(*t));
+    }
+    return out;
+  }
+  return remoteError("no worker runs stage " + llvm::Twine(stage) +
+                     " replica 0");
+}
+
+void RemoteReplicas::shutdown() {
+  for (Impl::Worker &w : impl->workers) {
+    grpc::ClientContext context;
+    attachToken(context, impl->security);
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(5));
+    ShutdownResponse unused;
+    w.stub->Shutdown(&context, ShutdownRequest(), &unused);
+  }
+}

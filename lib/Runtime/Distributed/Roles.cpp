@@ -1,0 +1,85 @@
+//===- Roles.cpp - ranks to roles -----------------------------------------===//
+
+#include "heterps/Runtime/Distributed/Roles.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+
+#include <cstdlib>
+#include <numeric>
+#include <unistd.h>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::distributed;
+
+int JobShape::workers() const {
+  return std::accumulate(replicas.begin(), replicas.end(), 0);
+}
+
+std::string Role::name() const {
+  switch (kind) {
+  case Coordinator:
+    return "coordinator";
+  case ParameterServer:
+    return "ps" + std::to_string(shard);
+  case Worker:
+    return "worker s" + std::to_string(stage) + "r" + std::to_string(replica);
+  }
+  return "?";
+}
+
+llvm::Expected<Role> distributed::roleOfRank(int rank, const JobShape &shape) {
+  if (rank < 0 || rank >= shape.worldSize())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "rank " + llvm::Twine(rank) + " is not in this job of " +
+            llvm::Twine(shape.worldSize()) + " processes (1 coordinator, " +
+            llvm::Twine(shape.shards) + " parameter-server shards, " +
+            llvm::Twine(shape.workers()) + " stage replicas)");
+  Role role;
+  if (rank == 0)
+    return role;
+  if (rank <= shape.shards) {
+    role.kind = Role::ParameterServer;
+    role.shard = rank - 1;
+    return role;
+  }
+  role.kind = Role::Worker;
+  int index = rank - 1 - shape.shards;
+  for (size_t s = 0; s < shape.replicas.size(); ++s) {
+    if (index < shape.replicas[s]) {
+      role.stage = static_cast<int>(s);
+      role.replica = index;
+      break;
+    }
+    index -= shape.replicas[s];
+  }
+  return role;
+}
+
+llvm::Expected<std::optional<int>> distributed::rankFromEnvironment() {
+  for (const char *name :
+       {"HETERPS_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"}) {
+    const char *value = std::getenv(name);
+    if (!value)
+      continue;
+    int rank = 0;
+    if (llvm::StringRef(value).trim().getAsInteger(10, rank) || rank < 0)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     llvm::Twine("$") + name + " is '" + value +
+                                         "', not a rank");
+    return std::optional<int>(rank);
+  }
+  return std::optional<int>();
+}
+
+std::string distributed::advertisedAddress(const std::string &listen,
+                                           int port) {
+  llvm::StringRef host = llvm::StringRef(listen).rsplit(':').first;
+  if (host == "0.0.0.0" || host == "[::]" || host.empty()) {
+    char name[256] = {0};
+    if (::gethostname(name, sizeof name - 1) == 0)
+      return std::string(name) + ":" + std::to_string(port);
+  }
+  return host.str() + ":" + std::to_string(port);
+}

@@ -1,0 +1,267 @@
+//===- WorkerHost.cpp - the worker process's service ----------------------===//
+
+#include "heterps/Runtime/Distributed/WorkerHost.h"
+#include "heterps/Runtime/Distributed/GrpcTransport.h"
+
+#include "StageLinks.h"
+#include "TensorWire.h"
+
+#include "Services.grpc.pb.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <csignal>
+#include <pthread.h>
+#include <unistd.h>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::distributed;
+using pipeline::ReplicaId;
+
+static std::atomic<bool> stopRequested{false};
+
+void distributed::blockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+const char *distributed::waitForStopSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  int signal = 0;
+  sigwait(&set, &signal);
+  if (stopRequested)
+    return "asked by the coordinator";
+  return signal == SIGTERM ? "SIGTERM" : "SIGINT";
+}
+
+void distributed::requestStop() {
+  stopRequested = true;
+  ::kill(::getpid(), SIGTERM);
+}
+
+struct WorkerHost::Impl final : WorkerService::Service {
+  SecurityOptions security;
+  pipeline::Mailbox mailbox;
+  std::unique_ptr<StageLinks> stageLinks;
+  std::vector<ReplicaId> local;
+  std::vector<int> replicas;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+
+  std::mutex mutex;
+  std::condition_variable attached;
+  pipeline::PipelineTrainer *trainer = nullptr;
+
+  grpc::Status refuse(const grpc::ServerContext &context) {
+    std::string why = checkToken(context, security);
+    if (why.empty())
+      return grpc::Status::OK;
+    return {grpc::StatusCode::UNAUTHENTICATED, "refused: " + why};
+  }
+
+  /// The trainer, once attached (a step may come while this process is
+  /// still preparing it).
+  pipeline::PipelineTrainer *ready() {
+    std::unique_lock lock(mutex);
+    attached.wait_for(lock, std::chrono::minutes(10),
+                      [&] { return trainer != nullptr; });
+    return trainer;
+  }
+
+  grpc::Status RunStep(grpc::ServerContext *context, const StepRequest *request,
+                       StepResponse *response) override {
+    if (grpc::Status s = refuse(*context); !s.ok())
+      return s;
+    pipeline::PipelineTrainer *t = ready();
+    if (!t) {
+      response->set_error("the worker is not ready");
+      return grpc::Status::OK;
+    }
+    auto fail = [&](llvm::Error e) {
+      response->set_error(llvm::toString(std::move(e)));
+      return grpc::Status::OK;
+    };
+    pipeline::StepInputs step;
+    step.version = request->version();
+    step.lr = request->lr();
+    step.batch = request->batch();
+    step.sizes.assign(request->sizes().begin(), request->sizes().end());
+    int m = static_cast<int>(step.sizes.size());
+    if (m != t->settings().microBatches)
+      return fail(llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "a step of " + llvm::Twine(m) + " micro-batches for a trainer of " +
+              llvm::Twine(t->settings().microBatches)));
+    step.inputs.resize(m);
+    step.targets.resize(m);
+    step.losses.resize(m);
+    for (auto *field : {&request->inputs(), &request->targets()})
+      for (const auto &[j, data] : *field) {
+        if (j < 0 || j >= m)
+          return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                              "micro-batch " + llvm::Twine(j) +
+                                                  " is out of range"));
+        auto tensor = fromWire(data);
+        if (!tensor)
+          return fail(tensor.takeError());
+        (field == &request->inputs() ? step.inputs : step.targets)[j] =
+            std::move(*tensor);
+      }
+    std::vector<pipeline::ReplicaStepStats> stats;
+    if (llvm::Error e = t->runLocal(step, stats))
+      return fail(std::move(e));
+    if (std::string broken = stageLinks->failure(); !broken.empty()) {
+      response->set_error(broken);
+      return grpc::Status::OK;
+    }
+    int last = static_cast<int>(replicas.size()) - 1;
+    for (int j = 0; j < m; ++j)
+      if (llvm::is_contained(local, ReplicaId{last, j % replicas[last]})) {
+        MicroBatchLoss *loss = response->add_losses();
+        loss->set_micro_batch(j);
+        loss->set_loss(step.losses[j].loss);
+        loss->set_correct(step.losses[j].correct);
+        loss->set_judged(step.losses[j].judged);
+      }
+    for (const pipeline::ReplicaStepStats &r : stats) {
+      ReplicaStats *out = response->add_stats();
+      out->set_stage(r.stage);
+      out->set_replica(r.replica);
+      out->set_pull(r.pull);
+      out->set_forward(r.forward);
+      out->set_backward(r.backward);
+      out->set_push(r.push);
+      out->set_compute_begin(r.computeBegin);
+      out->set_compute_end(r.computeEnd);
+      out->set_micro_batches(r.microBatches);
+      out->set_stash_slots(r.stashSlots);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Abort(grpc::ServerContext *context, const AbortRequest *,
+                     AbortResponse *) override {
+    if (grpc::Status s = refuse(*context); !s.ok())
+      return s;
+    mailbox.abort();
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Deliver(grpc::ServerContext *context,
+                       grpc::ServerReader<Packet> *reader,
+                       StreamEnd *) override {
+    if (grpc::Status s = refuse(*context); !s.ok())
+      return s;
+    Packet packet;
+    while (reader->Read(&packet)) {
+      if (packet.direction() != 0 && packet.direction() != 1)
+        return {grpc::StatusCode::INVALID_ARGUMENT, "a packet's direction "
+                                                    "is 0 or 1"};
+      std::vector<Tensor> values;
+      for (const TensorData &data : packet.values()) {
+        auto t = fromWire(data);
+        if (!t)
+          return {grpc::StatusCode::INVALID_ARGUMENT,
+                  llvm::toString(t.takeError())};
+        values.push_back(std::move(*t));
+      }
+      mailbox.deliver(
+          packet.step(),
+          static_cast<pipeline::StageExchange::Direction>(packet.direction()),
+          packet.boundary(), packet.micro_batch(), std::move(values));
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Weights(grpc::ServerContext *context,
+                       const WeightsRequest *request,
+                       WeightsResponse *response) override {
+    if (grpc::Status s = refuse(*context); !s.ok())
+      return s;
+    pipeline::PipelineTrainer *t = ready();
+    if (!t)
+      return {grpc::StatusCode::UNAVAILABLE, "the worker is not ready"};
+    auto weights = t->localWeights({request->stage(), request->replica()});
+    if (!weights)
+      return {grpc::StatusCode::NOT_FOUND, llvm::toString(weights.takeError())};
+    for (const auto &[v, tensor] : *weights)
+      if (llvm::Error e = toWire(tensor, (*response->mutable_weights())[v]))
+        return {grpc::StatusCode::INTERNAL, llvm::toString(std::move(e))};
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Shutdown(grpc::ServerContext *context, const ShutdownRequest *,
+                        ShutdownResponse *) override {
+    if (grpc::Status s = refuse(*context); !s.ok())
+      return s;
+    requestStop();
+    return grpc::Status::OK;
+  }
+};
+
+WorkerHost::WorkerHost(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+
+WorkerHost::~WorkerHost() {
+  impl->mailbox.abort();
+  // Cancels the streams neighbours still hold open (they are stopping
+  // too): waiting for them to close would wait for each other.
+  impl->server->Shutdown(std::chrono::system_clock::now());
+  impl->server->Wait();
+  impl->stageLinks.reset();
+}
+
+int WorkerHost::port() const { return impl->port; }
+
+llvm::Expected<std::unique_ptr<WorkerHost>>
+WorkerHost::start(const std::string &address, SecurityOptions security) {
+  if (llvm::Error e = checkListenAddress(address, security))
+    return std::move(e);
+  auto impl = std::make_unique<Impl>();
+  impl->security = security;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, serverCredentials(security), &impl->port);
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.RegisterService(impl.get());
+  impl->server = builder.BuildAndStart();
+  if (!impl->server || impl->port == 0)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "a worker cannot listen on " + address +
+                                       " (a port in use, or not an address "
+                                       "of this host)");
+  return std::unique_ptr<WorkerHost>(new WorkerHost(std::move(impl)));
+}
+
+pipeline::StageExchange &WorkerHost::links(const RegisterResponse &map,
+                                           std::vector<ReplicaId> local,
+                                           std::vector<int> replicas) {
+  std::map<std::pair<int, int>, std::string> addresses;
+  for (const ProcessInfo &w : map.workers())
+    addresses[{w.stage(), w.replica()}] = w.address();
+  impl->local = local;
+  impl->replicas = replicas;
+  impl->stageLinks = std::make_unique<StageLinks>(
+      impl->mailbox, std::move(local), std::move(replicas),
+      std::move(addresses), impl->security);
+  return *impl->stageLinks;
+}
+
+void WorkerHost::attach(pipeline::PipelineTrainer &trainer) {
+  {
+    std::lock_guard lock(impl->mutex);
+    impl->trainer = &trainer;
+  }
+  impl->attached.notify_all();
+}
+
+const char *WorkerHost::waitForShutdown() { return waitForStopSignal(); }
