@@ -10,6 +10,10 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::distributed;
 
@@ -92,6 +96,53 @@ llvm::Error GrpcTransport::call(const ps::Request &request,
   return transportError("parameter-server shard " + llvm::Twine(shard) +
                         " at " + addresses[shard] + ": " +
                         status.error_message());
+}
+
+llvm::Error
+GrpcTransport::callMany(llvm::ArrayRef<ps::Request> requests,
+                        llvm::MutableArrayRef<ps::Response> responses) {
+  if (requests.size() == 1)
+    return call(requests[0], responses[0]);
+  struct Pending {
+    grpc::ClientContext context;
+    grpc::Status status;
+  };
+  std::vector<Pending> pending(requests.size());
+  std::mutex mutex;
+  std::condition_variable finished;
+  size_t done = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    int shard = requests[i].shard();
+    if (shard < 0 || shard >= numServers()) {
+      std::lock_guard lock(mutex);
+      pending[i].status =
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                       "no server for shard " + std::to_string(shard));
+      ++done;
+      continue;
+    }
+    attachToken(pending[i].context, security);
+    shards[shard]->stub->async()->Call(&pending[i].context, &requests[i],
+                                       &responses[i],
+                                       [&, i](grpc::Status status) {
+                                         std::lock_guard lock(mutex);
+                                         pending[i].status = std::move(status);
+                                         if (++done == requests.size())
+                                           finished.notify_all();
+                                       });
+  }
+  std::unique_lock lock(mutex);
+  finished.wait(lock, [&] { return done == requests.size(); });
+  for (size_t i = 0; i < requests.size(); ++i)
+    if (!pending[i].status.ok())
+      return transportError("parameter-server shard " +
+                            llvm::Twine(requests[i].shard()) + ": " +
+                            pending[i].status.error_message());
+  return llvm::Error::success();
+}
+
+int64_t GrpcTransport::pieceBytes(int64_t rangeBytes) const {
+  return std::clamp<int64_t>(rangeBytes / 8, 256 << 10, 4 << 20);
 }
 
 void GrpcTransport::shutdownServers() {

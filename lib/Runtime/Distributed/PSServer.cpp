@@ -111,6 +111,8 @@ PSServer::start(ps::ParameterServer &server, const std::string &address,
   // gRPC shares ports between servers by default (SO_REUSEPORT): a port
   // in use must be an error, not a second server on it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  for (auto [name, value] : transferTuning())
+    builder.AddChannelArgument(name, value);
   builder.RegisterService(impl->service.get());
   impl->server = builder.BuildAndStart();
   if (!impl->server || port == 0)

@@ -145,7 +145,19 @@ grpc::ChannelArguments distributed::channelArguments() {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  for (auto [name, value] : transferTuning())
+    args.SetInt(name, value);
   return args;
+}
+
+std::vector<std::pair<const char *, int>> distributed::transferTuning() {
+  // Tables and activations are megabytes: HTTP/2 frames, flow-control
+  // windows and socket reads sized for them, not for small RPCs.
+  return {{GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 20},
+          {GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1},
+          {GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 8 << 20},
+          {GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 8 << 20},
+          {GRPC_ARG_TCP_READ_CHUNK_SIZE, 1 << 20}};
 }
 
 void distributed::attachToken(grpc::ClientContext &context,

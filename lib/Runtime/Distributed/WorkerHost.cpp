@@ -232,6 +232,8 @@ WorkerHost::start(const std::string &address, SecurityOptions security) {
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  for (auto [name, value] : transferTuning())
+    builder.AddChannelArgument(name, value);
   builder.RegisterService(impl.get());
   impl->server = builder.BuildAndStart();
   if (!impl->server || impl->port == 0)

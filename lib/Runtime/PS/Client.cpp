@@ -2,6 +2,7 @@
 
 #include "heterps/Runtime/PS/Client.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Twine.h"
 
 #include <cstring>
@@ -14,6 +15,14 @@ static llvm::Error psError(const llvm::Twine &message) {
 }
 
 Transport::~Transport() = default;
+
+llvm::Error Transport::callMany(llvm::ArrayRef<Request> requests,
+                                llvm::MutableArrayRef<Response> responses) {
+  llvm::Error all = llvm::Error::success();
+  for (size_t i = 0; i < requests.size(); ++i)
+    all = llvm::joinErrors(std::move(all), call(requests[i], responses[i]));
+  return all;
+}
 
 llvm::Error InProcessTransport::call(const Request &request,
                                      Response &response) {
@@ -51,13 +60,6 @@ static llvm::Error exchange(Transport &transport, const Request &request,
   if (!response.error().empty())
     return psError(response.error());
   return llvm::Error::success();
-}
-
-llvm::Expected<const Response *> PSClient::send(const Request &request) {
-  Response &response = responses[request.shard()];
-  if (llvm::Error e = exchange(transport, request, response))
-    return std::move(e);
-  return &response;
 }
 
 PSClient::Requests PSClient::takeRequests(size_t count) {
@@ -239,43 +241,81 @@ static llvm::Error checkBuffer(const TableInfo &info, const Tensor &t,
 
 Ticket PSClient::pullDense(const std::string &name, Tensor &out,
                            int64_t minVersion) {
-  llvm::Expected<TableInfo> info = expectKind(table(name), DENSE);
-  if (!info)
-    return failed(info.takeError());
-  if (llvm::Error e = checkBuffer(*info, out, info->elements(), "the output"))
-    return failed(std::move(e));
-  return submit([this, info = *info, out = &out, minVersion]() -> llvm::Error {
-    auto *dst = static_cast<char *>(out->rawData());
-    Request &request = pullScratch;
-    PullRequest *pull = request.mutable_pull();
-    pull->set_table(info.name());
-    pull->set_min_version(minVersion);
-    pull->clear_ids();
-    for (int s = 0; s < info.shard_offsets_size() - 1; ++s) {
-      request.set_shard(s);
-      llvm::Expected<const Response *> response = send(request);
-      if (!response)
-        return response.takeError();
-      const std::string &values = (*response)->pull().values();
-      size_t expected =
-          (info.shard_offsets(s + 1) - info.shard_offsets(s)) * sizeof(float);
+  return pullDense({DenseOut{name, &out}}, minVersion);
+}
+
+Ticket PSClient::pullDense(llvm::ArrayRef<DenseOut> tables,
+                           int64_t minVersion) {
+  std::vector<std::pair<TableInfo, Tensor *>> wanted;
+  for (const DenseOut &t : tables) {
+    llvm::Expected<TableInfo> info = expectKind(table(t.table), DENSE);
+    if (!info)
+      return failed(info.takeError());
+    if (llvm::Error e =
+            checkBuffer(*info, *t.out, info->elements(), "the output"))
+      return failed(std::move(e));
+    wanted.emplace_back(std::move(*info), t.out);
+  }
+  return submit([this, wanted = std::move(wanted),
+                 minVersion]() -> llvm::Error {
+    // Each shard's range of each table, in pieces of at most pieceBytes().
+    pullRequests.clear();
+    std::vector<size_t> owner;
+    for (auto [t, entry] : llvm::enumerate(wanted)) {
+      const TableInfo &info = entry.first;
+      for (int s = 0; s < info.shard_offsets_size() - 1; ++s) {
+        int64_t range = info.shard_offsets(s + 1) - info.shard_offsets(s);
+        int64_t piece = transport.pieceBytes(range * int64_t(sizeof(float))) /
+                        int64_t(sizeof(float));
+        int64_t step = piece > 0 ? piece : std::max<int64_t>(range, 1);
+        int64_t offset = 0;
+        do {
+          Request &request = pullRequests.emplace_back();
+          owner.push_back(t);
+          request.set_shard(s);
+          PullRequest *pull = request.mutable_pull();
+          pull->set_table(info.name());
+          pull->set_min_version(minVersion);
+          pull->set_offset(offset);
+          pull->set_count(std::min(step, range - offset));
+          offset += step;
+        } while (offset < range);
+      }
+    }
+    pullResponses.resize(pullRequests.size());
+    if (llvm::Error sent = transport.callMany(pullRequests, pullResponses))
+      return sent;
+    for (size_t i = 0; i < pullRequests.size(); ++i) {
+      const Response &response = pullResponses[i];
+      if (!response.error().empty())
+        return psError(response.error());
+      const TableInfo &info = wanted[owner[i]].first;
+      const PullRequest &pull = pullRequests[i].pull();
+      const std::string &values = response.pull().values();
+      int s = pullRequests[i].shard();
+      size_t expected = pull.count() * sizeof(float);
       if (values.size() != expected)
         return psError("table '" + info.name() + "': shard " + llvm::Twine(s) +
                        " sent " + llvm::Twine(values.size()) +
                        " bytes, expected " + llvm::Twine(expected));
-      std::memcpy(dst + info.shard_offsets(s) * sizeof(float), values.data(),
-                  expected);
+      auto *dst = static_cast<char *>(wanted[owner[i]].second->rawData());
+      std::memcpy(dst + (info.shard_offsets(s) + pull.offset()) * sizeof(float),
+                  values.data(), expected);
     }
     return llvm::Error::success();
   });
 }
 
-/// Sends each request of `requests` in turn.
+/// Sends the requests of `requests` (one per shard) together.
 Ticket PSClient::submitAll(Requests requests) {
   return submit([this, requests]() -> llvm::Error {
-    for (const Request &request : *requests)
-      if (llvm::Expected<const Response *> response = send(request); !response)
-        return response.takeError();
+    responses.resize(std::max(responses.size(), requests->size()));
+    llvm::MutableArrayRef<Response> out(responses.data(), requests->size());
+    if (llvm::Error e = transport.callMany(*requests, out))
+      return e;
+    for (const Response &response : out)
+      if (!response.error().empty())
+        return psError(response.error());
     return llvm::Error::success();
   });
 }
@@ -296,21 +336,35 @@ PushRequest *PSClient::startPush(Request &request, int shard,
 
 Ticket PSClient::pushDense(const std::string &name, const Tensor &grad,
                            int64_t step, float lr, std::optional<int> worker) {
-  llvm::Expected<TableInfo> info = expectKind(table(name), DENSE);
-  if (!info)
-    return failed(info.takeError());
-  if (llvm::Error e =
-          checkBuffer(*info, grad, info->elements(), "the gradient"))
-    return failed(std::move(e));
-  // The gradient goes into the messages now, so the caller may reuse it.
-  int numShards = info->shard_offsets_size() - 1;
-  Requests requests = takeRequests(numShards);
-  const auto *src = static_cast<const char *>(grad.rawData());
-  for (int s = 0; s < numShards; ++s) {
-    PushRequest *push = startPush((*requests)[s], s, name, step, lr,
-                                  worker.value_or(workerIndex));
-    int64_t begin = info->shard_offsets(s), end = info->shard_offsets(s + 1);
-    push->set_grads(src + begin * sizeof(float), (end - begin) * sizeof(float));
+  return pushDense({DenseGrad{name, &grad, worker}}, step, lr);
+}
+
+Ticket PSClient::pushDense(llvm::ArrayRef<DenseGrad> grads, int64_t step,
+                           float lr) {
+  std::vector<TableInfo> infos;
+  size_t count = 0;
+  for (const DenseGrad &g : grads) {
+    llvm::Expected<TableInfo> info = expectKind(table(g.table), DENSE);
+    if (!info)
+      return failed(info.takeError());
+    if (llvm::Error e =
+            checkBuffer(*info, *g.grad, info->elements(), "the gradient"))
+      return failed(std::move(e));
+    count += info->shard_offsets_size() - 1;
+    infos.push_back(std::move(*info));
+  }
+  // The gradients go into the messages now, so the caller may reuse them.
+  Requests requests = takeRequests(count);
+  size_t next = 0;
+  for (auto [g, info] : llvm::zip(grads, infos)) {
+    const auto *src = static_cast<const char *>(g.grad->rawData());
+    for (int s = 0; s < info.shard_offsets_size() - 1; ++s) {
+      PushRequest *push = startPush((*requests)[next++], s, g.table, step, lr,
+                                    g.worker.value_or(workerIndex));
+      int64_t begin = info.shard_offsets(s), end = info.shard_offsets(s + 1);
+      push->set_grads(src + begin * sizeof(float),
+                      (end - begin) * sizeof(float));
+    }
   }
   return submitAll(std::move(requests));
 }
@@ -360,20 +414,30 @@ llvm::Error PSClient::fetchSparse(const TableInfo &info,
   for (size_t i = 0; i < ids.size(); ++i)
     positions[shardOf(ids[i], shards)].push_back(static_cast<int64_t>(i));
   float *dst = out.data<float>();
-  Request &request = scratch.request;
-  PullRequest *pull = request.mutable_pull();
-  pull->set_table(info.name());
-  pull->set_min_version(minVersion);
-  for (int s = 0; s < shards; ++s) {
-    if (positions[s].empty())
-      continue;
+  // One request per shard that holds some of the rows, all sent together.
+  std::vector<Request> &requests = scratch.requests;
+  std::vector<int> &shardOfRequest = scratch.shards;
+  shardOfRequest.clear();
+  for (int s = 0; s < shards; ++s)
+    if (!positions[s].empty())
+      shardOfRequest.push_back(s);
+  requests.resize(shardOfRequest.size());
+  scratch.responses.resize(shardOfRequest.size());
+  for (auto [request, s] : llvm::zip(requests, shardOfRequest)) {
     request.set_shard(s);
+    PullRequest *pull = request.mutable_pull();
+    pull->set_table(info.name());
+    pull->set_min_version(minVersion);
     pull->clear_ids();
     for (int64_t i : positions[s])
       pull->add_ids(ids[i]);
-    if (llvm::Error e = exchange(transport, request, scratch.response))
-      return e;
-    const std::string &values = scratch.response.pull().values();
+  }
+  if (llvm::Error e = transport.callMany(requests, scratch.responses))
+    return e;
+  for (auto [response, s] : llvm::zip(scratch.responses, shardOfRequest)) {
+    if (!response.error().empty())
+      return psError(response.error());
+    const std::string &values = response.pull().values();
     if (values.size() != positions[s].size() * dim * sizeof(float))
       return psError("table '" + info.name() + "': shard " + llvm::Twine(s) +
                      " sent the wrong number of rows");

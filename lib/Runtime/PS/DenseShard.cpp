@@ -23,8 +23,17 @@ llvm::Error DenseShard::pull(const PullRequest &request,
     if (llvm::Error e =
             gate.waitFor(lock, request.min_version(), options.waitTimeout))
       return e;
+  int64_t n = values.numElements();
+  int64_t offset = request.offset(),
+          count = request.count() ? request.count() : n - offset;
+  if (offset < 0 || count < 0 || offset > n || count > n - offset)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::Twine("table '") + table + "': values [" + llvm::Twine(offset) +
+            ", +" + llvm::Twine(count) + ") of a shard range of " +
+            llvm::Twine(n));
   response.set_version(gate.version());
-  response.set_values(values.rawData(), values.bytes());
+  response.set_values(values.data<float>() + offset, count * sizeof(float));
   return llvm::Error::success();
 }
 

@@ -187,14 +187,12 @@ PipelineTrainer::Worker::runStep(StepInputs &step, StageExchange &exchange,
 }
 
 llvm::Error PipelineTrainer::Worker::pull(StepInputs &step) {
-  std::vector<ps::Ticket> tickets;
+  std::vector<ps::PSClient::DenseOut> tables;
   for (int32_t v : layout.params[stageIndex])
-    tickets.push_back(psClient->pullDense(trainer.program.values(v).name(),
-                                          weights.at(v), step.version));
-  llvm::Error all = llvm::Error::success();
-  for (const ps::Ticket &ticket : tickets)
-    all = llvm::joinErrors(std::move(all), psClient->wait(ticket));
-  return all;
+    tables.push_back({trainer.program.values(v).name(), &weights.at(v)});
+  if (tables.empty())
+    return llvm::Error::success();
+  return psClient->wait(psClient->pullDense(tables, step.version));
 }
 
 llvm::Error PipelineTrainer::Worker::push(StepInputs &step) {
@@ -203,7 +201,7 @@ llvm::Error PipelineTrainer::Worker::push(StepInputs &step) {
   // replica's share makes the mean the whole batch's gradient. Under ASP
   // each push is an update of its own, scaled as the stage's whole batch.
   float k = static_cast<float>(trainer.options.replicas[stageIndex]);
-  std::vector<ps::Ticket> tickets;
+  std::vector<ps::PSClient::DenseGrad> dense;
   for (auto &[v, sum] : gradSums) {
     auto [n, first] = layout.pushers(v, stageIndex, trainer.options.replicas);
     float scale = psClient->bsp() ? static_cast<float>(n) : k;
@@ -212,10 +210,11 @@ llvm::Error PipelineTrainer::Worker::push(StepInputs &step) {
       for (int64_t i = 0, e = sum.numElements(); i < e; ++i)
         g[i] *= scale;
     }
-    tickets.push_back(psClient->pushDense(trainer.program.values(v).name(), sum,
-                                          step.version, step.lr,
-                                          first + replica));
+    dense.push_back({trainer.program.values(v).name(), &sum, first + replica});
   }
+  std::vector<ps::Ticket> tickets;
+  if (!dense.empty())
+    tickets.push_back(psClient->pushDense(dense, step.version, step.lr));
   for (auto &[v, sum] : sparseSums) {
     if (k != 1.f)
       sum.scale(k);

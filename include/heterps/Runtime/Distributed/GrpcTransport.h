@@ -33,6 +33,12 @@ public:
   ~GrpcTransport() override;
 
   llvm::Error call(const ps::Request &request, ps::Response &response) override;
+  /// All in flight at once.
+  llvm::Error callMany(llvm::ArrayRef<ps::Request> requests,
+                       llvm::MutableArrayRef<ps::Response> responses) override;
+  /// A range comes in 8 pieces or so, of 256 KB to 4 MB, all in flight:
+  /// one large response waits on HTTP/2 flow control, pieces overlap.
+  int64_t pieceBytes(int64_t rangeBytes) const override;
   int numServers() const { return static_cast<int>(addresses.size()); }
   /// Tells every shard's process to exit (the job is over).
   void shutdownServers();

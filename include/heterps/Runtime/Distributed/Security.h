@@ -18,6 +18,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace grpc {
 class ChannelArguments;
@@ -67,6 +69,8 @@ channelCredentials(const SecurityOptions &security);
 /// The arguments of every channel of a job: message limits
 /// (kMaxMessageBytes) and reconnection backoff.
 grpc::ChannelArguments channelArguments();
+/// Channel arguments for large transfers, on clients and servers alike.
+std::vector<std::pair<const char *, int>> transferTuning();
 
 /// Adds the token to an outgoing call.
 void attachToken(grpc::ClientContext &context, const SecurityOptions &security);

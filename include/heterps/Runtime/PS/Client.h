@@ -27,6 +27,15 @@ class Transport {
 public:
   virtual ~Transport();
   virtual llvm::Error call(const Request &request, Response &response) = 0;
+  /// Carries several requests, response i for request i. A transport that
+  /// can keep them in flight at once does (gRPC); this one sends them in
+  /// turn. The first failure is the error; the others still complete.
+  virtual llvm::Error callMany(llvm::ArrayRef<Request> requests,
+                               llvm::MutableArrayRef<Response> responses);
+  /// The largest piece a dense pull of a `rangeBytes` shard range should
+  /// ask for at once (0: the whole range): pieces in flight together can
+  /// move faster than one large message.
+  virtual int64_t pieceBytes(int64_t rangeBytes) const { return 0; }
 };
 
 /// The server in this process: messages are handed over, not serialised.
@@ -94,6 +103,21 @@ public:
   /// that several pipeline stages read has its own numbering.
   Ticket pushDense(const std::string &table, const Tensor &grad, int64_t step,
                    float lr, std::optional<int> worker = std::nullopt);
+
+  /// Several dense tables in one go: their requests travel together (one
+  /// round trip over a network, not one per table).
+  struct DenseOut {
+    std::string table;
+    Tensor *out;
+  };
+  Ticket pullDense(llvm::ArrayRef<DenseOut> tables, int64_t minVersion);
+  struct DenseGrad {
+    std::string table;
+    const Tensor *grad;
+    /// As pushDense's `worker`; nullopt: the client's.
+    std::optional<int> worker;
+  };
+  Ticket pushDense(llvm::ArrayRef<DenseGrad> grads, int64_t step, float lr);
   /// Rows `ids` of a sparse table into `out`, [ids.size(), dim].
   Ticket pullSparse(const std::string &table, std::vector<int64_t> ids,
                     Tensor &out, int64_t minVersion = 0);
@@ -119,9 +143,6 @@ private:
   static Ticket failed(llvm::Error error);
   using Requests = std::shared_ptr<std::vector<Request>>;
   Ticket submitAll(Requests requests);
-  /// Sends `request`; the response lands in the communication thread's
-  /// reused `responses[shard]`.
-  llvm::Expected<const Response *> send(const Request &request);
   void run();
 
   /// `count` requests from the pool, returned to it when the last
@@ -134,8 +155,9 @@ private:
 
   /// Buffers of a sparse pull, reused from call to call.
   struct SparseScratch {
-    Request request;
-    Response response;
+    std::vector<Request> requests;
+    std::vector<Response> responses;
+    std::vector<int> shards;
     std::vector<std::vector<int64_t>> positions;
   };
   llvm::Error fetchSparse(const TableInfo &info, llvm::ArrayRef<int64_t> ids,
@@ -151,9 +173,10 @@ private:
 
   std::mutex poolMutex;
   std::vector<std::unique_ptr<std::vector<Request>>> pool;
-  /// Used by the communication thread only.
+  /// Used by the communication thread only, reused from call to call.
   std::vector<Response> responses;
-  Request pullScratch;
+  std::vector<Request> pullRequests;
+  std::vector<Response> pullResponses;
   SparseScratch commScratch;
   /// pullSparseNow's, for one caller at a time.
   std::mutex nowMutex;
