@@ -12,7 +12,7 @@ PACKAGES=(
   # ONNX (protobuf classes, checker, shape inference) and its backend test data.
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   # gRPC: a distributed job's calls (parameter-server shards as processes).
-  libgrpc++-dev protobuf-compiler-grpc
+  libgrpc++-dev protobuf-compiler-grpc openssl
   # Python side of the tests: ONNX model construction and PyTorch exports.
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
   # Unit tests.

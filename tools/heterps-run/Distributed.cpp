@@ -17,6 +17,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <netinet/in.h>
+#include <random>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -79,6 +80,11 @@ cl::opt<std::string> psOption(
              "address i"),
     cl::value_desc("local|HOST:PORT,..."),
     cl::cat(tools::distributedCategory()));
+cl::opt<unsigned> connectTimeout(
+    "connect-timeout",
+    cl::desc("Seconds to wait for the job's other processes to come up and "
+             "answer (default 60)"),
+    cl::value_desc("S"), cl::init(60), cl::cat(tools::distributedCategory()));
 cl::opt<std::string> tlsCA("tls-ca",
                            cl::desc("PEM file of the CA that signs the job's "
                                     "certificates (mutual TLS)"),
@@ -111,6 +117,10 @@ llvm::Error distError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+std::chrono::milliseconds timeout() {
+  return std::chrono::seconds(connectTimeout.getValue());
+}
+
 llvm::Expected<SecurityOptions> security() {
   return loadSecurity(tlsCA, tlsCert, tlsKey, tokenFile);
 }
@@ -130,24 +140,31 @@ int psShards() {
   return option ? option->getValue() : 1;
 }
 
-/// A free loopback port, to hand the coordinator's address to children
-/// started before it listens.
+/// A free loopback port for the coordinator, whose address the children
+/// get before it listens. Taken below the kernel's ephemeral range, so that
+/// no child's own port-0 server can be handed the same one meanwhile.
 llvm::Expected<int> freeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    return distError("socket: " + llvm::Twine(std::strerror(errno)));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof addr;
-  int port = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &length) == 0)
-    port = ntohs(addr.sin_port);
-  ::close(fd);
-  if (port < 0)
-    return distError("no free loopback port");
-  return port;
+  int low = 32768;
+  if (auto range = llvm::MemoryBuffer::getFileAsStream(
+          "/proc/sys/net/ipv4/ip_local_port_range"))
+    (*range)->getBuffer().trim().split('\t').first.trim().getAsInteger(10, low);
+  std::random_device random;
+  for (int attempt = 0; attempt < 200 && low > 10000; ++attempt) {
+    int port = 10000 + static_cast<int>(random() % unsigned(low - 10000));
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+      break;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    bool free =
+        ::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    if (free)
+      return port;
+  }
+  return distError("no free loopback port below the ephemeral range");
 }
 
 /// This process's arguments, without the one that made it the launcher.
@@ -240,7 +257,7 @@ startLocalServers(Processes &job, int shards, const SecurityOptions &sec) {
   }
   std::vector<std::string> addresses;
   for (auto &[child, portPath] : started) {
-    auto port = waitForPort(*child, portPath, std::chrono::seconds(30));
+    auto port = waitForPort(*child, portPath, timeout());
     if (!port)
       return port.takeError();
     addresses.push_back("127.0.0.1:" + std::to_string(*port));
@@ -280,6 +297,10 @@ bool tools::distributedRequested() {
 }
 
 llvm::Expected<Role> tools::distributedRole(const JobShape &shape) {
+  if (psOption.getNumOccurrences())
+    return distError("--ps keeps the stages in this process; a distributed "
+                     "job (--distributed, --coordinator) has its own "
+                     "parameter-server processes");
   if (distributedOption.getNumOccurrences()) {
     if (distributedOption != "local")
       return distError("--distributed: unknown mode '" + distributedOption +
@@ -291,9 +312,6 @@ llvm::Expected<Role> tools::distributedRole(const JobShape &shape) {
                        "a launcher");
     return roleOfRank(0, shape);
   }
-  if (psOption.getNumOccurrences())
-    return distError("--ps keeps the stages in this process; a distributed "
-                     "job (--coordinator) has its own parameter server");
   int rank = rankOption;
   if (rank < 0) {
     auto fromEnv = rankFromEnvironment();
@@ -317,6 +335,7 @@ int tools::runPSRank(const Role &r, const JobShape &shape) {
   options.shards = shape.shards;
   options.listen = listenAddress;
   options.coordinator = coordinatorAddress;
+  options.timeout = timeout();
   if (llvm::Error e = runPSShard(options, *sec))
     return fail(llvm::toString(std::move(e)));
   return 0;
@@ -339,11 +358,11 @@ int tools::runWorkerRank(const Role &r, const JobShape &shape,
   self.set_replica(r.replica);
   self.set_address(advertisedAddress(listenAddress, (*host)->port()));
   self.set_job(job);
-  auto map = registerWith(coordinatorAddress, self, *sec);
+  auto map = registerWith(coordinatorAddress, self, *sec, timeout());
   if (!map)
     return fail(llvm::toString(map.takeError()));
   std::vector<std::string> ps(map->ps().begin(), map->ps().end());
-  auto server = GrpcTransport::connect(ps, *sec);
+  auto server = GrpcTransport::connect(ps, *sec, timeout());
   if (!server)
     return fail(llvm::toString(server.takeError()));
   pipeline::StageExchange &links =
@@ -375,14 +394,14 @@ tools::startRemoteServer(int shards) {
   } else {
     auto parsed = parseAddresses(psOption);
     if (!parsed)
-      return distError("--ps: " + llvm::toString(parsed.takeError()));
+      return parsed.takeError();
     addresses = std::move(*parsed);
     if (static_cast<int>(addresses.size()) != shards)
       return distError("--ps lists " + llvm::Twine(addresses.size()) +
                        " servers for " + llvm::Twine(shards) +
                        " shards (--ps-shards)");
   }
-  auto link = GrpcTransport::connect(addresses, *sec);
+  auto link = GrpcTransport::connect(addresses, *sec, timeout());
   if (!link)
     return link.takeError();
   job->transport = std::move(*link);
@@ -448,7 +467,7 @@ tools::startJob(const JobShape &shape, const std::string &jobName) {
     return distError("the job did not start: " + why);
   }
   std::vector<std::string> ps(map->ps().begin(), map->ps().end());
-  auto transport = GrpcTransport::connect(ps, *sec);
+  auto transport = GrpcTransport::connect(ps, *sec, timeout());
   if (!transport)
     return transport.takeError();
   job->transport = std::move(*transport);

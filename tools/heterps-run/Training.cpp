@@ -382,13 +382,24 @@ pipelineOptions(const plan::Plan &plan, const TrainerOptions &trainer,
                                        sparseOptimizer +
                                        "' (expected adagrad or sgd)");
   options.sparseInitScale = sparseInitScale;
-  // The job, as the servers see it: the model and what decides the
-  // tables' contents (the servers compare the optimizers themselves).
+  // The job, as its processes must agree on it: the model and every
+  // option that changes what a step computes or how it is cut up.
   std::string identity = plan.SerializeAsString();
-  identity += "|seed=" + std::to_string(options.seed) +
-              "|sparse-init=" + std::to_string(options.sparseInitScale);
+  llvm::raw_string_ostream os(identity);
+  os << "|seed=" << options.seed << "|sparse-init=" << options.sparseInitScale
+     << "|schedule=" << scheduleOption << "|m=" << options.microBatches
+     << "|consistency=" << consistencyOption
+     << "|shards=" << options.serverShards
+     << "|loss=" << static_cast<int>(options.loss)
+     << "|optimizer=" << static_cast<int>(options.optimizer.kind) << ","
+     << options.optimizer.momentum << "," << options.optimizer.nesterov << ","
+     << options.optimizer.weightDecay << "|sparse-optimizer=" << sparseOptimizer
+     << "|replicas=";
+  for (int k : options.replicas)
+    os << k << ",";
   for (const std::string &name : options.frozen)
-    identity += "|frozen=" + name;
+    os << "|frozen=" << name;
+  os.flush();
   options.job =
       llvm::utohexstr(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(identity)),
                       /*LowerCase=*/true);

@@ -157,7 +157,7 @@ llvm::Error distributed::runPSShard(const PSShardOptions &o,
     self.set_role("ps");
     self.set_shard(o.shard);
     self.set_address(advertisedAddress(o.listen, port));
-    auto map = registerWith(o.coordinator, self, security);
+    auto map = registerWith(o.coordinator, self, security, o.timeout);
     if (!map)
       return map.takeError();
   }

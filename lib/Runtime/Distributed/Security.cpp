@@ -7,11 +7,13 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <grpc/support/log.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
 
 #include <cstdlib>
+#include <mutex>
 #include <random>
 
 using namespace heterps::runtime;
@@ -115,6 +117,7 @@ static std::string pem(const std::string &path) {
 
 std::shared_ptr<grpc::ServerCredentials>
 distributed::serverCredentials(const SecurityOptions &security) {
+  quietGrpcLog();
   if (!security.tls())
     return grpc::InsecureServerCredentials();
   grpc::SslServerCredentialsOptions options(
@@ -136,7 +139,18 @@ distributed::channelCredentials(const SecurityOptions &security) {
   return grpc::SslCredentials(options);
 }
 
+void distributed::quietGrpcLog() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // gRPC's own log lines (a refused handshake, a port in use) would come
+    // beside the one line that says what failed; GRPC_VERBOSITY keeps them.
+    if (!std::getenv("GRPC_VERBOSITY"))
+      gpr_set_log_function([](gpr_log_func_args *) {});
+  });
+}
+
 grpc::ChannelArguments distributed::channelArguments() {
+  quietGrpcLog();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);

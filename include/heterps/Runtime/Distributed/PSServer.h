@@ -15,6 +15,8 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
+
 namespace heterps::runtime::distributed {
 
 class PSServer {
@@ -45,8 +47,10 @@ struct PSShardOptions {
   std::string listen = "127.0.0.1:0";
   /// Write the bound port here once listening, when given.
   std::string portFile;
-  /// Register with this coordinator, when given.
+  /// Register with this coordinator, when given, waiting for it at most
+  /// `timeout`.
   std::string coordinator;
+  std::chrono::milliseconds timeout = std::chrono::seconds(60);
 };
 
 /// Runs a parameter-server process: shard `shard` of `shards`, until the

@@ -66,6 +66,11 @@ serverCredentials(const SecurityOptions &security);
 std::shared_ptr<grpc::ChannelCredentials>
 channelCredentials(const SecurityOptions &security);
 
+/// Silences gRPC's own logging unless $GRPC_VERBOSITY is set: errors are
+/// reported as this project's one line each. Called by every server and
+/// channel setup.
+void quietGrpcLog();
+
 /// The arguments of every channel of a job: message limits
 /// (kMaxMessageBytes) and reconnection backoff.
 grpc::ChannelArguments channelArguments();
