@@ -326,6 +326,20 @@ llvm::Expected<Role> tools::distributedRole(const JobShape &shape) {
   return roleOfRank(rank, shape);
 }
 
+bool tools::helperRank() {
+  if (!coordinatorAddress.getNumOccurrences() ||
+      distributedOption.getNumOccurrences())
+    return false;
+  if (rankOption >= 0)
+    return rankOption > 0;
+  auto fromEnv = rankFromEnvironment();
+  if (!fromEnv) {
+    llvm::consumeError(fromEnv.takeError());
+    return false;
+  }
+  return fromEnv->value_or(0) > 0;
+}
+
 int tools::runPSRank(const Role &r, const JobShape &shape) {
   auto sec = security();
   if (!sec)

@@ -38,6 +38,10 @@ bool distributedRequested();
 llvm::Expected<runtime::distributed::Role>
 distributedRole(const runtime::distributed::JobShape &shape);
 
+/// Whether this process is a rank of a job other than its coordinator
+/// (which alone reads data and writes reports, models and checkpoints).
+bool helperRank();
+
 /// A parameter-server rank; the exit code.
 int runPSRank(const runtime::distributed::Role &role,
               const runtime::distributed::JobShape &shape);

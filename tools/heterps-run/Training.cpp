@@ -501,13 +501,17 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
     return fail(*p);
   if (resume && checkpointDir.empty())
     return fail("--resume needs --checkpoint DIR");
-  if (llvm::Error e = checkCheckpointDir())
-    return fail("--checkpoint: " + llvm::toString(std::move(e)));
-  // Output places that cannot be written fail now, not after training.
-  for (const cl::opt<std::string> *file : {&saveModel, &traceFile})
-    if (!file->empty())
-      if (llvm::Error e = checkCanReplace(*file))
-        return fail("--" + file->ArgStr + ": " + llvm::toString(std::move(e)));
+  // The outputs are the coordinator's: the job's other ranks write none.
+  if (!helperRank()) {
+    if (llvm::Error e = checkCheckpointDir())
+      return fail("--checkpoint: " + llvm::toString(std::move(e)));
+    // Output places that cannot be written fail now, not after training.
+    for (const cl::opt<std::string> *file : {&saveModel, &traceFile})
+      if (!file->empty())
+        if (llvm::Error e = checkCanReplace(*file))
+          return fail("--" + file->ArgStr + ": " +
+                      llvm::toString(std::move(e)));
+  }
   auto devices = runtime::Devices::create(
       plan, trainingDevices(run.threads, run.emulateMissingDevices));
   if (!devices)
@@ -545,9 +549,6 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
   std::optional<pipeline::PipelineTrainerOptions> pipelined_options;
   std::optional<distributed::JobShape> shape;
   if (distributedRequested()) {
-    if (!checkpointDir.empty())
-      return fail("--checkpoint: checkpoints of a distributed job are not "
-                  "supported yet");
     if (!traceFile.empty())
       return fail("--trace: a distributed job's processes are not traced "
                   "yet");
@@ -605,9 +606,6 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
   // The job's other processes outlive the trainer that reaches them.
   std::unique_ptr<JobProcesses> processes;
   if (remoteServerRequested() && !distributedRequested()) {
-    if (!checkpointDir.empty())
-      return fail("--checkpoint: checkpoints of a parameter server in other "
-                  "processes (--ps) are not supported yet");
     auto started = startRemoteServer(serverShards);
     if (!started)
       return fail("--ps: " + llvm::toString(started.takeError()));

@@ -200,6 +200,22 @@ llvm::Expected<WeightMap> RemoteReplicas::stageWeights(int stage) {
                      " replica 0");
 }
 
+llvm::Error RemoteReplicas::setWeights(const WeightMap &weights) {
+  WeightsResponse request;
+  for (const auto &[v, t] : weights)
+    if (llvm::Error e = toWire(t, (*request.mutable_weights())[v]))
+      return e;
+  for (Impl::Worker &w : impl->workers) {
+    grpc::ClientContext context;
+    attachToken(context, impl->security);
+    SetWeightsResponse unused;
+    grpc::Status status = w.stub->SetWeights(&context, request, &unused);
+    if (!status.ok())
+      return remoteError(w.name() + ": " + status.error_message());
+  }
+  return llvm::Error::success();
+}
+
 void RemoteReplicas::shutdown() {
   for (Impl::Worker &w : impl->workers) {
     grpc::ClientContext context;

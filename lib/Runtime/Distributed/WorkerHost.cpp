@@ -199,6 +199,26 @@ struct WorkerHost::Impl final : WorkerService::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status SetWeights(grpc::ServerContext *context,
+                          const WeightsResponse *request,
+                          SetWeightsResponse *) override {
+    if (grpc::Status s = refuse(*context); !s.ok())
+      return s;
+    pipeline::PipelineTrainer *t = ready();
+    if (!t)
+      return {grpc::StatusCode::UNAVAILABLE, "the worker is not ready"};
+    WeightMap weights;
+    for (const auto &[v, data] : request->weights()) {
+      auto tensor = fromWire(data);
+      if (!tensor)
+        return {grpc::StatusCode::INVALID_ARGUMENT,
+                llvm::toString(tensor.takeError())};
+      weights.emplace(v, std::move(*tensor));
+    }
+    t->setLocalWeights(weights);
+    return grpc::Status::OK;
+  }
+
   grpc::Status Shutdown(grpc::ServerContext *context, const ShutdownRequest *,
                         ShutdownResponse *) override {
     if (grpc::Status s = refuse(*context); !s.ok())

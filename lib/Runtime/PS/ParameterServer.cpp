@@ -111,15 +111,6 @@ bool ParameterServer::serves(int shard) const {
                              : llvm::is_contained(opts.served, shard);
 }
 
-llvm::Error ParameterServer::checkServesAll() const {
-  if (!opts.served.empty() &&
-      static_cast<int>(opts.served.size()) != opts.numShards)
-    return psError("this server holds " + llvm::Twine(opts.served.size()) +
-                   " of the " + llvm::Twine(opts.numShards) +
-                   " shards; save and restore through every shard's server");
-  return llvm::Error::success();
-}
-
 llvm::Error ParameterServer::setWorkers(TableInfo &info, int workers) const {
   if (workers < 0)
     return psError("table '" + info.name() + "' needs at least one worker, " +
@@ -252,101 +243,105 @@ llvm::Error ParameterServer::addSparseTable(const std::string &name,
   return llvm::Error::success();
 }
 
-llvm::Expected<DenseTableState>
-ParameterServer::saveDense(const std::string &name) {
-  llvm::Expected<Table *> table = lookupWhole(name);
-  if (!table)
-    return table.takeError();
-  const TableInfo &info = (*table)->info;
-  if (info.kind() != DENSE)
-    return psError("table '" + name + "' is not dense");
-  DenseTableState state;
-  state.values = Tensor(DType::F32, {info.elements()});
-  for (int s = 0; s < opts.numShards; ++s)
-    (*table)->dense[s]->save(state, info.shard_offsets(s));
-  return state;
+/// `bytes` as `count` floats (empty allowed when `optional`), or an error.
+static llvm::Expected<Tensor> floats(const std::string &bytes, int64_t count,
+                                     bool optional, const std::string &table,
+                                     const char *what) {
+  if (optional && bytes.empty())
+    return Tensor();
+  if (static_cast<int64_t>(bytes.size()) != count * int64_t(sizeof(float)))
+    return psError("table '" + table + "' holds " + llvm::Twine(count) +
+                   " values in this shard, the state's " + what + " " +
+                   llvm::Twine(bytes.size() / sizeof(float)));
+  Tensor t(DType::F32, {count});
+  std::memcpy(t.rawData(), bytes.data(), bytes.size());
+  return t;
 }
 
-llvm::Error ParameterServer::restoreDense(const std::string &name,
-                                          const DenseTableState &state) {
-  llvm::Expected<Table *> table = lookupWhole(name);
-  if (!table)
-    return table.takeError();
-  const TableInfo &info = (*table)->info;
-  if (info.kind() != DENSE || state.values.numElements() != info.elements())
-    return psError("table '" + name + "' holds " +
-                   llvm::Twine(info.elements()) + " values, the state " +
-                   llvm::Twine(state.values.numElements()));
-  for (int s = 0; s < opts.numShards; ++s)
-    (*table)->dense[s]->restore(state, info.shard_offsets(s));
+static void putFloats(const Tensor &t, std::string *out) {
+  if (!t.isNull())
+    out->assign(static_cast<const char *>(t.rawData()), t.bytes());
+}
+
+llvm::Error ParameterServer::save(const Table &table, int shard,
+                                  ShardState &out) {
+  out.Clear();
+  const TableInfo &info = table.info;
+  if (info.kind() == DENSE) {
+    int64_t n = info.shard_offsets(shard + 1) - info.shard_offsets(shard);
+    DenseTableState state;
+    state.values = Tensor(DType::F32, {n});
+    table.dense[shard]->save(state, 0);
+    out.set_version(state.version);
+    putFloats(state.values, out.mutable_values());
+    putFloats(state.optimizer.first, out.mutable_first());
+    putFloats(state.optimizer.second, out.mutable_second());
+    out.set_optimizer_steps(state.optimizer.steps);
+    return llvm::Error::success();
+  }
+  std::vector<int64_t> ids;
+  std::vector<float> rows, accs;
+  out.set_version(table.sparse[shard]->save(ids, rows, accs));
+  out.mutable_ids()->Add(ids.begin(), ids.end());
+  out.set_rows(reinterpret_cast<const char *>(rows.data()),
+               rows.size() * sizeof(float));
+  out.set_accumulators(reinterpret_cast<const char *>(accs.data()),
+                       accs.size() * sizeof(float));
   return llvm::Error::success();
 }
 
-llvm::Expected<train::SparseRows>
-ParameterServer::saveSparse(const std::string &name) {
-  llvm::Expected<Table *> table = lookupWhole(name);
-  if (!table)
-    return table.takeError();
-  const TableInfo &info = (*table)->info;
-  if (info.kind() != SPARSE)
-    return psError("table '" + name + "' is not sparse");
-  std::vector<int64_t> ids;
-  std::vector<float> rows, accs;
-  train::SparseRows out;
-  for (int s = 0; s < opts.numShards; ++s)
-    out.version = (*table)->sparse[s]->save(ids, rows, accs);
-  // Ascending ids: the same rows make the same checkpoint.
-  std::vector<size_t> order(ids.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return ids[a] < ids[b]; });
-  int64_t n = static_cast<int64_t>(ids.size()), dim = info.dim();
-  out.values = Tensor(DType::F32, {n, dim});
-  if (!accs.empty())
-    out.accumulators = Tensor(DType::F32, {n, dim});
-  for (int64_t i = 0; i < n; ++i) {
-    size_t from = order[i];
-    out.ids.push_back(ids[from]);
-    std::memcpy(out.values.data<float>() + i * dim, rows.data() + from * dim,
-                dim * sizeof(float));
-    if (!accs.empty())
-      std::memcpy(out.accumulators.data<float>() + i * dim,
-                  accs.data() + from * dim, dim * sizeof(float));
+llvm::Error ParameterServer::restore(const Table &table, int shard,
+                                     const ShardState &in) {
+  const TableInfo &info = table.info;
+  const std::string &name = info.name();
+  if (info.kind() == DENSE) {
+    int64_t n = info.shard_offsets(shard + 1) - info.shard_offsets(shard);
+    DenseTableState state;
+    auto values = floats(in.values(), n, false, name, "values");
+    auto first = floats(in.first(), n, true, name, "first moments");
+    auto second = floats(in.second(), n, true, name, "second moments");
+    for (llvm::Expected<Tensor> *t : {&values, &first, &second})
+      if (!*t)
+        return t->takeError();
+    state.values = std::move(*values);
+    state.optimizer.first = std::move(*first);
+    state.optimizer.second = std::move(*second);
+    state.optimizer.steps = in.optimizer_steps();
+    state.version = in.version();
+    table.dense[shard]->restore(state, 0);
+    return llvm::Error::success();
   }
-  return out;
-}
-
-llvm::Error ParameterServer::restoreSparse(const std::string &name,
-                                           const train::SparseRows &saved) {
-  llvm::Expected<Table *> table = lookupWhole(name);
-  if (!table)
-    return table.takeError();
-  const TableInfo &info = (*table)->info;
-  int64_t n = static_cast<int64_t>(saved.ids.size()), dim = info.dim();
+  int64_t n = in.ids_size(), dim = info.dim();
   bool adagrad = opts.sparse.kind == SparseOptimizerOptions::Kind::Adagrad;
   // No stored rows: no accumulators either, whatever the optimizer.
-  bool accumulators = !saved.accumulators.isNull();
-  if (info.kind() != SPARSE || saved.values.shape() != Shape{n, dim} ||
+  bool accumulators = !in.accumulators().empty();
+  if (static_cast<int64_t>(in.rows().size()) !=
+          n * dim * int64_t(sizeof(float)) ||
+      (accumulators && in.accumulators().size() != in.rows().size()) ||
       (n > 0 && adagrad != accumulators))
     return psError("table '" + name + "' holds rows of " + llvm::Twine(dim) +
                    (adagrad ? " with" : " without") +
                    " Adagrad accumulators; the saved rows do not fit");
-  std::vector<std::vector<int64_t>> ids(opts.numShards);
-  std::vector<std::vector<const float *>> rows(opts.numShards),
-      accs(opts.numShards);
+  std::vector<float> rows(n * dim), accs(accumulators ? n * dim : 0);
+  std::memcpy(rows.data(), in.rows().data(), in.rows().size());
+  if (accumulators)
+    std::memcpy(accs.data(), in.accumulators().data(),
+                in.accumulators().size());
+  std::vector<const float *> rowPtrs, accPtrs;
   for (int64_t i = 0; i < n; ++i) {
-    int64_t id = saved.ids[i];
+    int64_t id = in.ids(i);
     if (id < 0 || id >= info.rows())
       return psError("table '" + name + "': saved row id " + llvm::Twine(id) +
                      " is outside [0, " + llvm::Twine(info.rows()) + ")");
-    int s = static_cast<int>(id % opts.numShards);
-    ids[s].push_back(id);
-    rows[s].push_back(saved.values.data<float>() + i * dim);
-    if (adagrad)
-      accs[s].push_back(saved.accumulators.data<float>() + i * dim);
+    if (id % opts.numShards != shard)
+      return psError("table '" + name + "': row " + llvm::Twine(id) +
+                     " does not belong to shard " + llvm::Twine(shard));
+    rowPtrs.push_back(rows.data() + i * dim);
+    if (accumulators)
+      accPtrs.push_back(accs.data() + i * dim);
   }
-  for (int s = 0; s < opts.numShards; ++s)
-    (*table)->sparse[s]->restore(ids[s], rows[s], accs[s], saved.version);
+  table.sparse[shard]->restore(llvm::ArrayRef(in.ids().data(), in.ids().size()),
+                               rowPtrs, accPtrs, in.version());
   return llvm::Error::success();
 }
 
@@ -378,18 +373,6 @@ ParameterServer::lookup(const std::string &name, int shard) {
                                   : !table->sparse[shard])
     return psError("table '" + name + "' has no shard " + llvm::Twine(shard) +
                    " yet");
-  return table;
-}
-
-llvm::Expected<ParameterServer::Table *>
-ParameterServer::lookupWhole(const std::string &name) {
-  Table *table = nullptr;
-  for (int s = 0; s < opts.numShards; ++s) {
-    llvm::Expected<Table *> found = lookup(name, s);
-    if (!found)
-      return found.takeError();
-    table = *found;
-  }
   return table;
 }
 
@@ -442,6 +425,21 @@ llvm::Error ParameterServer::serve(const Request &request, Response &response) {
     response.mutable_add();
     return addShard(add.info(), request.shard(), values, add.init_scale(),
                     add.seed());
+  }
+  case Request::kSave: {
+    llvm::Expected<Table *> table =
+        lookup(request.save().table(), request.shard());
+    if (!table)
+      return table.takeError();
+    return save(**table, request.shard(), *response.mutable_save());
+  }
+  case Request::kRestore: {
+    llvm::Expected<Table *> table =
+        lookup(request.restore().table(), request.shard());
+    if (!table)
+      return table.takeError();
+    response.mutable_restore();
+    return restore(**table, request.shard(), request.restore().state());
   }
   case Request::BODY_NOT_SET:
     break;

@@ -146,27 +146,28 @@ PipelineTrainer::createTables(const WeightMap &weights,
                               const ps::ServerOptions &serverOptions) {
   int p = numStages();
   // Through the server's messages, wherever it is.
-  auto admin = ps::PSClient::create(*transport, 0);
-  if (!admin)
-    return admin.takeError();
-  if ((*admin)->numShards() != options.serverShards)
+  auto client = ps::PSClient::create(*transport, 0);
+  if (!client)
+    return client.takeError();
+  admin = std::move(*client);
+  if (admin->numShards() != options.serverShards)
     return pipelineError(
-        "the parameter server has " + llvm::Twine((*admin)->numShards()) +
+        "the parameter server has " + llvm::Twine(admin->numShards()) +
         " shards, the job asks for " + llvm::Twine(options.serverShards));
-  if (llvm::Error e = (*admin)->configure(ps::toConfig(serverOptions)))
+  if (llvm::Error e = admin->configure(ps::toConfig(serverOptions)))
     return e;
   std::set<int32_t> added;
   for (int s = 0; s < p; ++s)
     for (int32_t v : layout->params[s])
       if (added.insert(v).second)
-        if (llvm::Error e = (*admin)->addDenseTable(
+        if (llvm::Error e = admin->addDenseTable(
                 program.values(v).name(), weights.at(v),
                 layout->pushers(v, s, options.replicas).first))
           return e;
   for (int s = 0; s < p; ++s)
     for (int32_t v : layout->sparse[s]) {
       const plan::Value &table = program.values(v);
-      if (llvm::Error e = (*admin)->addSparseTable(
+      if (llvm::Error e = admin->addSparseTable(
               table.name(), table.dims(0), table.dims(1),
               options.sparseInitScale, options.seed, options.replicas[s]))
         return e;
@@ -390,6 +391,15 @@ llvm::Expected<WeightMap> PipelineTrainer::localWeights(ReplicaId id) {
   return out;
 }
 
+void PipelineTrainer::setLocalWeights(const WeightMap &weights) {
+  for (auto &worker : workers)
+    for (auto &[v, t] : worker->localWeights()) {
+      auto it = weights.find(v);
+      if (it != weights.end() && it->second.bytes() == t.bytes())
+        std::memcpy(t.rawData(), it->second.rawData(), t.bytes());
+    }
+}
+
 llvm::Expected<WeightMap> PipelineTrainer::weights() {
   WeightMap out;
   for (const auto &[v, t] : unread)
@@ -499,19 +509,12 @@ heterps::runtime::pipeline::gatherTables(const plan::Plan &plan,
   return out;
 }
 
-llvm::Error PipelineTrainer::checkLocalServer() const {
-  if (server)
-    return llvm::Error::success();
-  return pipelineError("checkpoints of a parameter server in other processes "
-                       "are not supported yet");
-}
-
 llvm::Expected<train::Trainer::State> PipelineTrainer::state() {
-  if (llvm::Error e = checkLocalServer())
-    return std::move(e);
+  if (!admin)
+    return pipelineError("a worker process holds no checkpoint");
   train::Trainer::State s;
   for (int32_t v : sparseTables) {
-    auto rows = server->saveSparse(program.values(v).name());
+    auto rows = admin->saveSparse(program.values(v).name());
     if (!rows)
       return rows.takeError();
     s.sparse[v] = std::move(*rows);
@@ -523,7 +526,7 @@ llvm::Expected<train::Trainer::State> PipelineTrainer::state() {
   for (int32_t v : paths.paramValues) {
     if (llvm::is_contained(sparseTables, v))
       continue;
-    auto saved = server->saveDense(program.values(v).name());
+    auto saved = admin->saveDense(program.values(v).name());
     if (!saved)
       return saved.takeError();
     train::Optimizer::State &slot = saved->optimizer;
@@ -543,8 +546,8 @@ llvm::Expected<train::Trainer::State> PipelineTrainer::state() {
 
 llvm::Error PipelineTrainer::restore(train::Trainer::State s,
                                      int64_t stepsDone) {
-  if (llvm::Error e = checkLocalServer())
-    return e;
+  if (!admin)
+    return pipelineError("a worker process restores no checkpoint");
   auto current = weights();
   if (!current)
     return current.takeError();
@@ -568,7 +571,7 @@ llvm::Error PipelineTrainer::restore(train::Trainer::State s,
                            "' is a sparse table there, not here");
   for (auto &[v, rows] : s.sparse) {
     rows.version = stepsDone;
-    if (llvm::Error e = server->restoreSparse(program.values(v).name(), rows))
+    if (llvm::Error e = admin->restoreSparse(program.values(v).name(), rows))
       return e;
   }
   for (int32_t v : paths.paramValues) {
@@ -581,14 +584,15 @@ llvm::Error PipelineTrainer::restore(train::Trainer::State s,
     if (slot != s.optimizer.end())
       table.optimizer = slot->second;
     table.version = stepsDone;
-    if (llvm::Error e = server->restoreDense(program.values(v).name(), table))
+    if (llvm::Error e = admin->restoreDense(program.values(v).name(), table))
       return e;
   }
   // Every replica's copies: running statistics, and the parameters until
   // the next pull.
-  for (auto &worker : workers)
-    for (auto &[v, t] : worker->localWeights())
-      std::memcpy(t.rawData(), s.weights.at(v).rawData(), t.bytes());
+  setLocalWeights(s.weights);
+  if (options.runner)
+    if (llvm::Error e = options.runner->setWeights(s.weights))
+      return e;
   for (auto &[v, t] : unread)
     t = s.weights.at(v);
   steps = stepsDone;

@@ -74,12 +74,12 @@ TEST(ParameterServer, PerTableWorkersAndSavedState) {
   for (int step = 0; step < 3; ++step) {
     ASSERT_FALSE(bool(first->wait(first->pushDense("w", grad, step, 0.1f))));
     // One of two pushes: the version has not moved.
-    llvm::Expected<DenseTableState> half = server->saveDense("w");
+    llvm::Expected<DenseTableState> half = first->saveDense("w");
     ASSERT_TRUE(bool(half));
     EXPECT_EQ(half->version, step);
     ASSERT_FALSE(bool(second->wait(second->pushDense("w", grad, step, 0.1f))));
   }
-  llvm::Expected<DenseTableState> saved = server->saveDense("w");
+  llvm::Expected<DenseTableState> saved = first->saveDense("w");
   ASSERT_TRUE(bool(saved)) << llvm::toString(saved.takeError());
   EXPECT_EQ(saved->version, 3);
   EXPECT_EQ(saved->optimizer.steps, 3);
@@ -87,8 +87,9 @@ TEST(ParameterServer, PerTableWorkersAndSavedState) {
 
   auto copy = makeServer(options);
   ASSERT_FALSE(bool(copy->addDenseTable("w", init, 2)));
-  ASSERT_FALSE(bool(copy->restoreDense("w", *saved)));
   InProcessTransport copyTransport(*copy);
+  auto restorer = makeClient(copyTransport, 0);
+  ASSERT_FALSE(bool(restorer->restoreDense("w", *saved)));
   for (auto *t : {&transport, &copyTransport}) {
     auto a = makeClient(*t, 0), b = makeClient(*t, 1);
     ASSERT_FALSE(bool(a->wait(a->pushDense("w", grad, 3, 0.1f))));
@@ -102,7 +103,7 @@ TEST(ParameterServer, PerTableWorkersAndSavedState) {
 
   DenseTableState wrong;
   wrong.values = Tensor(DType::F32, {6});
-  EXPECT_EQ(errorOf(copy->restoreDense("w", wrong)),
+  EXPECT_EQ(errorOf(restorer->restoreDense("w", wrong)),
             "table 'w' holds 7 values, the state 6");
 }
 
@@ -347,29 +348,31 @@ TEST(ParameterServer, SavedStateMustFit) {
   EXPECT_EQ(errorOf(server->addDenseTable(
                 "v", filled({2}, [](int64_t) { return 0.f; }), -1)),
             "table 'v' needs at least one worker, not -1");
-  EXPECT_EQ(errorOf(server->saveDense("emb").takeError()),
+  InProcessTransport transport(*server);
+  auto client = makeClient(transport, 0);
+  EXPECT_EQ(errorOf(client->saveDense("emb").takeError()),
             "table 'emb' is not dense");
-  EXPECT_EQ(errorOf(server->saveSparse("w").takeError()),
+  EXPECT_EQ(errorOf(client->saveSparse("w").takeError()),
             "table 'w' is not sparse");
 
   // Nothing stored yet: nothing to restore but the version.
-  auto empty = server->saveSparse("emb");
+  auto empty = client->saveSparse("emb");
   ASSERT_TRUE(bool(empty)) << llvm::toString(empty.takeError());
   EXPECT_TRUE(empty->ids.empty());
-  EXPECT_FALSE(bool(server->restoreSparse("emb", *empty)));
+  EXPECT_FALSE(bool(client->restoreSparse("emb", *empty)));
 
   train::SparseRows rows;
   rows.ids = {7};
   rows.values = filled({1, 4}, [](int64_t) { return 0.5f; });
-  EXPECT_EQ(errorOf(server->restoreSparse("emb", rows)),
+  EXPECT_EQ(errorOf(client->restoreSparse("emb", rows)),
             "table 'emb' holds rows of 4 with Adagrad accumulators; the "
             "saved rows do not fit");
   rows.accumulators = filled({1, 4}, [](int64_t) { return 0.1f; });
   rows.ids = {100};
-  EXPECT_EQ(errorOf(server->restoreSparse("emb", rows)),
+  EXPECT_EQ(errorOf(client->restoreSparse("emb", rows)),
             "table 'emb': saved row id 100 is outside [0, 100)");
   rows.ids = {7};
-  EXPECT_FALSE(bool(server->restoreSparse("emb", rows)));
+  EXPECT_FALSE(bool(client->restoreSparse("emb", rows)));
   EXPECT_EQ(server->storedRows("emb"), 1);
 }
 

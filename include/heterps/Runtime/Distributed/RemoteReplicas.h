@@ -27,6 +27,7 @@ public:
   llvm::Error runStep(pipeline::StepInputs &step,
                       std::vector<pipeline::ReplicaStepStats> &stats) override;
   llvm::Expected<WeightMap> stageWeights(int stage) override;
+  llvm::Error setWeights(const WeightMap &weights) override;
   /// Tells every worker process to exit.
   void shutdown();
 

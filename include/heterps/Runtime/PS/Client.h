@@ -130,6 +130,17 @@ public:
   Ticket pushSparse(const std::string &table, const std::vector<int64_t> &ids,
                     const Tensor &grads, int64_t step, float lr);
 
+  /// Checkpoints, now: a table's state gathered from every shard, and put
+  /// back. Meant for a quiescent server (between steps).
+  llvm::Expected<DenseTableState> saveDense(const std::string &table);
+  llvm::Error restoreDense(const std::string &table,
+                           const DenseTableState &state);
+  /// The stored rows by ascending id.
+  llvm::Expected<train::SparseRows> saveSparse(const std::string &table);
+  /// Every other row returns to its initial value.
+  llvm::Error restoreSparse(const std::string &table,
+                            const train::SparseRows &rows);
+
   /// Waits for the ticket's request; its error, if any.
   llvm::Error wait(const Ticket &ticket);
 

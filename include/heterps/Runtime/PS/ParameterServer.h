@@ -83,7 +83,7 @@ ServerConfig toConfig(const ServerOptions &options);
 /// `config` (shards, served shards and timeouts stay).
 ServerOptions withConfig(ServerOptions options, const ServerConfig &config);
 
-/// A dense table's whole state, for checkpoints.
+/// A dense table's whole state, for checkpoints (PSClient::saveDense).
 struct DenseTableState {
   /// Plain f32 [elements].
   Tensor values;
@@ -118,21 +118,6 @@ public:
   void handle(const Request &request, Response &response);
 
   const ServerOptions &options() const { return opts; }
-  /// The dense table's state, gathered from its shards. Meant for a
-  /// quiescent server (between steps): shards are read one at a time.
-  llvm::Expected<DenseTableState> saveDense(const std::string &name);
-  /// Puts a saved state back (same element count); pushes of the current
-  /// version are dropped.
-  llvm::Error restoreDense(const std::string &name,
-                           const DenseTableState &state);
-
-  /// A sparse table's stored rows and version, gathered from its shards
-  /// (a quiescent server, as for saveDense).
-  llvm::Expected<train::SparseRows> saveSparse(const std::string &name);
-  /// Puts saved rows back (every other row returns to its initial value).
-  llvm::Error restoreSparse(const std::string &name,
-                            const train::SparseRows &rows);
-
   /// Sparse rows stored (updated at least once) over all shards.
   int64_t storedRows(const std::string &table) const;
 
@@ -155,9 +140,10 @@ private:
     std::vector<std::unique_ptr<SparseShard>> sparse;
   };
   llvm::Expected<Table *> lookup(const std::string &name, int shard);
-  /// The table, if this server holds all its shards (save and restore).
-  llvm::Expected<Table *> lookupWhole(const std::string &name);
-  llvm::Error checkServesAll() const;
+  /// A shard's state into `out`, and back (checkpoints). Meant for a
+  /// quiescent server, between steps.
+  llvm::Error save(const Table &table, int shard, ShardState &out);
+  llvm::Error restore(const Table &table, int shard, const ShardState &in);
 
   ServerOptions opts;
   /// Tables are added (and the server configured) while it runs: lookups

@@ -152,6 +152,8 @@ public:
   /// Stage `stage`'s replica-0 weights that are not parameters (running
   /// statistics).
   virtual llvm::Expected<WeightMap> stageWeights(int stage) = 0;
+  /// Sets every replica's copies of `weights` (a checkpoint restored).
+  virtual llvm::Error setWeights(const WeightMap &weights) = 0;
 };
 
 struct PipelineStepStats {
@@ -180,6 +182,8 @@ public:
   llvm::Error runLocal(StepInputs &step, std::vector<ReplicaStepStats> &stats);
   /// A local replica's non-parameter weights, for the coordinator.
   llvm::Expected<WeightMap> localWeights(ReplicaId replica);
+  /// Sets the local replicas' copies of `weights` (those they hold).
+  void setLocalWeights(const WeightMap &weights);
   /// One step on a batch (see the file comment). Returns its mean loss and
   /// accuracy counts (no gradient).
   llvm::Expected<train::LossResult> step(const Tensor &inputs,
@@ -198,7 +202,8 @@ public:
   /// so far (steps x m; masks depend on the step, not on a counter).
   llvm::Expected<train::Trainer::State> state();
   /// Puts `state` back as the state after `steps` steps (the server's
-  /// version); an error if it does not fit the plan.
+  /// version), in every replica wherever it runs; an error if it does not
+  /// fit the plan.
   llvm::Error restore(train::Trainer::State state, int64_t steps);
 
   const plan::Plan &plan() const { return program; }
@@ -237,10 +242,10 @@ private:
   /// The server in this process (null when options.remoteServer is set).
   std::unique_ptr<ps::ParameterServer> server;
   std::unique_ptr<ps::InProcessTransport> inProcess;
-  /// The server's transport, whichever it is.
+  /// The server's transport, whichever it is, and the client that made
+  /// the tables (checkpoints go through it; none in a worker process).
   ps::Transport *transport = nullptr;
-  /// An error unless the server is in this process (checkpoints).
-  llvm::Error checkLocalServer() const;
+  std::unique_ptr<ps::PSClient> admin;
   /// Stage by stage, replica by replica: all of them, a worker process's
   /// own, or (a coordinator) each stage's replica 0 that evaluation and
   /// weights() read but no step runs.
