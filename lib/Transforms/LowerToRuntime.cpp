@@ -85,6 +85,19 @@ public:
     for (Operation &op : func.getBody().front())
       if (failed(lower(&op)))
         return failure();
+    // hps-provision's replicas per stage: the processes a distributed run
+    // starts, the threads a pipelined one does.
+    if (auto replicas = module->getAttrOfType<DenseI64ArrayAttr>(
+            HPSDialect::kReplicasAttrName)) {
+      for (int64_t k : replicas.asArrayRef()) {
+        plan::Stage *stage = result.add_stages();
+        stage->set_replicas(static_cast<int32_t>(k));
+      }
+      for (const plan::Op &op : result.ops())
+        if (op.stage() >= 0 && op.stage() < result.stages_size() &&
+            result.stages(op.stage()).device().empty())
+          result.mutable_stages(op.stage())->set_device(op.device());
+    }
     return std::move(result);
   }
 

@@ -554,7 +554,7 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
                   "yet");
     auto o = pipelineOptions(plan, options, nullptr);
     if (!o)
-      return fail(llvm::toString(o.takeError()));
+      return fail(run.modelPath + ": " + llvm::toString(o.takeError()));
     pipelined_options = std::move(*o);
     shape = jobShape(plan, *pipelined_options);
     auto role = distributedRole(*shape);
@@ -626,7 +626,7 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
                  : pipelineOptions(plan, options,
                                    traceFile.empty() ? nullptr : &trace);
     if (!o)
-      return fail(llvm::toString(o.takeError()));
+      return fail(run.modelPath + ": " + llvm::toString(o.takeError()));
     if (processes) {
       o->remoteServer = &processes->server();
       o->runner = processes->runner();
