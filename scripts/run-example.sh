@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The main job on the bundled example: import the Fashion-MNIST CNN from ONNX
-# into the hps dialect, print the IR and the per-layer figures, then plan it
-# on the HeterPS paper's cluster (convolutions on V100s, the classifier on CPU
-# servers), print the plan report, and run the plan: its V100 stage on the
-# emulated device (no GPU backend yet), with copies between the two.
+# into the hps dialect, print the IR and the per-layer figures, plan it on
+# the HeterPS paper's cluster (a manual placement, then the RL placer's at a
+# throughput floor that needs the V100s), print the plan reports, run the
+# manual plan (its V100 stage on the emulated device: no GPU backend yet),
+# and train the RL plan as a distributed job of local processes (a
+# coordinator, parameter-server shards, a worker per stage replica), ending
+# with the measured-versus-predicted step.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh"
@@ -23,3 +26,15 @@ echo "== run the plan, the V100 stage on the emulated device"
   --cluster "$root/examples/clusters/heterps-paper.yaml" \
   --placement "$root/examples/placements/fashion_cnn-v100-cpu.json" \
   --emulate-missing-devices --stream 20 --batch 8
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+echo "== rl placement on examples/clusters/heterps-paper.yaml at 1.5M samples/s"
+"$root/build/bin/heterps-opt" "$model" \
+  --hps-annotate-costs=cluster="$root/examples/clusters/heterps-paper.yaml" \
+  --hps-place="strategy=rl throughput-limit=1500000" --hps-form-stages \
+  --hps-provision=throughput-limit=1500000 --hps-report \
+  --hps-lower-to-runtime=output="$work/fashion_cnn.plan" -o /dev/null
+echo "== train that plan as local processes (--distributed=local), V100 stage emulated"
+"$root/build/bin/heterps-run" "$work/fashion_cnn.plan" --emulate-missing-devices \
+  --train --data fashion-mnist:train --epochs 1 --max-steps 40 --batch 64 \
+  --micro-batches 4 --threads 1 --distributed=local
