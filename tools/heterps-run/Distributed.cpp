@@ -68,6 +68,12 @@ cl::opt<std::string> listenAddress(
              "required)"),
     cl::value_desc("HOST:PORT"), cl::init("127.0.0.1:0"),
     cl::cat(tools::distributedCategory()));
+cl::opt<std::string> advertiseHost(
+    "advertise",
+    cl::desc("The host name or address the job's other processes reach "
+             "this one by (default: the --listen host, or this host's name "
+             "when it listens on every address)"),
+    cl::value_desc("HOST"), cl::cat(tools::distributedCategory()));
 cl::opt<std::string>
     portFile("port-file",
              cl::desc("--role=ps: write the port listened on to FILE"),
@@ -349,6 +355,7 @@ int tools::runPSRank(const Role &r, const JobShape &shape) {
   options.shards = shape.shards;
   options.listen = listenAddress;
   options.coordinator = coordinatorAddress;
+  options.advertise = advertiseHost;
   options.timeout = timeout();
   if (llvm::Error e = runPSShard(options, *sec))
     return fail(llvm::toString(std::move(e)));
@@ -370,7 +377,8 @@ int tools::runWorkerRank(const Role &r, const JobShape &shape,
   self.set_role("worker");
   self.set_stage(r.stage);
   self.set_replica(r.replica);
-  self.set_address(advertisedAddress(listenAddress, (*host)->port()));
+  self.set_address(
+      advertisedAddress(listenAddress, (*host)->port(), advertiseHost));
   self.set_job(job);
   auto map = registerWith(coordinatorAddress, self, *sec, timeout());
   if (!map)

@@ -1,10 +1,11 @@
 //===- Training.cpp - heterps-run --train ---------------------------------===//
 //
-// Reads the data, trains the model epoch by epoch with a shuffling,
-// prefetching loader, evaluates on --eval-data after every epoch, and writes
-// the report and the trained model. Progress goes to stderr: a live line on
-// a terminal, a plain line every tenth of an epoch otherwise; the per-epoch
-// table goes to stdout.
+// Parses the training options, reads the data, makes the trainer (one
+// stage, pipelined, or the coordinator of a distributed job) and runs the
+// library's training loop (Train/TrainingLoop.h) on it; prints its progress
+// and per-epoch table, and writes the report and the trained model.
+// Progress goes to stderr: a live line on a terminal, a plain line every
+// tenth of an epoch otherwise; the per-epoch table goes to stdout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,7 +14,6 @@
 #include "OptionChecks.h"
 
 #include "heterps/Runtime/AtomicFile.h"
-#include "heterps/Runtime/Data/BatchLoader.h"
 #include "heterps/Runtime/Pipeline.h"
 #include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
 #include "heterps/Runtime/PipelineTrain/StepProfile.h"
@@ -21,7 +21,7 @@
 #include "heterps/Runtime/Train/Checkpoint.h"
 #include "heterps/Runtime/Train/SaveModel.h"
 #include "heterps/Runtime/Train/Trainer.h"
-#include "heterps/Support/NestingDepth.h"
+#include "heterps/Runtime/Train/TrainingLoop.h"
 #include "heterps/Support/PrintableLine.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -32,8 +32,6 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
 
-#include <chrono>
-#include <cmath>
 #include <cstdio>
 
 using namespace heterps;
@@ -213,13 +211,6 @@ llvm::Error checkCheckpointDir() {
   return checkCanReplace(file);
 }
 
-/// A NaN or infinite loss `value`: one error line, exit status 1.
-int diverged(llvm::StringRef what, double value, const llvm::Twine &when) {
-  return fail(llvm::Twine("the ") + what + " is " +
-              (std::isnan(value) ? "NaN" : "infinite") + " " + when +
-              ": training diverged (try a lower --lr); nothing saved");
-}
-
 /// Forward multiply-adds x 2 of one sample, from the plan's static shapes
 /// (Conv, Gemm and MatMul; the rest is memory-bound and not counted).
 double forwardFlopsPerSample(const plan::Plan &plan) {
@@ -263,76 +254,6 @@ std::string shortFloat(double x) {
 std::string clock(double seconds) {
   auto s = static_cast<int64_t>(seconds + 0.5);
   return llvm::formatv("{0}:{1:d2}", s / 60, s % 60).str();
-}
-
-/// What the training loop drives: the single-stage Trainer or the
-/// PipelineTrainer, which share these calls.
-class Job {
-public:
-  virtual ~Job() = default;
-  virtual const std::vector<std::pair<std::string, int64_t>> &
-  parameters() const = 0;
-  virtual llvm::Error checkData(const data::Dataset &data) const = 0;
-  virtual llvm::Expected<LossResult> step(const Tensor &inputs,
-                                          const Tensor &targets, float lr) = 0;
-  virtual llvm::Expected<EvalResult> evaluate(const data::Dataset &data,
-                                              int64_t batchSize) = 0;
-  virtual llvm::Expected<WeightMap> weights() = 0;
-  /// The plan the trainer runs (its fusions applied).
-  virtual const plan::Plan &plan() const = 0;
-  /// Everything a step changes (for checkpoints), and putting it back as
-  /// the state after `steps` steps.
-  virtual llvm::Expected<Trainer::State> state() = 0;
-  virtual llvm::Error restore(Trainer::State state, int64_t steps) = 0;
-};
-
-template <typename T> class JobOf final : public Job {
-public:
-  explicit JobOf(std::unique_ptr<T> trainer) : trainer(std::move(trainer)) {}
-  const std::vector<std::pair<std::string, int64_t>> &
-  parameters() const override {
-    return trainer->parameters();
-  }
-  llvm::Error checkData(const data::Dataset &data) const override {
-    return trainer->checkData(data);
-  }
-  llvm::Expected<LossResult> step(const Tensor &inputs, const Tensor &targets,
-                                  float lr) override {
-    return trainer->step(inputs, targets, lr);
-  }
-  llvm::Expected<EvalResult> evaluate(const data::Dataset &data,
-                                      int64_t batchSize) override {
-    return trainer->evaluate(data, batchSize);
-  }
-  llvm::Expected<WeightMap> weights() override { return trainer->weights(); }
-  const plan::Plan &plan() const override { return trainer->plan(); }
-  llvm::Expected<Trainer::State> state() override { return trainer->state(); }
-  llvm::Error restore(Trainer::State state, int64_t steps) override {
-    if constexpr (std::is_same_v<T, Trainer>)
-      return trainer->restore(std::move(state));
-    else
-      return trainer->restore(std::move(state), steps);
-  }
-
-  std::unique_ptr<T> trainer;
-};
-
-/// Restores `job` from the checkpoint in `dir`; where the run stood.
-llvm::Expected<TrainingProgress> resumeFrom(llvm::StringRef dir, Job &job,
-                                            const CheckpointKey &key) {
-  auto weights = job.weights();
-  if (!weights)
-    return weights.takeError();
-  auto loaded = loadCheckpoint(dir, job.plan(), *weights, key);
-  if (!loaded)
-    return loaded.takeError();
-  if (llvm::Error e =
-          job.restore(std::move(loaded->state), loaded->progress.globalStep))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   checkpointPath(dir) + ": " +
-                                       llvm::toString(std::move(e)) +
-                                       "; not resuming");
-  return loaded->progress;
 }
 
 bool pipelineRequested(const plan::Plan &plan, bool sparseTables) {
@@ -617,7 +538,7 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       return fail(llvm::toString(started.takeError()));
     processes = std::move(*started);
   }
-  std::unique_ptr<Job> job;
+  std::unique_ptr<Trainable> job;
   pipeline::PipelineTrainer *pipelined = nullptr;
   if (processes || pipelineRequested(plan, !sparse.empty())) {
     auto o = pipelined_options
@@ -638,13 +559,13 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
     if (processes)
       processes->started();
     pipelined = trainer->get();
-    job =
-        std::make_unique<JobOf<pipeline::PipelineTrainer>>(std::move(*trainer));
+    job = std::make_unique<TrainableOf<pipeline::PipelineTrainer>>(
+        std::move(*trainer));
   } else {
     auto trainer = Trainer::create(plan, std::move(*weights), options);
     if (!trainer)
       return fail(run.modelPath + ": " + llvm::toString(trainer.takeError()));
-    job = std::make_unique<JobOf<Trainer>>(std::move(*trainer));
+    job = std::make_unique<TrainableOf<Trainer>>(std::move(*trainer));
   }
   for (const data::Dataset *d : {&*data, evalData ? &*evalData : nullptr})
     if (d)
@@ -660,191 +581,77 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       kTool, numParams, job->parameters().size(), data->size(), batch,
       train::lossName(options.loss), optimizerName.getValue());
 
-  CheckpointKey key{optimizerName, train::lossName(options.loss), batch, seed,
-                    data->size()};
-  TrainingProgress progress;
-  if (resume) {
-    auto loaded = resumeFrom(checkpointDir, *job, key);
-    if (!loaded)
-      return fail("--resume: " + llvm::toString(loaded.takeError()));
-    progress = *loaded;
-    llvm::errs() << llvm::formatv("{0}: resuming at epoch {1}, batch {2} "
-                                  "(step {3})\n",
-                                  kTool, progress.epoch + 1,
-                                  progress.nextBatch + 1, progress.globalStep);
-  }
-  // Written by an earlier run, but the file may have been tampered with.
-  llvm::Expected<llvm::json::Value> parsedEpochs =
-      [&]() -> llvm::Expected<llvm::json::Value> {
-    if (llvm::Error e =
-            checkNestingDepth(progress.finishedEpochs, "the epoch reports"))
-      return std::move(e);
-    return llvm::json::parse(progress.finishedEpochs);
-  }();
-  if (!parsedEpochs || !parsedEpochs->getAsArray()) {
-    if (!parsedEpochs)
-      llvm::consumeError(parsedEpochs.takeError());
-    return fail("--resume: the checkpoint's epoch reports are not a JSON "
-                "array");
-  }
-  llvm::json::Array epochReports = std::move(*parsedEpochs->getAsArray());
-  auto writeCheckpoint = [&]() -> llvm::Error {
-    if (checkpointDir.empty())
-      return llvm::Error::success();
-    progress.finishedEpochs =
-        llvm::formatv("{0}", llvm::json::Value(llvm::json::Array(epochReports)))
-            .str();
-    auto state = job->state();
-    if (!state)
-      return state.takeError();
-    if (llvm::Error e = checkFiniteWeights(plan, state->weights))
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "--checkpoint: not written: " +
-                                         llvm::toString(std::move(e)));
-    if (llvm::Error e =
-            saveCheckpoint(checkpointDir, plan, *state, key, progress))
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "--checkpoint: " +
-                                         llvm::toString(std::move(e)));
-    return llvm::Error::success();
-  };
+  LoopOptions loop;
+  loop.epochs = epochs;
+  loop.batch = batch;
+  loop.seed = seed;
+  loop.schedule = schedule;
+  loop.maxSteps = maxSteps;
+  loop.eval = evalData ? &*evalData : nullptr;
+  loop.checkpointDir = checkpointDir;
+  loop.checkpointEvery = checkpointEvery;
+  loop.resume = resume;
+  loop.key = CheckpointKey{optimizerName, train::lossName(options.loss), batch,
+                           seed, data->size()};
+  loop.stopAfter = stopAfter;
+  loop.flopsPerSample = 3 * forwardFlopsPerSample(plan);
 
-  data::BatchLoaderOptions loaderOptions;
-  loaderOptions.batchSize = batch;
-  loaderOptions.seed = seed;
-  data::BatchLoader loader(*data, loaderOptions);
-  int64_t stepsPerEpoch = loader.numBatches();
-  if (maxSteps > 0)
-    stepsPerEpoch = std::min<int64_t>(stepsPerEpoch, maxSteps);
+  // Progress on stderr: a live line on a terminal, a line every tenth of an
+  // epoch otherwise; the epoch table on stdout.
   bool live = llvm::errs().is_displayed();
   pipeline::StepProfile profile(pipelined ? pipelined->settings().schedule
                                           : pipeline::ScheduleKind::GPipe,
                                 microBatches);
-  double flopsPerSample = 3 * forwardFlopsPerSample(plan);
-
-  llvm::outs() << "| epoch | lr | mean loss | train accuracy | eval loss | "
-                  "eval accuracy | seconds | samples/s | GFLOP/s |\n"
-                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  bool stopped = false;
-  int64_t firstStep = progress.globalStep;
-  for (int epoch = progress.epoch; epoch < epochs && !stopped; ++epoch) {
-    float lr = schedule.at(epoch);
-    loader.startEpoch(epoch, progress.nextBatch);
-    // Time this run spends, added to what a resumed epoch had spent.
-    auto start = std::chrono::steady_clock::now();
-    double secondsBefore = progress.seconds;
-    double &seconds = progress.seconds;
-    int64_t &steps = progress.steps, &samples = progress.samples;
-    while (steps < stepsPerEpoch) {
-      if (stopAfter > 0 && progress.globalStep >= stopAfter) {
-        stopped = true;
-        break;
-      }
-      std::optional<data::Batch> b = loader.next();
-      if (!b)
-        break;
-      auto result = job->step(b->inputs, b->targets, lr);
-      if (!result)
-        return fail(llvm::toString(result.takeError()));
-      // Every later step would be NaN too: stop before saving such weights.
-      if (!std::isfinite(result->loss))
-        return diverged(
-            "loss", result->loss,
-            llvm::formatv("at epoch {0}, step {1}", epoch + 1, steps + 1));
-      // The first step of a run sets its kernels up: not a pipeline figure.
-      if (pipelined && pipelined->stepsDone() > firstStep + 1)
-        profile.add(pipelined->lastStep());
-      progress.lossSum += result->loss;
-      progress.correct += result->correct;
-      progress.judged += result->judged;
-      samples += b->inputs.dim(0);
-      ++steps;
-      ++progress.nextBatch;
-      ++progress.globalStep;
-      seconds = secondsBefore + std::chrono::duration<double>(
-                                    std::chrono::steady_clock::now() - start)
-                                    .count();
-      if (checkpointEvery > 0 && progress.globalStep % checkpointEvery == 0)
-        if (llvm::Error e = writeCheckpoint())
-          return fail(llvm::toString(std::move(e)));
-      bool report = live || steps == stepsPerEpoch ||
-                    steps % std::max<int64_t>(stepsPerEpoch / 10, 1) == 0;
-      if (!report)
-        continue;
-      llvm::errs() << llvm::formatv(
-          "{0}epoch {1}/{2} step {3}/{4} loss {5:F4} {6:F0} samples/s ETA "
-          "{7}{8}",
-          live ? "\r" : "", epoch + 1, epochs.getValue(), steps, stepsPerEpoch,
-          progress.lossSum / steps, samples / seconds,
-          clock(seconds / steps * (stepsPerEpoch - steps)),
-          live ? "   " : "\n");
-    }
-    if (live)
+  LoopEvents events;
+  events.resumed = [&](const TrainingProgress &p) {
+    llvm::errs() << llvm::formatv("{0}: resuming at epoch {1}, batch {2} "
+                                  "(step {3})\n",
+                                  kTool, p.epoch + 1, p.nextBatch + 1,
+                                  p.globalStep);
+  };
+  events.stepped = [&](const StepEvent &e) {
+    // The first step of a run sets its kernels up: not a pipeline figure.
+    if (pipelined && pipelined->stepsDone() > e.firstGlobalStep + 1)
+      profile.add(pipelined->lastStep());
+    bool report = live || e.step == e.stepsPerEpoch ||
+                  e.step % std::max<int64_t>(e.stepsPerEpoch / 10, 1) == 0;
+    if (!report)
+      return;
+    llvm::errs() << llvm::formatv(
+        "{0}epoch {1}/{2} step {3}/{4} loss {5:F4} {6:F0} samples/s ETA "
+        "{7}{8}",
+        live ? "\r" : "", e.epoch + 1, epochs.getValue(), e.step,
+        e.stepsPerEpoch, e.meanLoss, e.samplesPerSecond, clock(e.secondsLeft),
+        live ? "   " : "\n");
+    if (live && e.step == e.stepsPerEpoch)
       llvm::errs() << "\n";
-    if (stopped)
-      break;
-    int64_t correct = progress.correct, judged = progress.judged;
-    double lossSum = progress.lossSum;
-    llvm::json::Object epochReport{
-        {"epoch", epoch + 1},
-        {"lr", static_cast<double>(lr)},
-        {"steps", steps},
-        {"loss", lossSum / std::max<int64_t>(steps, 1)},
-        {"seconds", seconds},
-        {"samples_per_s", samples / seconds},
-        {"gflops_per_s", flopsPerSample * samples / seconds / 1e9}};
-    if (judged)
-      epochReport["train_accuracy"] = double(correct) / judged;
-    std::string evalLoss = "-", evalAccuracy = "-";
-    if (evalData) {
-      auto eval = job->evaluate(*evalData, 1000);
-      if (!eval)
-        return fail("evaluation: " + llvm::toString(eval.takeError()));
-      if (!std::isfinite(eval->loss)) // the last update went out of range
-        return diverged("evaluation loss", eval->loss,
-                        llvm::formatv("after epoch {0}", epoch + 1));
-      epochReport["eval_loss"] = eval->loss;
-      evalLoss = llvm::formatv("{0:F4}", eval->loss).str();
-      if (eval->judged) {
-        epochReport["eval_accuracy"] = eval->accuracy();
-        evalAccuracy = llvm::formatv("{0:F4}", eval->accuracy()).str();
-      }
-      if (eval->auc >= 0) {
-        epochReport["eval_auc"] = eval->auc;
-        llvm::errs() << llvm::formatv("{0}: epoch {1} eval AUC {2:F4}\n", kTool,
-                                      epoch + 1, eval->auc);
-      }
-    }
+  };
+  events.epochEnded = [&](const llvm::json::Object &entry) {
+    auto number = [&](llvm::StringRef key) {
+      std::optional<double> v = entry.getNumber(key);
+      return v ? llvm::formatv("{0:F4}", *v).str() : std::string("-");
+    };
+    if (std::optional<double> auc = entry.getNumber("eval_auc"))
+      llvm::errs() << llvm::formatv("{0}: epoch {1} eval AUC {2:F4}\n", kTool,
+                                    *entry.getInteger("epoch"), *auc);
     llvm::outs() << llvm::formatv(
         "| {0} | {1} | {2:F4} | {3} | {4} | {5} | {6:F1} | {7:F0} | "
         "{8:F1} |\n",
-        epoch + 1, shortFloat(lr), lossSum / std::max<int64_t>(steps, 1),
-        judged ? llvm::formatv("{0:F4}", double(correct) / judged).str()
-               : std::string("-"),
-        evalLoss, evalAccuracy, seconds, samples / seconds,
-        flopsPerSample * samples / seconds / 1e9);
+        *entry.getInteger("epoch"), shortFloat(*entry.getNumber("lr")),
+        *entry.getNumber("loss"), number("train_accuracy"), number("eval_loss"),
+        number("eval_accuracy"), *entry.getNumber("seconds"),
+        *entry.getNumber("samples_per_s"), *entry.getNumber("gflops_per_s"));
     llvm::outs().flush();
-    // A NaN that a Relu or MaxPool keeps out of the loss still ruins the
-    // weights: the run fails rather than reporting success.
-    auto trained = job->weights();
-    if (!trained)
-      return fail(llvm::toString(trained.takeError()));
-    if (llvm::Error e = checkFiniteWeights(plan, *trained))
-      return fail(llvm::formatv("after epoch {0}: ", epoch + 1).str() +
-                  llvm::toString(std::move(e)) + "; nothing saved");
-    epochReports.push_back(std::move(epochReport));
-    // The next epoch starts from its first batch.
-    progress = TrainingProgress{epoch + 1, 0, progress.globalStep};
-    if (checkpointEvery == 0)
-      if (llvm::Error e = writeCheckpoint())
-        return fail(llvm::toString(std::move(e)));
-  }
-  if (stopped || checkpointEvery > 0)
-    if (llvm::Error e = writeCheckpoint())
-      return fail(llvm::toString(std::move(e)));
-  if (stopped)
+  };
+  llvm::outs() << "| epoch | lr | mean loss | train accuracy | eval loss | "
+                  "eval accuracy | seconds | samples/s | GFLOP/s |\n"
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  auto trained = runTrainingLoop(*job, *data, loop, events);
+  if (!trained)
+    return fail(llvm::toString(trained.takeError()));
+  if (trained->stopped)
     llvm::errs() << llvm::formatv(
-        "{0}: stopped after step {1}{2}\n", kTool, progress.globalStep,
+        "{0}: stopped after step {1}{2}\n", kTool, trained->globalStep,
         checkpointDir.empty() ? "" : " (--resume continues it)");
 
   std::optional<llvm::json::Object> pipelineReport;
@@ -871,10 +678,10 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
                  << trace.numEvents() << " events)\n";
   }
   if (!saveModel.empty()) {
-    auto trained = job->weights();
-    if (!trained)
-      return fail("--save-model: " + llvm::toString(trained.takeError()));
-    if (llvm::Error e = saveTrainedModel(plan, *trained, saveModel))
+    auto weights = job->weights();
+    if (!weights)
+      return fail("--save-model: " + llvm::toString(weights.takeError()));
+    if (llvm::Error e = saveTrainedModel(plan, *weights, saveModel))
       return fail("--save-model: " + llvm::toString(std::move(e)));
     llvm::errs() << kTool << ": wrote " << saveModel << "\n";
   }
@@ -890,8 +697,8 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       {"lr", static_cast<double>(learningRate.getValue())},
       {"seed", static_cast<int64_t>(seed.getValue())},
       {"parameters", numParams},
-      {"train_flops_per_sample", flopsPerSample},
-      {"epochs", std::move(epochReports)}};
+      {"train_flops_per_sample", loop.flopsPerSample},
+      {"epochs", std::move(trained->epochs)}};
   if (pipelineReport)
     report["pipeline"] = std::move(*pipelineReport);
   if (llvm::Error e = writeJsonFileAtomically(

@@ -156,7 +156,7 @@ llvm::Error distributed::runPSShard(const PSShardOptions &o,
     ProcessInfo self;
     self.set_role("ps");
     self.set_shard(o.shard);
-    self.set_address(advertisedAddress(o.listen, port));
+    self.set_address(advertisedAddress(o.listen, port, o.advertise));
     auto map = registerWith(o.coordinator, self, security, o.timeout);
     if (!map)
       return map.takeError();

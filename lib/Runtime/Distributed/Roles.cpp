@@ -73,8 +73,10 @@ llvm::Expected<std::optional<int>> distributed::rankFromEnvironment() {
   return std::optional<int>();
 }
 
-std::string distributed::advertisedAddress(const std::string &listen,
-                                           int port) {
+std::string distributed::advertisedAddress(const std::string &listen, int port,
+                                           const std::string &advertise) {
+  if (!advertise.empty())
+    return advertise + ":" + std::to_string(port);
   llvm::StringRef host = llvm::StringRef(listen).rsplit(':').first;
   if (host == "0.0.0.0" || host == "[::]" || host.empty()) {
     char name[256] = {0};

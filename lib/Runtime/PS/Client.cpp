@@ -180,15 +180,43 @@ void PSClient::run() {
         return;
       item = std::move(queue.front());
       queue.pop_front();
+      running = true;
     }
     llvm::Error e = item.first();
-    Ticket::State &state = *item.second.state;
-    std::lock_guard lock(state.mutex);
-    if (e)
-      state.error = llvm::toString(std::move(e));
-    state.finished = true;
-    state.done.notify_all();
+    {
+      Ticket::State &state = *item.second.state;
+      std::lock_guard lock(state.mutex);
+      if (e)
+        state.error = llvm::toString(std::move(e));
+      state.finished = true;
+      state.done.notify_all();
+    }
+    std::lock_guard lock(queueMutex);
+    running = false;
+    queueChanged.notify_all();
   }
+}
+
+llvm::Error
+PSClient::runNow(llvm::Expected<std::function<llvm::Error()>> work) {
+  if (!work)
+    return work.takeError();
+  // After what was issued before, with the communication thread's buffers.
+  std::unique_lock lock(queueMutex);
+  queueChanged.wait(lock, [&] { return queue.empty() && !running; });
+  running = true;
+  lock.unlock();
+  llvm::Error e = (*work)();
+  lock.lock();
+  running = false;
+  queueChanged.notify_all();
+  return e;
+}
+
+Ticket PSClient::submitWork(llvm::Expected<std::function<llvm::Error()>> work) {
+  if (!work)
+    return failed(work.takeError());
+  return submit(std::move(*work));
 }
 
 Ticket PSClient::submit(std::function<llvm::Error()> work) {
@@ -246,18 +274,27 @@ Ticket PSClient::pullDense(const std::string &name, Tensor &out,
 
 Ticket PSClient::pullDense(llvm::ArrayRef<DenseOut> tables,
                            int64_t minVersion) {
+  return submitWork(pullWork(tables, minVersion));
+}
+
+llvm::Error PSClient::pullDenseNow(llvm::ArrayRef<DenseOut> tables,
+                                   int64_t minVersion) {
+  return runNow(pullWork(tables, minVersion));
+}
+
+llvm::Expected<std::function<llvm::Error()>>
+PSClient::pullWork(llvm::ArrayRef<DenseOut> tables, int64_t minVersion) {
   std::vector<std::pair<TableInfo, Tensor *>> wanted;
   for (const DenseOut &t : tables) {
     llvm::Expected<TableInfo> info = expectKind(table(t.table), DENSE);
     if (!info)
-      return failed(info.takeError());
+      return info.takeError();
     if (llvm::Error e =
             checkBuffer(*info, *t.out, info->elements(), "the output"))
-      return failed(std::move(e));
+      return std::move(e);
     wanted.emplace_back(std::move(*info), t.out);
   }
-  return submit([this, wanted = std::move(wanted),
-                 minVersion]() -> llvm::Error {
+  return [this, wanted = std::move(wanted), minVersion]() -> llvm::Error {
     // Each shard's range of each table, in pieces of at most pieceBytes().
     pullRequests.clear();
     std::vector<size_t> owner;
@@ -303,12 +340,16 @@ Ticket PSClient::pullDense(llvm::ArrayRef<DenseOut> tables,
                   values.data(), expected);
     }
     return llvm::Error::success();
-  });
+  };
 }
 
 /// Sends the requests of `requests` (one per shard) together.
 Ticket PSClient::submitAll(Requests requests) {
-  return submit([this, requests]() -> llvm::Error {
+  return submit(sendAll(std::move(requests)));
+}
+
+std::function<llvm::Error()> PSClient::sendAll(Requests requests) {
+  return [this, requests]() -> llvm::Error {
     responses.resize(std::max(responses.size(), requests->size()));
     llvm::MutableArrayRef<Response> out(responses.data(), requests->size());
     if (llvm::Error e = transport.callMany(*requests, out))
@@ -317,7 +358,7 @@ Ticket PSClient::submitAll(Requests requests) {
       if (!response.error().empty())
         return psError(response.error());
     return llvm::Error::success();
-  });
+  };
 }
 
 PushRequest *PSClient::startPush(Request &request, int shard,
@@ -341,15 +382,25 @@ Ticket PSClient::pushDense(const std::string &name, const Tensor &grad,
 
 Ticket PSClient::pushDense(llvm::ArrayRef<DenseGrad> grads, int64_t step,
                            float lr) {
+  return submitWork(pushWork(grads, step, lr));
+}
+
+llvm::Error PSClient::pushDenseNow(llvm::ArrayRef<DenseGrad> grads,
+                                   int64_t step, float lr) {
+  return runNow(pushWork(grads, step, lr));
+}
+
+llvm::Expected<std::function<llvm::Error()>>
+PSClient::pushWork(llvm::ArrayRef<DenseGrad> grads, int64_t step, float lr) {
   std::vector<TableInfo> infos;
   size_t count = 0;
   for (const DenseGrad &g : grads) {
     llvm::Expected<TableInfo> info = expectKind(table(g.table), DENSE);
     if (!info)
-      return failed(info.takeError());
+      return info.takeError();
     if (llvm::Error e =
             checkBuffer(*info, *g.grad, info->elements(), "the gradient"))
-      return failed(std::move(e));
+      return std::move(e);
     count += info->shard_offsets_size() - 1;
     infos.push_back(std::move(*info));
   }
@@ -366,7 +417,7 @@ Ticket PSClient::pushDense(llvm::ArrayRef<DenseGrad> grads, int64_t step,
                       (end - begin) * sizeof(float));
     }
   }
-  return submitAll(std::move(requests));
+  return sendAll(std::move(requests));
 }
 
 static int shardOf(int64_t id, int numShards) {

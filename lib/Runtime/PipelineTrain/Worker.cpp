@@ -192,7 +192,7 @@ llvm::Error PipelineTrainer::Worker::pull(StepInputs &step) {
     tables.push_back({trainer.program.values(v).name(), &weights.at(v)});
   if (tables.empty())
     return llvm::Error::success();
-  return psClient->wait(psClient->pullDense(tables, step.version));
+  return psClient->pullDenseNow(tables, step.version);
 }
 
 llvm::Error PipelineTrainer::Worker::push(StepInputs &step) {
@@ -212,9 +212,9 @@ llvm::Error PipelineTrainer::Worker::push(StepInputs &step) {
     }
     dense.push_back({trainer.program.values(v).name(), &sum, first + replica});
   }
+  // The sparse pushes go on the communication thread, the dense ones from
+  // here after them.
   std::vector<ps::Ticket> tickets;
-  if (!dense.empty())
-    tickets.push_back(psClient->pushDense(dense, step.version, step.lr));
   for (auto &[v, sum] : sparseSums) {
     if (k != 1.f)
       sum.scale(k);
@@ -222,7 +222,9 @@ llvm::Error PipelineTrainer::Worker::push(StepInputs &step) {
                                            sum.ids(), sum.rows(), step.version,
                                            step.lr));
   }
-  llvm::Error all = llvm::Error::success();
+  llvm::Error all = dense.empty()
+                        ? llvm::Error::success()
+                        : psClient->pushDenseNow(dense, step.version, step.lr);
   for (const ps::Ticket &ticket : tickets)
     all = llvm::joinErrors(std::move(all), psClient->wait(ticket));
   return all;

@@ -45,6 +45,8 @@ struct PSShardOptions {
   int shard = 0, shards = 1;
   /// HOST:PORT to listen on (port 0: a free one).
   std::string listen = "127.0.0.1:0";
+  /// The host name others reach it by (advertisedAddress).
+  std::string advertise;
   /// Write the bound port here once listening, when given.
   std::string portFile;
   /// Register with this coordinator, when given, waiting for it at most

@@ -39,8 +39,10 @@ struct Role {
 llvm::Expected<Role> roleOfRank(int rank, const JobShape &shape);
 
 /// HOST:PORT where others reach a server listening on `listen` at `port`:
-/// the listen host, or this host's name when it listens on every address.
-std::string advertisedAddress(const std::string &listen, int port);
+/// `advertise` when given, else the listen host, or this host's name when
+/// it listens on every address.
+std::string advertisedAddress(const std::string &listen, int port,
+                              const std::string &advertise = "");
 
 /// The rank a launcher gave this process: $HETERPS_RANK, $SLURM_PROCID or
 /// $OMPI_COMM_WORLD_RANK, in that order; nothing when none is set, an error

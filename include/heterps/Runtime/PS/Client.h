@@ -118,6 +118,12 @@ public:
     std::optional<int> worker;
   };
   Ticket pushDense(llvm::ArrayRef<DenseGrad> grads, int64_t step, float lr);
+  /// As pullDense and pushDense, but now, on the calling thread (after
+  /// what was issued before): for a caller that would wait at once, one
+  /// hand-over less each way.
+  llvm::Error pullDenseNow(llvm::ArrayRef<DenseOut> tables, int64_t minVersion);
+  llvm::Error pushDenseNow(llvm::ArrayRef<DenseGrad> grads, int64_t step,
+                           float lr);
   /// Rows `ids` of a sparse table into `out`, [ids.size(), dim].
   Ticket pullSparse(const std::string &table, std::vector<int64_t> ids,
                     Tensor &out, int64_t minVersion = 0);
@@ -151,9 +157,18 @@ private:
   llvm::Expected<ListTablesResponse> refreshTables();
   /// Runs `work` on the communication thread; its error ends the ticket.
   Ticket submit(std::function<llvm::Error()> work);
+  Ticket submitWork(llvm::Expected<std::function<llvm::Error()>> work);
+  /// Runs `work` on this thread once the communication thread is idle.
+  llvm::Error runNow(llvm::Expected<std::function<llvm::Error()>> work);
+  /// The work of a dense pull or push (checked now, sent when run).
+  llvm::Expected<std::function<llvm::Error()>>
+  pullWork(llvm::ArrayRef<DenseOut> tables, int64_t minVersion);
+  llvm::Expected<std::function<llvm::Error()>>
+  pushWork(llvm::ArrayRef<DenseGrad> grads, int64_t step, float lr);
   static Ticket failed(llvm::Error error);
   using Requests = std::shared_ptr<std::vector<Request>>;
   Ticket submitAll(Requests requests);
+  std::function<llvm::Error()> sendAll(Requests requests);
   void run();
 
   /// `count` requests from the pool, returned to it when the last
@@ -197,6 +212,8 @@ private:
   std::condition_variable queueChanged;
   std::deque<std::pair<std::function<llvm::Error()>, Ticket>> queue;
   bool stopping = false;
+  /// Work runs (on the communication thread, or a caller's: runNow).
+  bool running = false;
   std::thread thread;
 };
 

@@ -1,0 +1,254 @@
+//===- TrainingLoop.cpp - epochs, evaluation, checkpoints -----------------===//
+
+#include "heterps/Runtime/Train/TrainingLoop.h"
+#include "heterps/Runtime/Data/BatchLoader.h"
+#include "heterps/Support/NestingDepth.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <chrono>
+#include <cmath>
+
+using namespace heterps;
+using namespace heterps::runtime;
+using namespace heterps::runtime::train;
+
+Trainable::~Trainable() = default;
+
+static llvm::Error loopError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// A NaN or infinite `what`: the run stops and saves nothing.
+static llvm::Error diverged(llvm::StringRef what, double value,
+                            const llvm::Twine &when) {
+  return loopError(llvm::Twine("the ") + what + " is " +
+                   (std::isnan(value) ? "NaN" : "infinite") + " " + when +
+                   ": training diverged (try a lower --lr); nothing saved");
+}
+
+/// Restores `job` from the checkpoint in `dir`; where the run stood.
+static llvm::Expected<TrainingProgress>
+resumeFrom(llvm::StringRef dir, Trainable &job, const CheckpointKey &key) {
+  auto weights = job.weights();
+  if (!weights)
+    return weights.takeError();
+  auto loaded = loadCheckpoint(dir, job.plan(), *weights, key);
+  if (!loaded)
+    return loaded.takeError();
+  if (llvm::Error e =
+          job.restore(std::move(loaded->state), loaded->progress.globalStep))
+    return loopError(checkpointPath(dir) + ": " + llvm::toString(std::move(e)) +
+                     "; not resuming");
+  return loaded->progress;
+}
+
+namespace {
+
+/// One run of the loop: its position, its epochs' entries and its
+/// checkpoints.
+class Run {
+public:
+  Run(Trainable &job, const data::Dataset &train, const LoopOptions &options,
+      const LoopEvents &events)
+      : job(job), train(train), o(options), events(events) {}
+
+  llvm::Expected<LoopResult> run();
+
+private:
+  llvm::Error resume();
+  llvm::Error checkpoint();
+  /// One epoch's steps; false when stopped by stopAfter.
+  llvm::Expected<bool> steps(int epoch, float lr, data::BatchLoader &loader,
+                             int64_t stepsPerEpoch);
+  llvm::Expected<llvm::json::Object> finishEpoch(int epoch, float lr);
+
+  Trainable &job;
+  const data::Dataset &train;
+  const LoopOptions &o;
+  const LoopEvents &events;
+  TrainingProgress progress;
+  /// The global step this run started from.
+  int64_t firstGlobalStep = 0;
+  llvm::json::Array epochs;
+};
+
+llvm::Error Run::resume() {
+  auto loaded = resumeFrom(o.checkpointDir, job, o.key);
+  if (!loaded)
+    return loopError("--resume: " + llvm::toString(loaded.takeError()));
+  progress = *loaded;
+  if (events.resumed)
+    events.resumed(progress);
+  // Written by an earlier run, but the file may have been tampered with.
+  llvm::Expected<llvm::json::Value> parsed =
+      [&]() -> llvm::Expected<llvm::json::Value> {
+    if (llvm::Error e =
+            checkNestingDepth(progress.finishedEpochs, "the epoch reports"))
+      return std::move(e);
+    return llvm::json::parse(progress.finishedEpochs);
+  }();
+  if (!parsed || !parsed->getAsArray()) {
+    if (!parsed)
+      llvm::consumeError(parsed.takeError());
+    return loopError("--resume: the checkpoint's epoch reports are not a "
+                     "JSON array");
+  }
+  epochs = std::move(*parsed->getAsArray());
+  return llvm::Error::success();
+}
+
+llvm::Error Run::checkpoint() {
+  if (o.checkpointDir.empty())
+    return llvm::Error::success();
+  progress.finishedEpochs =
+      llvm::formatv("{0}", llvm::json::Value(llvm::json::Array(epochs))).str();
+  auto state = job.state();
+  if (!state)
+    return state.takeError();
+  if (llvm::Error e = checkFiniteWeights(job.plan(), state->weights))
+    return loopError("--checkpoint: not written: " +
+                     llvm::toString(std::move(e)));
+  if (llvm::Error e =
+          saveCheckpoint(o.checkpointDir, job.plan(), *state, o.key, progress))
+    return loopError("--checkpoint: " + llvm::toString(std::move(e)));
+  return llvm::Error::success();
+}
+
+llvm::Expected<bool> Run::steps(int epoch, float lr, data::BatchLoader &loader,
+                                int64_t stepsPerEpoch) {
+  // Time this run spends, added to what a resumed epoch had spent.
+  auto start = std::chrono::steady_clock::now();
+  double secondsBefore = progress.seconds;
+  while (progress.steps < stepsPerEpoch) {
+    if (o.stopAfter > 0 && progress.globalStep >= o.stopAfter)
+      return false;
+    std::optional<data::Batch> b = loader.next();
+    if (!b)
+      break;
+    auto result = job.step(b->inputs, b->targets, lr);
+    if (!result)
+      return result.takeError();
+    // Every later step would be NaN too: stop before saving such weights.
+    if (!std::isfinite(result->loss))
+      return diverged("loss", result->loss,
+                      llvm::formatv("at epoch {0}, step {1}", epoch + 1,
+                                    progress.steps + 1));
+    progress.lossSum += result->loss;
+    progress.correct += result->correct;
+    progress.judged += result->judged;
+    progress.samples += b->inputs.dim(0);
+    ++progress.steps;
+    ++progress.nextBatch;
+    ++progress.globalStep;
+    progress.seconds =
+        secondsBefore +
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (o.checkpointEvery > 0 && progress.globalStep % o.checkpointEvery == 0)
+      if (llvm::Error e = checkpoint())
+        return std::move(e);
+    if (events.stepped) {
+      StepEvent event;
+      event.epoch = epoch;
+      event.step = progress.steps;
+      event.stepsPerEpoch = stepsPerEpoch;
+      event.globalStep = progress.globalStep;
+      event.firstGlobalStep = firstGlobalStep;
+      event.meanLoss = progress.lossSum / progress.steps;
+      event.samplesPerSecond = progress.samples / progress.seconds;
+      event.secondsLeft =
+          progress.seconds / progress.steps * (stepsPerEpoch - progress.steps);
+      events.stepped(event);
+    }
+  }
+  return true;
+}
+
+llvm::Expected<llvm::json::Object> Run::finishEpoch(int epoch, float lr) {
+  const TrainingProgress &p = progress;
+  llvm::json::Object entry{
+      {"epoch", epoch + 1},
+      {"lr", static_cast<double>(lr)},
+      {"steps", p.steps},
+      {"loss", p.lossSum / std::max<int64_t>(p.steps, 1)},
+      {"seconds", p.seconds},
+      {"samples_per_s", p.samples / p.seconds},
+      {"gflops_per_s", o.flopsPerSample * p.samples / p.seconds / 1e9}};
+  if (p.judged)
+    entry["train_accuracy"] = double(p.correct) / p.judged;
+  if (o.eval) {
+    auto eval = job.evaluate(*o.eval, o.evalBatch);
+    if (!eval)
+      return loopError("evaluation: " + llvm::toString(eval.takeError()));
+    if (!std::isfinite(eval->loss)) // the last update went out of range
+      return diverged("evaluation loss", eval->loss,
+                      llvm::formatv("after epoch {0}", epoch + 1));
+    entry["eval_loss"] = eval->loss;
+    if (eval->judged)
+      entry["eval_accuracy"] = eval->accuracy();
+    if (eval->auc >= 0)
+      entry["eval_auc"] = eval->auc;
+  }
+  // A NaN that a Relu or MaxPool keeps out of the loss still ruins the
+  // weights: the run fails rather than reporting success.
+  auto trained = job.weights();
+  if (!trained)
+    return trained.takeError();
+  if (llvm::Error e = checkFiniteWeights(job.plan(), *trained))
+    return loopError(llvm::formatv("after epoch {0}: ", epoch + 1).str() +
+                     llvm::toString(std::move(e)) + "; nothing saved");
+  return entry;
+}
+
+llvm::Expected<LoopResult> Run::run() {
+  if (o.resume)
+    if (llvm::Error e = resume())
+      return std::move(e);
+  firstGlobalStep = progress.globalStep;
+  data::BatchLoaderOptions loaderOptions;
+  loaderOptions.batchSize = o.batch;
+  loaderOptions.seed = o.seed;
+  data::BatchLoader loader(train, loaderOptions);
+  int64_t stepsPerEpoch = loader.numBatches();
+  if (o.maxSteps > 0)
+    stepsPerEpoch = std::min<int64_t>(stepsPerEpoch, o.maxSteps);
+  LoopResult result;
+  for (int epoch = progress.epoch; epoch < o.epochs; ++epoch) {
+    float lr = o.schedule.at(epoch);
+    loader.startEpoch(epoch, progress.nextBatch);
+    llvm::Expected<bool> finished = steps(epoch, lr, loader, stepsPerEpoch);
+    if (!finished)
+      return finished.takeError();
+    if (!*finished) {
+      result.stopped = true;
+      break;
+    }
+    auto entry = finishEpoch(epoch, lr);
+    if (!entry)
+      return entry.takeError();
+    if (events.epochEnded)
+      events.epochEnded(*entry);
+    epochs.push_back(std::move(*entry));
+    // The next epoch starts from its first batch.
+    progress = TrainingProgress{epoch + 1, 0, progress.globalStep};
+    if (o.checkpointEvery == 0)
+      if (llvm::Error e = checkpoint())
+        return std::move(e);
+  }
+  if (result.stopped || o.checkpointEvery > 0)
+    if (llvm::Error e = checkpoint())
+      return std::move(e);
+  result.epochs = std::move(epochs);
+  result.globalStep = progress.globalStep;
+  return result;
+}
+
+} // namespace
+
+llvm::Expected<LoopResult> train::runTrainingLoop(Trainable &job,
+                                                  const data::Dataset &train,
+                                                  const LoopOptions &options,
+                                                  const LoopEvents &events) {
+  return Run(job, train, options, events).run();
+}
