@@ -4,7 +4,7 @@
 #include "heterps/Runtime/AtomicFile.h"
 #include "heterps/Runtime/Distributed/Coordinator.h"
 #include "heterps/Runtime/Distributed/GrpcTransport.h"
-#include "heterps/Runtime/Distributed/WorkerHost.h"
+#include "heterps/Runtime/Distributed/Roles.h"
 
 #include "Services.grpc.pb.h"
 

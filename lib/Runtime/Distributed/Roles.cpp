@@ -5,7 +5,10 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
 
+#include <atomic>
+#include <csignal>
 #include <cstdlib>
+#include <pthread.h>
 #include <numeric>
 #include <unistd.h>
 
@@ -84,4 +87,33 @@ std::string distributed::advertisedAddress(const std::string &listen, int port,
       return std::string(name) + ":" + std::to_string(port);
   }
   return host.str() + ":" + std::to_string(port);
+}
+
+static std::atomic<bool> stopRequested{false};
+
+static sigset_t stopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+void distributed::blockStopSignals() {
+  sigset_t set = stopSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+const char *distributed::waitForStopSignal() {
+  sigset_t set = stopSignals();
+  int signal = 0;
+  sigwait(&set, &signal);
+  if (stopRequested)
+    return "asked by the coordinator";
+  return signal == SIGTERM ? "SIGTERM" : "SIGINT";
+}
+
+void distributed::requestStop() {
+  stopRequested = true;
+  ::kill(::getpid(), SIGTERM);
 }

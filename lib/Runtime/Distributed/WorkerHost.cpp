@@ -2,6 +2,7 @@
 
 #include "heterps/Runtime/Distributed/WorkerHost.h"
 #include "heterps/Runtime/Distributed/GrpcTransport.h"
+#include "heterps/Runtime/Distributed/Roles.h"
 
 #include "StageLinks.h"
 #include "TensorWire.h"
@@ -12,41 +13,10 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <atomic>
-#include <csignal>
-#include <pthread.h>
-#include <unistd.h>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::distributed;
 using pipeline::ReplicaId;
-
-static std::atomic<bool> stopRequested{false};
-
-void distributed::blockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
-
-const char *distributed::waitForStopSignal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  int signal = 0;
-  sigwait(&set, &signal);
-  if (stopRequested)
-    return "asked by the coordinator";
-  return signal == SIGTERM ? "SIGTERM" : "SIGINT";
-}
-
-void distributed::requestStop() {
-  stopRequested = true;
-  ::kill(::getpid(), SIGTERM);
-}
 
 struct WorkerHost::Impl final : WorkerService::Service {
   SecurityOptions security;

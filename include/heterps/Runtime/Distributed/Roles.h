@@ -49,6 +49,15 @@ std::string advertisedAddress(const std::string &listen, int port,
 /// when one is not a number.
 llvm::Expected<std::optional<int>> rankFromEnvironment();
 
+/// How a server role ends: SIGTERM, SIGINT or the coordinator's Shutdown.
+/// Blocks SIGTERM and SIGINT in this thread (and the threads it starts
+/// after), so that waitForStopSignal receives them.
+void blockStopSignals();
+/// Waits for SIGTERM or SIGINT; its name.
+const char *waitForStopSignal();
+/// Makes waitForStopSignal return (a Shutdown call).
+void requestStop();
+
 } // namespace heterps::runtime::distributed
 
 #endif // HETERPS_RUNTIME_DISTRIBUTED_ROLES_H

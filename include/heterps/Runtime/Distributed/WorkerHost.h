@@ -45,14 +45,6 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
-/// Blocks SIGTERM and SIGINT in this thread (and the threads it starts
-/// after), so that waitForStopSignal receives them.
-void blockStopSignals();
-/// Waits for SIGTERM or SIGINT; its name.
-const char *waitForStopSignal();
-/// Makes waitForStopSignal return (a Shutdown call).
-void requestStop();
-
 } // namespace heterps::runtime::distributed
 
 #endif // HETERPS_RUNTIME_DISTRIBUTED_WORKERHOST_H

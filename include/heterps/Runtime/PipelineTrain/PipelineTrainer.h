@@ -1,8 +1,10 @@
 //===- PipelineTrainer.h - pipelined training through the PS ----*- C++ -*-===//
 //
 // The HeterPS runtime for training: the plan's stages (Op::stage) run as a
-// pipeline, stage s on k_s replicas (worker threads), its trainable
-// parameters in dense tables of an in-process parameter server.
+// pipeline, stage s on k_s replicas (worker threads, or worker processes of
+// a distributed job: see PipelineTrainerOptions::runner), its trainable
+// parameters in dense tables of a parameter server (in this process, or
+// shards in others: PipelineTrainerOptions::remoteServer).
 //
 // One step on a batch of B samples:
 //  1. every replica pulls its stage's parameters (under BSP, the version
