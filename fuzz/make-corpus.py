@@ -181,5 +181,10 @@ with tempfile.TemporaryDirectory() as work:
         print("make-corpus: no heterps-run checkpoint seed: " +
               run.stderr.decode(errors="replace").strip(), file=sys.stderr)
 
+# ps-request: one valid request of each kind, written by the target.
+env = dict(os.environ, HETERPS_FUZZ_PS_SEEDS=target_dir("ps-request"))
+subprocess.run([os.path.join(fuzz_build, "heterps-fuzz-ps-request")], env=env,
+               check=True)
+
 for target in sorted(os.listdir(out)):
     print("make-corpus: %s: %d seeds" % (target, len(os.listdir(os.path.join(out, target)))))

@@ -15,7 +15,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 fuzz=$build/fuzz
-targets=(onnx-import npy tensor-pb idx cluster-spec profile placement checkpoint)
+targets=(onnx-import npy tensor-pb idx cluster-spec profile placement checkpoint
+  ps-request)
 
 which=${1:?usage: fuzz.sh TARGET|all [LIMIT] [--smoke] [--keep-going]}
 limit=${2:-600}

@@ -5,6 +5,8 @@
 
 #include "Services.grpc.pb.h"
 
+#include "heterps/Support/PrintableLine.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Twine.h"
 
@@ -17,8 +19,9 @@
 using namespace heterps::runtime;
 using namespace heterps::runtime::distributed;
 
+/// Messages echo what peers sent: one printable line.
 static llvm::Error coordinatorError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  return heterps::printableError(message);
 }
 
 struct Coordinator::Impl final : CoordinatorService::Service {
@@ -85,7 +88,8 @@ struct Coordinator::Impl final : CoordinatorService::Service {
     if (!refused.empty())
       return {grpc::StatusCode::UNAUTHENTICATED, "refused: " + refused};
     std::unique_lock lock(mutex);
-    std::string why = admit(*info, context->peer());
+    // What the caller sent is echoed in one printable line.
+    std::string why = heterps::printableLine(admit(*info, context->peer()));
     if (!why.empty()) {
       if (refusal.empty())
         refusal = why;

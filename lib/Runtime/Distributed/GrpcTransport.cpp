@@ -4,6 +4,8 @@
 
 #include "Services.grpc.pb.h"
 
+#include "heterps/Support/PrintableLine.h"
+
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
@@ -17,8 +19,9 @@
 using namespace heterps::runtime;
 using namespace heterps::runtime::distributed;
 
+/// Messages echo what peers sent: one printable line.
 static llvm::Error transportError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  return heterps::printableError(message);
 }
 
 struct GrpcTransport::Shard {

@@ -1,6 +1,7 @@
 //===- Launch.cpp - fork + exec, prefixed output --------------------------===//
 
 #include "heterps/Runtime/Distributed/Launch.h"
+#include "heterps/Support/PrintableLine.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
@@ -22,8 +23,9 @@ extern char **environ;
 using namespace heterps::runtime;
 using namespace heterps::runtime::distributed;
 
+/// Messages echo what peers sent: one printable line.
 static llvm::Error launchError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  return heterps::printableError(message);
 }
 
 /// Lines from all children go to stderr whole, never interleaved mid-line.

@@ -5,6 +5,7 @@
 #include "heterps/Runtime/Distributed/Coordinator.h"
 #include "heterps/Runtime/Distributed/GrpcTransport.h"
 #include "heterps/Runtime/Distributed/Roles.h"
+#include "heterps/Support/PrintableLine.h"
 
 #include "Services.grpc.pb.h"
 
@@ -19,8 +20,9 @@
 using namespace heterps::runtime;
 using namespace heterps::runtime::distributed;
 
+/// Messages echo what peers sent: one printable line.
 static llvm::Error serverError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  return heterps::printableError(message);
 }
 
 namespace {

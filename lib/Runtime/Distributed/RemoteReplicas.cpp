@@ -7,6 +7,8 @@
 
 #include "Services.grpc.pb.h"
 
+#include "heterps/Support/PrintableLine.h"
+
 #include "llvm/ADT/Twine.h"
 
 #include <grpcpp/grpcpp.h>
@@ -17,8 +19,9 @@ using namespace heterps::runtime;
 using namespace heterps::runtime::distributed;
 using pipeline::ReplicaId;
 
+/// Messages echo what peers sent: one printable line.
 static llvm::Error remoteError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  return heterps::printableError(message);
 }
 
 struct RemoteReplicas::Impl {

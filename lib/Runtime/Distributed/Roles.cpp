@@ -8,8 +8,8 @@
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
-#include <pthread.h>
 #include <numeric>
+#include <pthread.h>
 #include <unistd.h>
 
 using namespace heterps::runtime;

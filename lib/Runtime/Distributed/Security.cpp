@@ -2,6 +2,7 @@
 
 #include "heterps/Runtime/Distributed/Security.h"
 #include "heterps/Runtime/Distributed/GrpcTransport.h"
+#include "heterps/Support/PrintableLine.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
@@ -22,8 +23,9 @@ using namespace heterps::runtime::distributed;
 /// The metadata key that carries the token (lower case, as gRPC requires).
 static constexpr const char *kTokenKey = "x-heterps-job-token";
 
+/// Messages echo what peers sent: one printable line.
 static llvm::Error securityError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  return heterps::printableError(message);
 }
 
 static llvm::Expected<std::string> readFile(const std::string &path,

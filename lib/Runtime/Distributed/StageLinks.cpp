@@ -3,6 +3,8 @@
 #include "StageLinks.h"
 #include "TensorWire.h"
 
+#include "heterps/Support/PrintableLine.h"
+
 #include "heterps/Runtime/Distributed/GrpcTransport.h"
 
 #include "Services.grpc.pb.h"

@@ -2,6 +2,8 @@
 
 #include "TensorWire.h"
 
+#include "heterps/Support/PrintableLine.h"
+
 #include "llvm/ADT/Twine.h"
 
 #include <cstring>
@@ -9,8 +11,9 @@
 using namespace heterps::runtime;
 using namespace heterps::runtime::distributed;
 
+/// Messages echo what peers sent: one printable line.
 static llvm::Error wireError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  return heterps::printableError(message);
 }
 
 llvm::Error distributed::toWire(const Tensor &t, TensorData &out) {
@@ -51,6 +54,7 @@ llvm::Expected<Tensor> distributed::fromWire(const TensorData &in) {
                      "arrived with " + llvm::Twine(in.data().size()) +
                      " bytes");
   Tensor t(type, shape);
-  std::memcpy(t.rawData(), in.data().data(), in.data().size());
+  if (!in.data().empty())
+    std::memcpy(t.rawData(), in.data().data(), in.data().size());
   return t;
 }

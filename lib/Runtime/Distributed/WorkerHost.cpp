@@ -7,12 +7,13 @@
 #include "StageLinks.h"
 #include "TensorWire.h"
 
+#include "heterps/Support/PrintableLine.h"
+
 #include "Services.grpc.pb.h"
 
 #include "llvm/ADT/Twine.h"
 
 #include <grpcpp/grpcpp.h>
-
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::distributed;
@@ -57,7 +58,7 @@ struct WorkerHost::Impl final : WorkerService::Service {
       return grpc::Status::OK;
     }
     auto fail = [&](llvm::Error e) {
-      response->set_error(llvm::toString(std::move(e)));
+      response->set_error(heterps::printableLine(llvm::toString(std::move(e))));
       return grpc::Status::OK;
     };
     pipeline::StepInputs step;

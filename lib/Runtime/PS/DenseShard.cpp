@@ -50,7 +50,8 @@ llvm::Error DenseShard::push(const PushRequest &request,
   float *sum = pending.data<float>();
   int64_t n = pending.numElements();
   if (options.consistency == Consistency::ASP) {
-    std::memcpy(sum, bytes.data(), bytes.size());
+    if (!bytes.empty())
+      std::memcpy(sum, bytes.data(), bytes.size());
     if (llvm::Error e = optimizer.update(0, values, pending, request.lr()))
       return e;
     gate.advance();
@@ -63,10 +64,11 @@ llvm::Error DenseShard::push(const PushRequest &request,
   const auto *g = reinterpret_cast<const float *>(bytes.data());
   // The first arrival of a version overwrites what the last one left.
   if (*arrived == 1)
-    std::memcpy(sum, g, bytes.size());
-  else
-    for (int64_t i = 0; i < n; ++i)
-      sum[i] += g[i];
+    if (!bytes.empty())
+      std::memcpy(sum, g, bytes.size());
+    else
+      for (int64_t i = 0; i < n; ++i)
+        sum[i] += g[i];
   if (*arrived == workers) {
     float mean = 1.f / static_cast<float>(workers);
     if (workers > 1)
@@ -84,7 +86,7 @@ llvm::Error DenseShard::push(const PushRequest &request,
 /// (a moment the optimizer has not needed yet) leaves `to` null.
 static void copyRange(const Tensor &from, int64_t fromOffset, Tensor &to,
                       int64_t toOffset, int64_t count, int64_t toLength) {
-  if (from.isNull())
+  if (from.isNull() || count == 0)
     return;
   if (to.isNull())
     to = Tensor(DType::F32, {toLength});

@@ -4,6 +4,8 @@
 
 #include "Shards.h"
 
+#include "heterps/Support/PrintableLine.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Twine.h"
 
@@ -193,7 +195,9 @@ llvm::Error ParameterServer::addShard(TableInfo info, int shard,
     return psError("the parameter server already has a table '" + name + "'");
   if (info.kind() == DENSE) {
     Tensor slice(DType::F32, {static_cast<int64_t>(values.size())});
-    std::memcpy(slice.rawData(), values.data(), values.size() * sizeof(float));
+    if (!values.empty())
+      std::memcpy(slice.rawData(), values.data(),
+                  values.size() * sizeof(float));
     table.dense[shard] =
         std::make_unique<DenseShard>(table.info, std::move(slice), opts);
   } else {
@@ -254,7 +258,8 @@ static llvm::Expected<Tensor> floats(const std::string &bytes, int64_t count,
                    " values in this shard, the state's " + what + " " +
                    llvm::Twine(bytes.size() / sizeof(float)));
   Tensor t(DType::F32, {count});
-  std::memcpy(t.rawData(), bytes.data(), bytes.size());
+  if (!bytes.empty())
+    std::memcpy(t.rawData(), bytes.data(), bytes.size());
   return t;
 }
 
@@ -323,8 +328,9 @@ llvm::Error ParameterServer::restore(const Table &table, int shard,
                    (adagrad ? " with" : " without") +
                    " Adagrad accumulators; the saved rows do not fit");
   std::vector<float> rows(n * dim), accs(accumulators ? n * dim : 0);
-  std::memcpy(rows.data(), in.rows().data(), in.rows().size());
-  if (accumulators)
+  if (n > 0)
+    std::memcpy(rows.data(), in.rows().data(), in.rows().size());
+  if (accumulators && n > 0)
     std::memcpy(accs.data(), in.accumulators().data(),
                 in.accumulators().size());
   std::vector<const float *> rowPtrs, accPtrs;
@@ -421,7 +427,8 @@ llvm::Error ParameterServer::serve(const Request &request, Response &response) {
                      " bytes of values is not a whole number of f32");
     // Copied out: the message's bytes need not be aligned for floats.
     std::vector<float> values(bytes.size() / sizeof(float));
-    std::memcpy(values.data(), bytes.data(), bytes.size());
+    if (!bytes.empty())
+      std::memcpy(values.data(), bytes.data(), bytes.size());
     response.mutable_add();
     return addShard(add.info(), request.shard(), values, add.init_scale(),
                     add.seed());
@@ -453,6 +460,8 @@ void ParameterServer::handle(const Request &request, Response &response) {
   response.clear_error();
   if (llvm::Error e = serve(request, response)) {
     response.clear_body();
-    response.set_error(llvm::toString(std::move(e)));
+    // Names in it come from the caller (a process over the network, maybe
+    // a hostile one): one printable line.
+    response.set_error(heterps::printableLine(llvm::toString(std::move(e))));
   }
 }
