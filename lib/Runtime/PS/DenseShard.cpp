@@ -63,12 +63,13 @@ llvm::Error DenseShard::push(const PushRequest &request,
     return arrived.takeError();
   const auto *g = reinterpret_cast<const float *>(bytes.data());
   // The first arrival of a version overwrites what the last one left.
-  if (*arrived == 1)
+  if (*arrived == 1) {
     if (!bytes.empty())
       std::memcpy(sum, g, bytes.size());
-    else
-      for (int64_t i = 0; i < n; ++i)
-        sum[i] += g[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      sum[i] += g[i];
+  }
   if (*arrived == workers) {
     float mean = 1.f / static_cast<float>(workers);
     if (workers > 1)
