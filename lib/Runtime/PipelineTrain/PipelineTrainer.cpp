@@ -392,15 +392,12 @@ llvm::Expected<WeightMap> PipelineTrainer::localWeights(ReplicaId id) {
 }
 
 void PipelineTrainer::setLocalWeights(const WeightMap &weights) {
-  for (auto &worker : workers) {
-    // A checkpoint replaced the server's state: nothing pulled ahead holds.
-    worker->dropPrefetch();
+  for (auto &worker : workers)
     for (auto &[v, t] : worker->localWeights()) {
       auto it = weights.find(v);
       if (it != weights.end() && it->second.bytes() == t.bytes())
         std::memcpy(t.rawData(), it->second.rawData(), t.bytes());
     }
-  }
 }
 
 llvm::Expected<WeightMap> PipelineTrainer::weights() {
@@ -551,8 +548,6 @@ llvm::Error PipelineTrainer::restore(train::Trainer::State s,
                                      int64_t stepsDone) {
   if (!admin)
     return pipelineError("a worker process restores no checkpoint");
-  for (auto &worker : workers)
-    worker->dropPrefetch();
   auto current = weights();
   if (!current)
     return current.takeError();

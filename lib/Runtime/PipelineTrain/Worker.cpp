@@ -7,8 +7,6 @@
 
 #include "llvm/ADT/Twine.h"
 
-#include <cstring>
-
 using namespace heterps::runtime;
 using namespace heterps::runtime::pipeline;
 using Clock = TraceRecorder::Clock;
@@ -45,8 +43,6 @@ PipelineTrainer::Worker::Worker(const PipelineTrainer &trainer,
 }
 
 PipelineTrainer::Worker::~Worker() {
-  // The prefetch writes into this worker's buffers until it is done.
-  dropPrefetch();
   {
     std::lock_guard lock(jobMutex);
     stopping = true;
@@ -187,48 +183,10 @@ PipelineTrainer::Worker::runStep(StepInputs &step, StageExchange &exchange,
     return fail(std::move(e));
   stats.push = secondsSince(t);
   trace("push", "ps", t);
-  // Under BSP the next step reads exactly the version this push completes:
-  // ask for it now, while the step is reported and the next one sent.
-  if (psClient->bsp())
-    prefetch(step.version + 1);
   return std::nullopt;
 }
 
-void PipelineTrainer::Worker::prefetch(int64_t version) {
-  std::vector<ps::PSClient::DenseOut> tables;
-  for (int32_t v : layout.params[stageIndex]) {
-    Tensor &buffer = prefetched[v];
-    if (buffer.isNull())
-      buffer = Tensor(DType::F32, weights.at(v).shape());
-    tables.push_back({trainer.program.values(v).name(), &buffer});
-  }
-  if (tables.empty())
-    return;
-  prefetchTicket = psClient->pullDense(tables, version);
-  prefetchVersion = version;
-}
-
-void PipelineTrainer::Worker::dropPrefetch() {
-  if (prefetchVersion < 0)
-    return;
-  llvm::consumeError(psClient->wait(prefetchTicket));
-  prefetchVersion = -1;
-}
-
 llvm::Error PipelineTrainer::Worker::pull(StepInputs &step) {
-  if (prefetchVersion >= 0) {
-    bool current = prefetchVersion == step.version;
-    llvm::Error fetched = psClient->wait(prefetchTicket);
-    prefetchVersion = -1;
-    if (current && !fetched) {
-      // Into the buffers the kernels hold.
-      for (auto &[v, buffer] : prefetched)
-        std::memcpy(weights.at(v).rawData(), buffer.rawData(), buffer.bytes());
-      return llvm::Error::success();
-    }
-    // Another version (a restored checkpoint), or a failure: pull anew.
-    llvm::consumeError(std::move(fetched));
-  }
   std::vector<ps::PSClient::DenseOut> tables;
   for (int32_t v : layout.params[stageIndex])
     tables.push_back({trainer.program.values(v).name(), &weights.at(v)});

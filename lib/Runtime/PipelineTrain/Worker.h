@@ -57,8 +57,6 @@ public:
   const train::OpSequence &kernels() const { return slots.front(); }
   /// The table version sparse lookups pull (set before an evaluation).
   void setVersion(int64_t v) { version = v; }
-  /// Forgets a prefetched version (the server's state was replaced).
-  void dropPrefetch();
   int stage() const { return stageIndex; }
   int replicaIndex() const { return replica; }
   WeightMap &localWeights() { return weights; }
@@ -76,9 +74,6 @@ public:
 private:
   llvm::Error pull(StepInputs &step);
   llvm::Error push(StepInputs &step);
-  /// Pulls the stage's parameters at `version` into `prefetched`, on the
-  /// client's thread; the next pull takes them if it wants that version.
-  void prefetch(int64_t version);
   /// Forward of micro-batch `j` into kernel set `slot`; false when aborted.
   llvm::Expected<bool> forward(StepInputs &step, StageExchange &exchange, int j,
                                int slot);
@@ -109,10 +104,6 @@ private:
   std::map<int32_t, SparseGradSum> sparseSums;
   /// The step's version, read by the sparse lookups.
   int64_t version = 0;
-  /// The next step's parameters, pulled ahead (prefetchVersion >= 0).
-  std::map<int32_t, Tensor> prefetched;
-  ps::Ticket prefetchTicket;
-  int64_t prefetchVersion = -1;
 
   std::thread thread;
   std::mutex jobMutex;
