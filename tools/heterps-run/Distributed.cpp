@@ -16,11 +16,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
 
-#include <netinet/in.h>
-#include <random>
-#include <sys/socket.h>
-#include <unistd.h>
-
 using namespace heterps;
 using namespace heterps::runtime;
 using namespace heterps::runtime::distributed;
@@ -144,33 +139,6 @@ int psShards() {
   auto *option = static_cast<cl::opt<int> *>(
       cl::getRegisteredOptions().lookup("ps-shards"));
   return option ? option->getValue() : 1;
-}
-
-/// A free loopback port for the coordinator, whose address the children
-/// get before it listens. Taken below the kernel's ephemeral range, so that
-/// no child's own port-0 server can be handed the same one meanwhile.
-llvm::Expected<int> freeLoopbackPort() {
-  int low = 32768;
-  if (auto range = llvm::MemoryBuffer::getFileAsStream(
-          "/proc/sys/net/ipv4/ip_local_port_range"))
-    (*range)->getBuffer().trim().split('\t').first.trim().getAsInteger(10, low);
-  std::random_device random;
-  for (int attempt = 0; attempt < 200 && low > 10000; ++attempt) {
-    int port = 10000 + static_cast<int>(random() % unsigned(low - 10000));
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-      break;
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    bool free =
-        ::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0;
-    ::close(fd);
-    if (free)
-      return port;
-  }
-  return distError("no free loopback port below the ephemeral range");
 }
 
 /// This process's arguments, without the one that made it the launcher.

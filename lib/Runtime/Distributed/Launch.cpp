@@ -13,7 +13,10 @@
 #include <cstring>
 #include <fcntl.h>
 #include <mutex>
+#include <netinet/in.h>
+#include <random>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -195,4 +198,28 @@ distributed::waitForPort(ChildProcess &child, const std::string &portFile,
   return launchError(child.role() + " did not listen within " +
                      llvm::Twine(static_cast<int64_t>(timeout.count())) +
                      " ms");
+}
+
+llvm::Expected<int> distributed::freeLoopbackPort() {
+  int low = 32768;
+  if (auto range = llvm::MemoryBuffer::getFileAsStream(
+          "/proc/sys/net/ipv4/ip_local_port_range"))
+    (*range)->getBuffer().trim().split('\t').first.trim().getAsInteger(10, low);
+  std::random_device random;
+  for (int attempt = 0; attempt < 200 && low > 10000; ++attempt) {
+    int port = 10000 + static_cast<int>(random() % unsigned(low - 10000));
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+      break;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    bool free =
+        ::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    if (free)
+      return port;
+  }
+  return launchError("no free loopback port below the ephemeral range");
 }

@@ -19,7 +19,6 @@
 #include "gtest/gtest.h"
 
 #include <cstdlib>
-#include <thread>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::distributed;

@@ -48,6 +48,11 @@ private:
   std::unique_ptr<Output> output;
 };
 
+/// A free loopback port for a server whose address children get before it
+/// listens: taken below the kernel's ephemeral range, so that no child's
+/// own port-0 server can be handed the same one meanwhile.
+llvm::Expected<int> freeLoopbackPort();
+
 /// This program's own path (/proc/self/exe), to start its roles.
 llvm::Expected<std::string> selfExecutable();
 
