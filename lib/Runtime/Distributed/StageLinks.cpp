@@ -24,6 +24,8 @@ struct StageLinks::Peer {
   std::unique_ptr<grpc::ClientWriter<Packet>> writer;
   bool broken = false;
   Packet packet;
+  /// What this stream's slots last carried.
+  StreamLayouts layouts;
 };
 
 StageLinks::StageLinks(pipeline::Mailbox &mailbox, std::vector<ReplicaId> local,
@@ -100,9 +102,12 @@ void StageLinks::put(Direction dir, int boundary, int microBatch,
   packet.set_direction(dir);
   packet.set_boundary(boundary);
   packet.set_micro_batch(microBatch);
-  for (const Tensor &t : values)
-    if (llvm::Error e = toWire(t, *packet.add_values()))
+  for (auto [i, t] : llvm::enumerate(values)) {
+    TensorData &data = *packet.add_values();
+    if (llvm::Error e = toWire(t, data))
       return fail(llvm::toString(std::move(e)));
+    link.layouts.strip({dir, boundary, static_cast<int>(i)}, data);
+  }
   if (!link.writer->Write(packet)) {
     link.broken = true;
     grpc::Status status = link.writer->Finish();

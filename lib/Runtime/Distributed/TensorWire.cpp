@@ -58,3 +58,34 @@ llvm::Expected<Tensor> distributed::fromWire(const TensorData &in) {
     std::memcpy(t.rawData(), in.data().data(), in.data().size());
   return t;
 }
+
+void StreamLayouts::strip(Slot slot, TensorData &data) {
+  if (data.null())
+    return;
+  std::vector<int64_t> dims(data.dims().begin(), data.dims().end());
+  auto &known = last[slot];
+  if (known.first == data.dtype() && known.second == dims) {
+    data.clear_dtype();
+    data.clear_dims();
+    return;
+  }
+  known = {data.dtype(), std::move(dims)};
+}
+
+llvm::Error StreamLayouts::restore(Slot slot, TensorData &data) {
+  if (data.null())
+    return llvm::Error::success();
+  if (data.dtype() != 0) {
+    last[slot] = {data.dtype(),
+                  std::vector<int64_t>(data.dims().begin(), data.dims().end())};
+    return llvm::Error::success();
+  }
+  auto known = last.find(slot);
+  if (known == last.end())
+    return wireError("a tensor without its type and shape, in a slot that "
+                     "never carried them");
+  data.set_dtype(known->second.first);
+  for (int64_t d : known->second.second)
+    data.add_dims(d);
+  return llvm::Error::success();
+}

@@ -14,6 +14,10 @@
 
 #include "heterps/Runtime/Tensor.h"
 
+#include <map>
+#include <tuple>
+#include <vector>
+
 namespace heterps::runtime::distributed {
 
 /// Writes `t` (null allowed) into `out`.
@@ -21,6 +25,21 @@ llvm::Error toWire(const Tensor &t, TensorData &out);
 /// The tensor `in` describes; an error for an unknown type, a negative
 /// dimension or a byte count that does not match the shape.
 llvm::Expected<Tensor> fromWire(const TensorData &in);
+
+/// The type and shape each slot of a stream last carried, on both ends of
+/// the stream: a tensor whose metadata its slot already has goes without.
+class StreamLayouts {
+public:
+  using Slot = std::tuple<int, int, int>;
+  /// Sender: drops `data`'s type and shape when `slot` last carried them.
+  void strip(Slot slot, TensorData &data);
+  /// Receiver: puts them back; an error for a tensor without them in a
+  /// slot that never had them.
+  llvm::Error restore(Slot slot, TensorData &data);
+
+private:
+  std::map<Slot, std::pair<int32_t, std::vector<int64_t>>> last;
+};
 
 } // namespace heterps::runtime::distributed
 

@@ -133,12 +133,19 @@ struct WorkerHost::Impl final : WorkerService::Service {
     if (grpc::Status s = refuse(*context); !s.ok())
       return s;
     Packet packet;
+    // What this stream's slots last carried: the sender sends it once.
+    StreamLayouts layouts;
     while (reader->Read(&packet)) {
       if (packet.direction() != 0 && packet.direction() != 1)
         return {grpc::StatusCode::INVALID_ARGUMENT, "a packet's direction "
                                                     "is 0 or 1"};
       std::vector<Tensor> values;
-      for (const TensorData &data : packet.values()) {
+      for (int i = 0; i < packet.values_size(); ++i) {
+        TensorData &data = *packet.mutable_values(i);
+        if (llvm::Error e = layouts.restore(
+                {packet.direction(), packet.boundary(), i}, data))
+          return {grpc::StatusCode::INVALID_ARGUMENT,
+                  llvm::toString(std::move(e))};
         auto t = fromWire(data);
         if (!t)
           return {grpc::StatusCode::INVALID_ARGUMENT,

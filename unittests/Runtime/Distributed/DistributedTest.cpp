@@ -319,4 +319,29 @@ TEST(TensorWire, WhatArrivesIsChecked) {
   EXPECT_EQ(errorOf(fromWire(data).takeError()), "a tensor with dimension -1");
 }
 
+// A stream sends a slot's type and shape once: the receiver restores what
+// the sender stripped, and refuses a stripped tensor it has no shape for.
+TEST(TensorWire, AStreamSendsEachSlotsLayoutOnce) {
+  StreamLayouts sender, receiver;
+  std::vector<TensorData> sent;
+  for (int64_t rows : {2, 2, 3}) {
+    TensorData data;
+    ASSERT_FALSE(bool(toWire(ramp(rows * 3, 1.f).reshaped({rows, 3}), data)));
+    sender.strip({0, 1, 0}, data);
+    sent.push_back(data);
+  }
+  EXPECT_NE(sent[0].dtype(), 0);
+  EXPECT_EQ(sent[1].dtype(), 0); // the same shape again: bytes only
+  EXPECT_EQ(sent[1].dims_size(), 0);
+  EXPECT_NE(sent[2].dtype(), 0); // a new shape
+  TensorData stripped = sent[1];
+  for (TensorData &data : sent) {
+    ASSERT_FALSE(bool(receiver.restore({0, 1, 0}, data)));
+    EXPECT_EQ(llvm::cantFail(fromWire(data)).dim(1), 3);
+  }
+  EXPECT_EQ(errorOf(StreamLayouts().restore({0, 1, 0}, stripped)),
+            "a tensor without its type and shape, in a slot that never "
+            "carried them");
+}
+
 } // namespace
