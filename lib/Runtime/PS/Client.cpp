@@ -371,6 +371,8 @@ PushRequest *PSClient::startPush(Request &request, int shard,
   push->set_step(step);
   push->set_lr(lr);
   push->clear_ids();
+  push->set_offset(0);
+  push->set_count(0);
   push->mutable_grads()->clear(); // keeps its capacity
   return push;
 }
@@ -393,7 +395,6 @@ llvm::Error PSClient::pushDenseNow(llvm::ArrayRef<DenseGrad> grads,
 llvm::Expected<std::function<llvm::Error()>>
 PSClient::pushWork(llvm::ArrayRef<DenseGrad> grads, int64_t step, float lr) {
   std::vector<TableInfo> infos;
-  size_t count = 0;
   for (const DenseGrad &g : grads) {
     llvm::Expected<TableInfo> info = expectKind(table(g.table), DENSE);
     if (!info)
@@ -401,21 +402,48 @@ PSClient::pushWork(llvm::ArrayRef<DenseGrad> grads, int64_t step, float lr) {
     if (llvm::Error e =
             checkBuffer(*info, *g.grad, info->elements(), "the gradient"))
       return std::move(e);
-    count += info->shard_offsets_size() - 1;
     infos.push_back(std::move(*info));
   }
-  // The gradients go into the messages now, so the caller may reuse them.
-  Requests requests = takeRequests(count);
-  size_t next = 0;
-  for (auto [g, info] : llvm::zip(grads, infos)) {
-    const auto *src = static_cast<const char *>(g.grad->rawData());
+  // Each shard's range, under BSP in pieces of at most pieceBytes() when
+  // large (the server counts a worker once its pieces make up the range);
+  // ASP pushes are updates of their own, whole.
+  struct Piece {
+    size_t table;
+    int shard;
+    int64_t offset, count;
+  };
+  std::vector<Piece> pieces;
+  for (auto [t, info] : llvm::enumerate(infos))
     for (int s = 0; s < info.shard_offsets_size() - 1; ++s) {
-      PushRequest *push = startPush((*requests)[next++], s, g.table, step, lr,
-                                    g.worker.value_or(workerIndex));
-      int64_t begin = info.shard_offsets(s), end = info.shard_offsets(s + 1);
-      push->set_grads(src + begin * sizeof(float),
-                      (end - begin) * sizeof(float));
+      int64_t range = info.shard_offsets(s + 1) - info.shard_offsets(s);
+      int64_t bytes = range * int64_t(sizeof(float));
+      // Up to 4 MB a range goes whole: each piece is summed under the
+      // shard's lock, which costs more than it overlaps there.
+      int64_t piece = isBsp && bytes > (4 << 20)
+                          ? transport.pieceBytes(bytes) / int64_t(sizeof(float))
+                          : 0;
+      int64_t size = piece > 0 ? piece : std::max<int64_t>(range, 1);
+      int64_t offset = 0;
+      do {
+        pieces.push_back({t, s, offset, std::min(size, range - offset)});
+        offset += size;
+      } while (offset < range);
     }
+  // The gradients go into the messages now, so the caller may reuse them.
+  Requests requests = takeRequests(pieces.size());
+  for (auto [request, piece] : llvm::zip(*requests, pieces)) {
+    const DenseGrad &g = grads[piece.table];
+    const TableInfo &info = infos[piece.table];
+    PushRequest *push = startPush(request, piece.shard, g.table, step, lr,
+                                  g.worker.value_or(workerIndex));
+    bool whole = piece.offset == 0 &&
+                 piece.count == info.shard_offsets(piece.shard + 1) -
+                                    info.shard_offsets(piece.shard);
+    push->set_offset(whole ? 0 : piece.offset);
+    push->set_count(whole ? 0 : piece.count);
+    const auto *src = static_cast<const char *>(g.grad->rawData());
+    int64_t begin = info.shard_offsets(piece.shard) + piece.offset;
+    push->set_grads(src + begin * sizeof(float), piece.count * sizeof(float));
   }
   return sendAll(std::move(requests));
 }

@@ -14,7 +14,8 @@ DenseShard::DenseShard(const TableInfo &info, Tensor values,
                        const ServerOptions &options)
     : options(options), table(info.name()), workers(info.workers()),
       gate(table, workers), values(std::move(values)),
-      pending(DType::F32, this->values.shape()), optimizer(options.dense) {}
+      pending(DType::F32, this->values.shape()), received(workers, 0),
+      optimizer(options.dense) {}
 
 llvm::Error DenseShard::pull(const PullRequest &request,
                              PullResponse &response) {
@@ -40,36 +41,63 @@ llvm::Error DenseShard::pull(const PullRequest &request,
 llvm::Error DenseShard::push(const PushRequest &request,
                              PushResponse &response) {
   const std::string &bytes = request.grads();
-  if (bytes.size() != pending.bytes())
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        llvm::Twine("table '") + table + "': a shard gradient of " +
-            llvm::Twine(bytes.size()) + " bytes for a range of " +
-            llvm::Twine(pending.bytes()) + " bytes");
+  int64_t n = pending.numElements();
+  int64_t offset = request.offset(),
+          count = request.count() ? request.count() : n - offset;
+  auto pushError = [&](const llvm::Twine &what) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   llvm::Twine("table '") + table +
+                                       "': " + what);
+  };
+  if (offset < 0 || count < 0 || offset > n || count > n - offset)
+    return pushError("gradient values [" + llvm::Twine(offset) + ", +" +
+                     llvm::Twine(count) + ") of a shard range of " +
+                     llvm::Twine(n));
+  if (static_cast<int64_t>(bytes.size()) != count * int64_t(sizeof(float)))
+    return pushError("a shard gradient of " + llvm::Twine(bytes.size()) +
+                     " bytes for a range of " +
+                     llvm::Twine(count * int64_t(sizeof(float))) + " bytes");
   std::unique_lock lock(mutex);
   float *sum = pending.data<float>();
-  int64_t n = pending.numElements();
+  const auto *g = reinterpret_cast<const float *>(bytes.data());
   if (options.consistency == Consistency::ASP) {
+    // Each push is an update of its own: it cannot come in pieces.
+    if (count != n)
+      return pushError("an ASP push is the whole shard range");
     if (!bytes.empty())
-      std::memcpy(sum, bytes.data(), bytes.size());
+      std::memcpy(sum, g, bytes.size());
     if (llvm::Error e = optimizer.update(0, values, pending, request.lr()))
       return e;
     gate.advance();
     response.set_version(gate.version());
     return llvm::Error::success();
   }
-  llvm::Expected<int> arrived = gate.arrive(request.worker(), request.step());
-  if (!arrived)
-    return arrived.takeError();
-  const auto *g = reinterpret_cast<const float *>(bytes.data());
-  // The first arrival of a version overwrites what the last one left.
-  if (*arrived == 1) {
+  int worker = request.worker();
+  if (llvm::Error e = gate.check(worker, request.step()))
+    return e;
+  if (received[worker] + count > n)
+    return pushError("worker " + llvm::Twine(worker) + " pushed more than " +
+                     "its range for version " + llvm::Twine(request.step()));
+  // The version's first piece starts the sum: it overwrites what the last
+  // version left when it is a whole range, else the sum starts at zero.
+  if (!started && count == n) {
     if (!bytes.empty())
       std::memcpy(sum, g, bytes.size());
   } else {
-    for (int64_t i = 0; i < n; ++i)
-      sum[i] += g[i];
+    if (!started)
+      std::fill_n(sum, n, 0.f);
+    for (int64_t i = 0; i < count; ++i)
+      sum[offset + i] += g[i];
   }
+  started = true;
+  received[worker] += count;
+  if (received[worker] < n) {
+    response.set_version(gate.version());
+    return llvm::Error::success();
+  }
+  llvm::Expected<int> arrived = gate.arrive(worker, request.step());
+  if (!arrived)
+    return arrived.takeError();
   if (*arrived == workers) {
     float mean = 1.f / static_cast<float>(workers);
     if (workers > 1)
@@ -78,6 +106,8 @@ llvm::Error DenseShard::push(const PushRequest &request,
     if (llvm::Error e = optimizer.update(0, values, pending, request.lr()))
       return e;
     gate.advance();
+    std::fill(received.begin(), received.end(), 0);
+    started = false;
   }
   response.set_version(gate.version());
   return llvm::Error::success();
@@ -121,4 +151,6 @@ void DenseShard::restore(const DenseTableState &state, int64_t offset) {
   }
   optimizer.setSlots(std::move(slots));
   gate.reset(state.version);
+  std::fill(received.begin(), received.end(), 0);
+  started = false;
 }

@@ -29,6 +29,9 @@ public:
   /// unknown worker, a step other than the current version, or a second
   /// push; else how many workers have pushed for this version.
   llvm::Expected<int> arrive(int worker, int64_t step);
+  /// The errors arrive would give, without recording anything (a piece of
+  /// a push that is not the last).
+  llvm::Error check(int worker, int64_t step) const;
   /// The update is applied: next version, pullers woken.
   void advance();
   /// Starts over at `version` with no pushes (a restored table).
@@ -75,6 +78,10 @@ private:
   Tensor values;
   /// BSP: the sum of this version's gradients; ASP: the pushed gradient.
   Tensor pending;
+  /// BSP: values each worker has pushed for this version (its pieces), and
+  /// whether any has: the first piece of a version starts the sum.
+  std::vector<int64_t> received;
+  bool started = false;
   train::Optimizer optimizer;
 };
 

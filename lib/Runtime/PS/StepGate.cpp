@@ -11,6 +11,13 @@ static llvm::Error psError(const llvm::Twine &message) {
 }
 
 llvm::Expected<int> StepGate::arrive(int worker, int64_t step) {
+  if (llvm::Error e = check(worker, step))
+    return std::move(e);
+  pushed[worker] = true;
+  return ++arrived;
+}
+
+llvm::Error StepGate::check(int worker, int64_t step) const {
   if (worker < 0 || worker >= static_cast<int>(pushed.size()))
     return psError("table '" + table + "': worker " + llvm::Twine(worker) +
                    " is not one of the server's " + llvm::Twine(pushed.size()) +
@@ -23,8 +30,7 @@ llvm::Expected<int> StepGate::arrive(int worker, int64_t step) {
   if (pushed[worker])
     return psError("table '" + table + "': worker " + llvm::Twine(worker) +
                    " pushed twice for version " + llvm::Twine(step));
-  pushed[worker] = true;
-  return ++arrived;
+  return llvm::Error::success();
 }
 
 void StepGate::advance() {

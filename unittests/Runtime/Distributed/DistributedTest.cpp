@@ -70,21 +70,21 @@ ps::ServerOptions jobOptions(int shards) {
   return o;
 }
 
-/// Two workers' steps on a dense table (cut into pieces: 300k floats) and
-/// a sparse one; every value pulled, in order.
+/// Two workers' steps on a dense table (pulled and pushed in pieces: 3M
+/// floats, 6 MB a shard) and a sparse one; every value pulled, in order.
 std::vector<float> train(ps::Transport &transport, bool configure) {
   auto first = llvm::cantFail(ps::PSClient::create(transport, 0));
   if (configure) {
     EXPECT_FALSE(bool(first->configure(ps::toConfig(jobOptions(2)))));
-    EXPECT_FALSE(bool(first->addDenseTable("w", ramp(300000, 0.01f), 2)));
+    EXPECT_FALSE(bool(first->addDenseTable("w", ramp(3000000, 0.01f), 2)));
     EXPECT_FALSE(bool(first->addSparseTable("e", 1000, 4, 0.1f, 7, 2)));
   }
   auto second = llvm::cantFail(ps::PSClient::create(transport, 1));
   std::vector<float> seen;
-  Tensor w(DType::F32, {300000}), rows(DType::F32, {3, 4});
+  Tensor w(DType::F32, {3000000}), rows(DType::F32, {3, 4});
   for (int step = 0; step < 3; ++step) {
     for (auto *client : {first.get(), second.get()}) {
-      Tensor g = ramp(300000, 0.001f * (client->worker() + 1 + step));
+      Tensor g = ramp(3000000, 0.001f * (client->worker() + 1 + step));
       EXPECT_FALSE(bool(client->wait(client->pushDense("w", g, step, 0.1f))));
       Tensor sg = ramp(8, 0.5f).reshaped({2, 4});
       EXPECT_FALSE(bool(
@@ -93,7 +93,7 @@ std::vector<float> train(ps::Transport &transport, bool configure) {
     EXPECT_FALSE(bool(first->wait(first->pullDense("w", w, step + 1))));
     EXPECT_FALSE(bool(
         first->wait(first->pullSparse("e", {998, 3, 500}, rows, step + 1))));
-    seen.insert(seen.end(), w.data<float>(), w.data<float>() + 300000);
+    seen.insert(seen.end(), w.data<float>(), w.data<float>() + 3000000);
     seen.insert(seen.end(), rows.data<float>(), rows.data<float>() + 12);
   }
   return seen;

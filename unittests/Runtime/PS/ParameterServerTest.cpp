@@ -107,6 +107,76 @@ TEST(ParameterServer, PerTableWorkersAndSavedState) {
             "table 'w' holds 7 values, the state 6");
 }
 
+// Under BSP a worker may push its range in pieces: it counts once they make
+// up the range, and the update is the one whole pushes make. Pieces that
+// overrun the range, and pieces under ASP, are refused.
+TEST(ParameterServer, PushesInPieces) {
+  auto run = [](bool pieces) {
+    ServerOptions options;
+    options.numShards = 1;
+    options.numWorkers = 2;
+    options.dense.kind = train::OptimizerKind::Momentum;
+    auto server = makeServer(options);
+    EXPECT_FALSE(bool(server->addDenseTable(
+        "w", filled({10}, [](int64_t i) { return float(i); }))));
+    InProcessTransport transport(*server);
+    for (int worker = 0; worker < 2; ++worker)
+      for (auto [offset, count] :
+           pieces ? std::vector<std::pair<int, int>>{{6, 4}, {0, 6}}
+                  : std::vector<std::pair<int, int>>{{0, 0}}) {
+        Request request;
+        PushRequest *push = request.mutable_push();
+        push->set_table("w");
+        push->set_worker(worker);
+        push->set_lr(0.5f);
+        push->set_offset(offset);
+        push->set_count(count);
+        Tensor g = filled({10}, [&](int64_t i) { return float(worker + i); });
+        int n = count ? count : 10;
+        push->set_grads(static_cast<const char *>(g.rawData()) +
+                            offset * sizeof(float),
+                        n * sizeof(float));
+        Response response;
+        server->handle(request, response);
+        EXPECT_EQ(response.error(), "");
+        // The version moves only when both workers' ranges are complete.
+        EXPECT_EQ(response.push().version(),
+                  worker == 1 && (!pieces || offset == 0) ? 1 : 0);
+      }
+    auto client = makeClient(transport, 0);
+    Tensor out(DType::F32, {10});
+    EXPECT_FALSE(bool(client->wait(client->pullDense("w", out, 1))));
+    return std::vector<float>(out.data<float>(), out.data<float>() + 10);
+  };
+  EXPECT_EQ(run(true), run(false));
+
+  ServerOptions options;
+  options.numShards = 1;
+  auto server = makeServer(options);
+  ASSERT_FALSE(bool(
+      server->addDenseTable("w", filled({4}, [](int64_t) { return 1.f; }))));
+  Request request;
+  PushRequest *push = request.mutable_push();
+  push->set_table("w");
+  push->set_offset(2);
+  push->set_count(3);
+  push->set_grads(std::string(3 * sizeof(float), '\0'));
+  Response response;
+  server->handle(request, response);
+  EXPECT_EQ(response.error(),
+            "table 'w': gradient values [2, +3) of a shard range of 4");
+  push->set_count(2);
+  push->set_grads(std::string(2 * sizeof(float), '\0'));
+  server->handle(request, response);
+  EXPECT_EQ(response.error(), "");
+  push->set_offset(0);
+  push->set_count(4);
+  push->set_grads(std::string(4 * sizeof(float), '\0'));
+  server->handle(request, response);
+  EXPECT_EQ(response.error(),
+            "table 'w': worker 0 pushed more than its range for version 0");
+}
+
 // k workers each pushing the gradient of their slice give, under BSP, the
 // update of one worker pushing the mean: what synchronous data-parallel
 // training needs.
