@@ -15,6 +15,8 @@
 #include "heterps/Runtime/Distributed/PSServer.h"
 #include "heterps/Runtime/PS/Client.h"
 
+#include "../Timing.h"
+
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -25,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+using namespace heterps;
 using namespace heterps::runtime;
 using namespace heterps::runtime::distributed;
 
@@ -36,23 +39,9 @@ namespace {
 
 const char *kToken = "ps-grpc-bench-token-0123456789";
 
-double now() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-/// Seconds per call of `body`, run until `minSeconds` have passed.
+/// Seconds per call of `body`, run for --seconds.
 template <typename F> double timeIt(F body) {
-  body();
-  int64_t calls = 0;
-  double start = now(), end;
-  do {
-    body();
-    ++calls;
-    end = now();
-  } while (end - start < minSeconds);
-  return (end - start) / static_cast<double>(calls);
+  return bench::timeIt(minSeconds, body);
 }
 
 void check(llvm::Error e) {

@@ -14,6 +14,8 @@
 
 #include "heterps/Runtime/PS/Client.h"
 
+#include "../Timing.h"
+
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -24,6 +26,7 @@
 #include <random>
 #include <thread>
 
+using namespace heterps;
 using namespace heterps::runtime;
 using namespace heterps::runtime::ps;
 
@@ -37,23 +40,9 @@ static llvm::cl::opt<std::string>
 
 namespace {
 
-double now() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-/// Runs `body` until `minSeconds` have passed; seconds per call.
+/// Seconds per call of `body`, run for --seconds.
 template <typename F> double timeIt(F body) {
-  body(); // warm-up: first touches, message buffers
-  int64_t calls = 0;
-  double start = now(), end;
-  do {
-    body();
-    ++calls;
-    end = now();
-  } while (end - start < minSeconds);
-  return (end - start) / static_cast<double>(calls);
+  return bench::timeIt(minSeconds, body);
 }
 
 void check(llvm::Error e) {
