@@ -447,3 +447,79 @@ TEST(ParameterServer, SavedStateMustFit) {
 }
 
 } // namespace
+
+namespace {
+
+std::string handled(ParameterServer &server, const Request &request) {
+  Response response;
+  server.handle(request, response);
+  return response.error();
+}
+
+// A server that holds one shard of a job's and learns its job from the
+// first Configure: what it refuses, each with one line.
+TEST(ParameterServer, AShardOfAJobRefusesWhatIsNotItsOwn) {
+  ServerOptions options;
+  options.numShards = 2;
+  options.served = {1, 0};
+  EXPECT_EQ(errorOf(ParameterServer::create(options).takeError()),
+            "served shards must ascend within [0, 2)");
+  options.served = {1};
+  options.configured = false;
+  auto server = makeServer(options);
+
+  Request add;
+  add.set_shard(1);
+  add.mutable_add()->mutable_info()->set_name("w");
+  add.mutable_add()->mutable_info()->set_elements(4);
+  add.mutable_add()->set_values(std::string(2 * sizeof(float), '\0'));
+  EXPECT_EQ(handled(*server, add),
+            "table 'w' added before the server was configured");
+
+  Request configure;
+  ServerOptions job;
+  job.numShards = 2;
+  job.consistency = Consistency::ASP;
+  *configure.mutable_configure()->mutable_config() = toConfig(job);
+  configure.mutable_configure()->mutable_config()->set_optimizer(9);
+  EXPECT_EQ(
+      handled(*server, configure).rfind("a configuration out of range: ", 0),
+      0u);
+  configure.mutable_configure()->mutable_config()->set_optimizer(0);
+  EXPECT_EQ(handled(*server, configure), "");
+  EXPECT_EQ(handled(*server, add), "");
+  add.set_shard(0);
+  EXPECT_EQ(handled(*server, add),
+            "shard 0 of table 'w' is not held by this server");
+
+  // Under ASP a push is an update of its own: never in pieces.
+  Request push;
+  push.set_shard(1);
+  push.mutable_push()->set_table("w");
+  push.mutable_push()->set_count(1);
+  push.mutable_push()->set_grads(std::string(sizeof(float), '\0'));
+  EXPECT_EQ(handled(*server, push),
+            "table 'w': an ASP push is the whole shard range");
+  push.set_shard(0);
+  EXPECT_EQ(handled(*server, push), "shard 0 is not held by this server");
+
+  Request sparse;
+  sparse.set_shard(1);
+  sparse.mutable_add()->mutable_info()->set_name("e");
+  sparse.mutable_add()->mutable_info()->set_kind(SPARSE);
+  sparse.mutable_add()->mutable_info()->set_rows(10);
+  sparse.mutable_add()->mutable_info()->set_dim(1);
+  ASSERT_EQ(handled(*server, sparse), "");
+  Request restore;
+  restore.set_shard(1);
+  restore.mutable_restore()->set_table("e");
+  restore.mutable_restore()->mutable_state()->add_ids(4);
+  restore.mutable_restore()->mutable_state()->set_rows(
+      std::string(sizeof(float), '\0'));
+  restore.mutable_restore()->mutable_state()->set_accumulators(
+      std::string(sizeof(float), '\0'));
+  EXPECT_EQ(handled(*server, restore),
+            "table 'e': row 4 does not belong to shard 1");
+}
+
+} // namespace
