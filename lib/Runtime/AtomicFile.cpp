@@ -11,6 +11,8 @@
 
 #include <cerrno>
 #include <csignal>
+#include <fcntl.h>
+#include <unistd.h>
 
 using namespace heterps::runtime;
 
@@ -71,24 +73,26 @@ llvm::Error heterps::runtime::writeFileAtomically(
     llvm::sys::DontRemoveFileOnSignal(temp);
   };
   {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(temp, ec);
-    if (ec) {
+    int fd = -1;
+    if (std::error_code ec = llvm::sys::fs::openFileForWrite(temp, fd)) {
       cleanUp();
       return fileError(path,
                        "cannot create a file next to it: " + ec.message());
     }
-    if (llvm::Error e = write(os)) {
-      os.close();
-      os.clear_error();
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/false);
+    llvm::Error written = write(os);
+    os.flush();
+    std::error_code error = os.error();
+    os.clear_error();
+    // On disk before the rename: after a machine's crash the name holds
+    // the old file or the whole new one, never a torn one.
+    if (!written && !error && ::fsync(fd) != 0)
+      error = std::error_code(errno, std::generic_category());
+    ::close(fd);
+    if (written || error) {
       cleanUp();
-      return e;
-    }
-    os.close();
-    if (os.has_error()) {
-      std::error_code error = os.error();
-      os.clear_error();
-      cleanUp();
+      if (written)
+        return written;
       return fileError(path, "write failed: " + error.message());
     }
   }
@@ -97,6 +101,15 @@ llvm::Error heterps::runtime::writeFileAtomically(
     return fileError(path, ec.message());
   }
   llvm::sys::DontRemoveFileOnSignal(temp);
+  // The rename itself, on disk.
+  llvm::SmallString<256> dir(llvm::sys::path::parent_path(path));
+  if (dir.empty())
+    dir = ".";
+  int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dirFd >= 0) {
+    ::fsync(dirFd);
+    ::close(dirFd);
+  }
   return llvm::Error::success();
 }
 

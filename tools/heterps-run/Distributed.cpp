@@ -7,6 +7,7 @@
 #include "heterps/Runtime/Distributed/Launch.h"
 #include "heterps/Runtime/Distributed/PSServer.h"
 #include "heterps/Runtime/Distributed/RemoteReplicas.h"
+#include "heterps/Runtime/Distributed/Supervisor.h"
 #include "heterps/Runtime/Distributed/WorkerHost.h"
 #include "heterps/Support/PrintableLine.h"
 
@@ -15,6 +16,9 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
+
+#include <mutex>
+#include <set>
 
 using namespace heterps;
 using namespace heterps::runtime;
@@ -106,6 +110,20 @@ cl::opt<std::string> tokenFile(
              "$HETERPS_JOB_TOKEN; a local job makes one)"),
     cl::value_desc("FILE"), cl::cat(tools::distributedCategory()));
 
+cl::opt<double> heartbeatTimeout(
+    "heartbeat-timeout",
+    cl::desc("Seconds without an answer to the coordinator's heartbeats "
+             "after which a process of a distributed job is given up for "
+             "dead and replaced; a process that hears no heartbeat for "
+             "that long stops (default 6)"),
+    cl::value_desc("S"), cl::init(6), cl::cat(tools::distributedCategory()));
+cl::opt<int> maxRestartsOption(
+    "max-restarts",
+    cl::desc("How many times a distributed job with --checkpoint is "
+             "brought back after a process dies before it fails (default "
+             "3)"),
+    cl::value_desc("N"), cl::init(3), cl::cat(tools::distributedCategory()));
+
 constexpr const char *kTool = "heterps-run";
 
 int fail(const llvm::Twine &message) {
@@ -120,6 +138,11 @@ llvm::Error distError(const llvm::Twine &message) {
 
 std::chrono::milliseconds timeout() {
   return std::chrono::seconds(connectTimeout.getValue());
+}
+
+std::chrono::milliseconds heartbeat() {
+  return std::chrono::milliseconds(
+      static_cast<int64_t>(heartbeatTimeout.getValue() * 1000));
 }
 
 llvm::Expected<SecurityOptions> security() {
@@ -167,6 +190,7 @@ class Processes : public tools::JobProcesses {
 public:
   ps::Transport &server() override { return *transport; }
   pipeline::ReplicaRunner *runner() override { return replicas.get(); }
+  pipeline::JobRecovery *recovery() override { return supervisor.get(); }
   void started() override {
     if (coordinator)
       coordinator->release();
@@ -175,6 +199,8 @@ public:
     if (finished)
       return;
     finished = true;
+    // Processes told to stop are not deaths.
+    supervisor.reset();
     if (coordinator)
       coordinator->release("training ended before the job started");
     if (replicas)
@@ -183,6 +209,7 @@ public:
       transport->shutdownServers();
     replicas.reset();
     transport.reset();
+    std::lock_guard lock(childrenMutex);
     for (auto &child : children)
       child->stop(std::chrono::seconds(10));
     coordinator.reset();
@@ -191,11 +218,61 @@ public:
   }
   ~Processes() override { finish(); }
 
+  /// A local job's rank `rank` again: the old process killed (it may be
+  /// stopped, not dead) and a new one started with its command line.
+  llvm::Error restart(int rank) {
+    std::lock_guard lock(childrenMutex);
+    if (rank < 1 || rank > static_cast<int>(children.size()))
+      return distError("rank " + llvm::Twine(rank) + " is not a child");
+    auto &child = children[rank - 1];
+    child->stop(std::chrono::milliseconds(0));
+    reported.erase(child.get());
+    auto again = ChildProcess::spawn(child->role(), commands[rank - 1],
+                                     {{kTokenEnv, token}});
+    if (!again)
+      return again.takeError();
+    child = std::move(*again);
+    return llvm::Error::success();
+  }
+
+  /// Children that exited, each reported once, as "exited with status N"
+  /// or "was killed by signal N".
+  void probe(const std::function<void(int, std::string)> &report) {
+    std::lock_guard lock(childrenMutex);
+    for (size_t i = 0; i < children.size(); ++i) {
+      ChildProcess &child = *children[i];
+      if (!child.exited() || reported.count(&child))
+        continue;
+      reported.insert(&child);
+      int status = child.exitStatus();
+      report(static_cast<int>(i) + 1,
+             status > 128 ? "was killed by signal " + std::to_string(status -
+                                                                    128)
+                          : "exited with status " + std::to_string(status));
+    }
+  }
+
+  /// The first child that exited while the job waits for registrations.
+  llvm::Error checkChildren(const char *when) {
+    std::lock_guard lock(childrenMutex);
+    for (auto &child : children)
+      if (child->exited())
+        return distError(child->role() + " exited with status " +
+                         llvm::Twine(child->exitStatus()) + " " + when);
+    return llvm::Error::success();
+  }
+
+  std::mutex childrenMutex;
+  /// Rank r's process at r - 1, and its command line.
   std::vector<std::unique_ptr<ChildProcess>> children;
+  std::vector<std::vector<std::string>> commands;
+  std::set<ChildProcess *> reported;
+  std::string token;
   std::string directory;
   std::unique_ptr<Coordinator> coordinator;
   std::unique_ptr<GrpcTransport> transport;
   std::unique_ptr<RemoteReplicas> replicas;
+  std::unique_ptr<Supervisor> supervisor;
   bool finished = false;
 };
 
@@ -325,6 +402,7 @@ int tools::runPSRank(const Role &r, const JobShape &shape) {
   options.coordinator = coordinatorAddress;
   options.advertise = advertiseHost;
   options.timeout = timeout();
+  options.heartbeatTimeout = heartbeat();
   if (llvm::Error e = runPSShard(options, *sec))
     return fail(llvm::toString(std::move(e)));
   return 0;
@@ -355,15 +433,23 @@ int tools::runWorkerRank(const Role &r, const JobShape &shape,
   auto server = GrpcTransport::connect(ps, *sec, timeout());
   if (!server)
     return fail(llvm::toString(server.takeError()));
-  pipeline::StageExchange &links =
-      (*host)->links(*map, {{r.stage, r.replica}}, shape.replicas);
+  pipeline::StageExchange &links = (*host)->links(
+      *map, {{r.stage, r.replica}}, shape.replicas, **server, heartbeat());
   auto trainer = make(**server, links);
   if (!trainer)
     return fail(llvm::toString(trainer.takeError()));
   (*host)->attach(**trainer);
-  llvm::errs() << kTool << ": " << r.name() << ": serving steps\n";
-  const char *why = (*host)->waitForShutdown();
-  llvm::errs() << kTool << ": " << r.name() << ": stopping (" << why << ")\n";
+  llvm::errs() << kTool << ": " << r.name() << ": serving steps"
+               << (map->epoch() ? " (epoch " + std::to_string(map->epoch()) +
+                                      ")"
+                                : "")
+               << "\n";
+  StopReason stop = (*host)->waitForShutdown();
+  (*host)->stop();
+  if (stop.failed)
+    return fail(r.name() + " stopped: " + stop.why);
+  llvm::errs() << kTool << ": " << r.name() << ": stopping (" << stop.why
+               << ")\n";
   return 0;
 }
 
@@ -433,7 +519,9 @@ tools::startJob(const JobShape &shape, const std::string &jobName) {
       if (!child)
         return child.takeError();
       job->children.push_back(std::move(*child));
+      job->commands.push_back(std::move(argv));
     }
+    job->token = sec->token;
   }
   auto coordinator = Coordinator::start(address, shape, jobName, *sec);
   if (!coordinator)
@@ -442,15 +530,9 @@ tools::startJob(const JobShape &shape, const std::string &jobName) {
   llvm::errs() << kTool << ": coordinating " << shape.worldSize() - 1
                << " processes (" << shape.shards << " parameter-server shards, "
                << shape.workers() << " stage replicas) at " << address << "\n";
-  auto map = job->coordinator->waitForAll(
-      std::chrono::seconds(120), [&]() -> llvm::Error {
-        for (auto &child : job->children)
-          if (child->exited())
-            return distError(child->role() + " exited with status " +
-                             llvm::Twine(child->exitStatus()) +
-                             " before the job started");
-        return llvm::Error::success();
-      });
+  auto map = job->coordinator->waitForAll(std::chrono::seconds(120), [&] {
+    return job->checkChildren("before the job started");
+  });
   if (!map) {
     std::string why = llvm::toString(map.takeError());
     job->coordinator->release(why);
@@ -465,5 +547,28 @@ tools::startJob(const JobShape &shape, const std::string &jobName) {
   if (!replicas)
     return replicas.takeError();
   job->replicas = std::move(*replicas);
+  SupervisorOptions watch;
+  watch.shape = shape;
+  watch.security = *sec;
+  watch.heartbeatTimeout = heartbeat();
+  watch.rejoinTimeout = std::chrono::seconds(120);
+  Processes *processes = job.get();
+  if (local) {
+    watch.restart = [processes](int rank) { return processes->restart(rank); };
+    watch.probe = [processes] {
+      processes->probe([processes](int rank, std::string why) {
+        if (processes->supervisor)
+          processes->supervisor->declareDead(rank, why);
+      });
+    };
+    watch.check = [processes] {
+      return processes->checkChildren("before it rejoined the job");
+    };
+  }
+  job->supervisor = std::make_unique<Supervisor>(
+      *job->coordinator, *job->transport, *job->replicas, *map,
+      std::move(watch));
   return std::unique_ptr<tools::JobProcesses>(std::move(job));
 }
+
+int tools::maxRestarts() { return maxRestartsOption; }

@@ -64,11 +64,17 @@ public:
   virtual runtime::ps::Transport &server() = 0;
   /// The stage replicas' processes; null when the stages run here (--ps).
   virtual runtime::pipeline::ReplicaRunner *runner() = 0;
+  /// What brings the job back when one of its processes dies; null when
+  /// none does (--ps).
+  virtual runtime::pipeline::JobRecovery *recovery() { return nullptr; }
   /// The trainer exists and has made its tables: the job's processes go.
   virtual void started() = 0;
   /// Training is over or failed: the processes stop.
   virtual void finish() = 0;
 };
+
+/// --max-restarts.
+int maxRestarts();
 
 /// Whether --ps was given.
 bool remoteServerRequested();

@@ -551,6 +551,7 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
     if (processes) {
       o->remoteServer = &processes->server();
       o->runner = processes->runner();
+      o->recovery = processes->recovery();
     }
     auto trainer =
         pipeline::PipelineTrainer::create(plan, std::move(*weights), *o);
@@ -594,6 +595,7 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
   loop.key = CheckpointKey{optimizerName, train::lossName(options.loss), batch,
                            seed, data->size()};
   loop.stopAfter = stopAfter;
+  loop.maxRestarts = maxRestarts();
   loop.flopsPerSample = 3 * forwardFlopsPerSample(plan);
 
   // Progress on stderr: a live line on a terminal, a line every tenth of an
@@ -608,6 +610,13 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
                                   "(step {3})\n",
                                   kTool, p.epoch + 1, p.nextBatch + 1,
                                   p.globalStep);
+  };
+  events.recovered = [&](const RecoveryEvent &r) {
+    llvm::errs() << llvm::formatv(
+        "{0}: recovered ({1} of --max-restarts {2}) in {3:F1} s: back at "
+        "step {4} from the checkpoint; {5} steps to redo\n",
+        kTool, r.restarts, maxRestarts(), r.seconds, r.restoredTo,
+        r.failedAt - r.restoredTo);
   };
   events.stepped = [&](const StepEvent &e) {
     // The first step of a run sets its kernels up: not a pipeline figure.

@@ -175,7 +175,9 @@ Coordinator::waitForAll(std::chrono::milliseconds timeout,
     impl->changed.wait_for(lock, std::chrono::milliseconds(100));
   }
   RegisterResponse &map = impl->map;
+  int64_t epoch = map.epoch();
   map.Clear();
+  map.set_epoch(epoch);
   for (const auto &p : impl->shards)
     map.add_ps(p->address());
   for (const auto &p : impl->workers)
@@ -192,6 +194,20 @@ void Coordinator::release(std::string failure) {
     impl->failure = std::move(failure);
   }
   impl->changed.notify_all();
+}
+
+void Coordinator::reopen(const std::vector<int> &ranks, int64_t epoch) {
+  std::lock_guard lock(impl->mutex);
+  for (int rank : ranks) {
+    int shards = impl->shape.shards;
+    if (rank >= 1 && rank <= shards)
+      impl->shards[rank - 1].reset();
+    else if (rank > shards && rank - 1 - shards < impl->shape.workers())
+      impl->workers[rank - 1 - shards].reset();
+  }
+  impl->released = false;
+  impl->failure.clear();
+  impl->map.set_epoch(epoch);
 }
 
 llvm::Expected<RegisterResponse>

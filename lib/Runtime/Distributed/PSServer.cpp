@@ -4,6 +4,7 @@
 #include "heterps/Runtime/AtomicFile.h"
 #include "heterps/Runtime/Distributed/Coordinator.h"
 #include "heterps/Runtime/Distributed/GrpcTransport.h"
+#include "heterps/Runtime/Distributed/Heartbeats.h"
 #include "heterps/Runtime/Distributed/Roles.h"
 #include "heterps/Support/PrintableLine.h"
 
@@ -43,7 +44,24 @@ public:
                   " (this server belongs to another "
                   "job, or the caller was given none)"};
     }
-    server.handle(*request, *response);
+    int64_t epoch = callEpoch(*context);
+    server.handle(*request, *response, epoch);
+    if (llvm::StringRef(response->error()).starts_with("fenced out"))
+      logRefusal("a call of epoch " + std::to_string(epoch) +
+                     " (fenced out: the job is at epoch " +
+                     std::to_string(server.epoch()) + ")",
+                 context->peer());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Heartbeat(grpc::ServerContext *context,
+                         const HeartbeatRequest *request,
+                         HeartbeatResponse *) override {
+    std::string refusal = checkToken(*context, security);
+    if (!refusal.empty())
+      return {grpc::StatusCode::UNAUTHENTICATED, "refused: " + refusal};
+    if (Watchdog *w = watchdog.load())
+      w->beat(std::chrono::milliseconds(request->timeout_ms()));
     return grpc::Status::OK;
   }
 
@@ -59,6 +77,8 @@ public:
   }
 
   std::atomic<int64_t> refused{0};
+  /// Told of the coordinator's heartbeats, when it has one.
+  std::atomic<Watchdog *> watchdog{nullptr};
 
 private:
   /// At most one line a second: a flood of bad calls must not flood the
@@ -97,6 +117,10 @@ PSServer::~PSServer() {
 }
 
 int64_t PSServer::refusedCalls() const { return impl->service->refused; }
+
+void PSServer::setWatchdog(Watchdog *watchdog) {
+  impl->service->watchdog = watchdog;
+}
 
 llvm::Expected<std::unique_ptr<PSServer>>
 PSServer::start(ps::ParameterServer &server, const std::string &address,
@@ -154,6 +178,8 @@ llvm::Error distributed::runPSShard(const PSShardOptions &o,
               return llvm::Error::success();
             }))
       return e;
+  Watchdog watchdog;
+  (*listening)->setWatchdog(&watchdog);
   if (!o.coordinator.empty()) {
     ProcessInfo self;
     self.set_role("ps");
@@ -162,9 +188,14 @@ llvm::Error distributed::runPSShard(const PSShardOptions &o,
     auto map = registerWith(o.coordinator, self, security, o.timeout);
     if (!map)
       return map.takeError();
+    watchdog.beat(o.heartbeatTimeout);
   }
-  const char *why = waitForStopSignal();
-  llvm::errs() << "parameter server: shard " << o.shard << " stopping (" << why
-               << ")\n";
+  StopReason stop = waitForStopSignal();
+  (*listening)->setWatchdog(nullptr);
+  if (stop.failed)
+    return serverError("parameter-server shard " + llvm::Twine(o.shard) +
+                       " stopped: " + stop.why);
+  llvm::errs() << "parameter server: shard " << o.shard << " stopping ("
+               << stop.why << ")\n";
   return llvm::Error::success();
 }

@@ -37,16 +37,53 @@ struct RemoteReplicas::Impl {
   std::vector<Worker> workers;
   std::vector<int> replicas;
   SecurityOptions security;
+  int64_t epoch = 0;
 
-  /// Tells every worker to give up the step (a peer failed).
+  /// Set by interrupt(): a process of the job died; the step in flight,
+  /// and any later one until reset(), fails with it.
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::string interrupted;
+
+  /// Tells every worker to give up the step (a peer failed), all at once:
+  /// a stopped one costs its deadline once, not once per worker.
   void abortAll() {
-    for (Worker &w : workers) {
+    struct Call {
       grpc::ClientContext context;
-      attachToken(context, security);
-      context.set_deadline(std::chrono::system_clock::now() +
-                           std::chrono::seconds(5));
-      AbortResponse unused;
-      w.stub->Abort(&context, AbortRequest(), &unused);
+      AbortResponse response;
+    };
+    std::vector<Call> calls(workers.size());
+    std::mutex doneMutex;
+    std::condition_variable finished;
+    size_t done = 0;
+    for (size_t i = 0; i < workers.size(); ++i) {
+      attachToken(calls[i].context, security);
+      // A live worker answers in a millisecond; a stopped one never does.
+      calls[i].context.set_deadline(std::chrono::system_clock::now() +
+                                    std::chrono::milliseconds(500));
+      static const AbortRequest request;
+      workers[i].stub->async()->Abort(&calls[i].context, &request,
+                                      &calls[i].response, [&](grpc::Status) {
+                                        std::lock_guard lock(doneMutex);
+                                        ++done;
+                                        finished.notify_all();
+                                      });
+    }
+    std::unique_lock lock(doneMutex);
+    finished.wait(lock, [&] { return done == workers.size(); });
+  }
+
+  void open(const RegisterResponse &map) {
+    grpc::ChannelArguments args = channelArguments();
+    auto credentials = channelCredentials(security);
+    workers.clear();
+    for (const ProcessInfo &p : map.workers()) {
+      Worker w;
+      w.id = {p.stage(), p.replica()};
+      w.address = p.address();
+      w.stub = WorkerService::NewStub(
+          grpc::CreateCustomChannel(p.address(), credentials, args));
+      workers.push_back(std::move(w));
     }
   }
 };
@@ -61,16 +98,8 @@ RemoteReplicas::connect(const RegisterResponse &map, std::vector<int> replicas,
   auto impl = std::make_unique<Impl>();
   impl->replicas = std::move(replicas);
   impl->security = std::move(security);
-  grpc::ChannelArguments args = channelArguments();
-  auto credentials = channelCredentials(impl->security);
-  for (const ProcessInfo &p : map.workers()) {
-    Impl::Worker w;
-    w.id = {p.stage(), p.replica()};
-    w.address = p.address();
-    w.stub = WorkerService::NewStub(
-        grpc::CreateCustomChannel(p.address(), credentials, args));
-    impl->workers.push_back(std::move(w));
-  }
+  impl->epoch = map.epoch();
+  impl->open(map);
   return std::unique_ptr<RemoteReplicas>(new RemoteReplicas(std::move(impl)));
 }
 
@@ -91,6 +120,7 @@ RemoteReplicas::runStep(pipeline::StepInputs &step,
   for (size_t w = 0; w < n; ++w) {
     ReplicaId id = impl->workers[w].id;
     StepRequest &r = calls[w].request;
+    r.set_epoch(impl->epoch);
     r.set_version(step.version);
     r.set_lr(step.lr);
     r.set_batch(step.batch);
@@ -108,44 +138,64 @@ RemoteReplicas::runStep(pipeline::StepInputs &step,
     }
     attachToken(calls[w].context, impl->security);
   }
-  std::mutex mutex;
-  std::condition_variable changed;
+  // Step calls report here; interrupt() too (Impl::changed).
+  std::unique_lock lock(impl->mutex);
+  if (!impl->interrupted.empty())
+    return remoteError("the step was not run: " + impl->interrupted);
   size_t done = 0;
   bool failed = false;
   for (size_t w = 0; w < n; ++w)
     impl->workers[w].stub->async()->RunStep(
         &calls[w].context, &calls[w].request, &calls[w].response,
         [&, w](grpc::Status status) {
-          std::lock_guard lock(mutex);
+          std::lock_guard lock(impl->mutex);
           calls[w].status = std::move(status);
           failed = failed || !calls[w].status.ok() ||
                    !calls[w].response.error().empty();
           ++done;
-          changed.notify_all();
+          impl->changed.notify_all();
         });
-  {
-    std::unique_lock lock(mutex);
-    bool aborted = false;
-    while (done < n) {
-      changed.wait(lock, [&] { return done == n || (failed && !aborted); });
-      if (failed && !aborted) {
-        // The others may wait for values the failed one will not send.
-        aborted = true;
-        lock.unlock();
-        impl->abortAll();
-        lock.lock();
-      }
+  bool aborted = false;
+  while (done < n) {
+    impl->changed.wait(lock, [&] {
+      return done == n ||
+             ((failed || !impl->interrupted.empty()) && !aborted);
+    });
+    if ((failed || !impl->interrupted.empty()) && !aborted) {
+      // The others may wait for values the failed one will not send; a
+      // process given up for dead may never answer.
+      aborted = true;
+      lock.unlock();
+      impl->abortAll();
+      for (Call &c : calls)
+        c.context.TryCancel();
+      lock.lock();
     }
   }
-  // The first failure that is not only an abort caused by another.
+  std::string interrupted = impl->interrupted;
+  lock.unlock();
+  if (!interrupted.empty())
+    return remoteError(interrupted);
+  // The failure that caused the others: a worker that cannot be reached
+  // first, then one that failed on its own, then the aborts and the calls
+  // cancelled because of another.
   std::string error;
+  int rank = 3;
   for (size_t w = 0; w < n; ++w) {
     const Call &c = calls[w];
     std::string why =
         !c.status.ok() ? c.status.error_message() : c.response.error();
-    if (!why.empty() &&
-        (error.empty() || error.find("aborted") != std::string::npos))
+    if (why.empty())
+      continue;
+    int r = c.status.error_code() == grpc::StatusCode::UNAVAILABLE ? 0
+            : c.status.error_code() == grpc::StatusCode::CANCELLED ||
+                    why.find("aborted") != std::string::npos
+                ? 2
+                : 1;
+    if (r < rank) {
+      rank = r;
       error = impl->workers[w].name() + ": " + why;
+    }
   }
   if (!error.empty())
     return remoteError(error);
@@ -215,6 +265,37 @@ llvm::Error RemoteReplicas::setWeights(const WeightMap &weights) {
     grpc::Status status = w.stub->SetWeights(&context, request, &unused);
     if (!status.ok())
       return remoteError(w.name() + ": " + status.error_message());
+  }
+  return llvm::Error::success();
+}
+
+void RemoteReplicas::interrupt(const std::string &why) {
+  std::lock_guard lock(impl->mutex);
+  if (impl->interrupted.empty())
+    impl->interrupted = why;
+  impl->changed.notify_all();
+}
+
+llvm::Error RemoteReplicas::reset(const RegisterResponse &map) {
+  {
+    std::lock_guard lock(impl->mutex);
+    impl->interrupted.clear();
+    impl->epoch = map.epoch();
+  }
+  impl->open(map);
+  ResetRequest request;
+  request.set_epoch(map.epoch());
+  *request.mutable_map() = map;
+  for (Impl::Worker &w : impl->workers) {
+    grpc::ClientContext context;
+    attachToken(context, impl->security);
+    // A restarted worker answers once it has made its trainer.
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::minutes(2));
+    ResetResponse unused;
+    grpc::Status status = w.stub->Reset(&context, request, &unused);
+    if (!status.ok())
+      return remoteError(w.name() + ": reset: " + status.error_message());
   }
   return llvm::Error::success();
 }

@@ -6,6 +6,7 @@
 #include "llvm/ADT/Twine.h"
 
 #include <atomic>
+#include <mutex>
 #include <csignal>
 #include <cstdlib>
 #include <numeric>
@@ -89,7 +90,8 @@ std::string distributed::advertisedAddress(const std::string &listen, int port,
   return host.str() + ":" + std::to_string(port);
 }
 
-static std::atomic<bool> stopRequested{false};
+static std::mutex stopMutex;
+static std::optional<StopReason> stopRequested;
 
 static sigset_t stopSignals() {
   sigset_t set;
@@ -104,16 +106,22 @@ void distributed::blockStopSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-const char *distributed::waitForStopSignal() {
+StopReason distributed::waitForStopSignal() {
   sigset_t set = stopSignals();
   int signal = 0;
   sigwait(&set, &signal);
+  std::lock_guard lock(stopMutex);
   if (stopRequested)
-    return "asked by the coordinator";
-  return signal == SIGTERM ? "SIGTERM" : "SIGINT";
+    return *stopRequested;
+  return {signal == SIGTERM ? "SIGTERM" : "SIGINT", false};
 }
 
-void distributed::requestStop() {
-  stopRequested = true;
+void distributed::requestStop(std::string why, bool failed) {
+  {
+    std::lock_guard lock(stopMutex);
+    if (stopRequested)
+      return;
+    stopRequested = StopReason{std::move(why), failed};
+  }
   ::kill(::getpid(), SIGTERM);
 }

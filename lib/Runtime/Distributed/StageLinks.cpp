@@ -31,16 +31,30 @@ struct StageLinks::Peer {
 StageLinks::StageLinks(pipeline::Mailbox &mailbox, std::vector<ReplicaId> local,
                        std::vector<int> replicas,
                        std::map<std::pair<int, int>, std::string> addresses,
-                       SecurityOptions security)
+                       SecurityOptions security, int64_t epoch)
     : mailbox(mailbox), local(std::move(local)), replicas(std::move(replicas)),
-      addresses(std::move(addresses)), security(std::move(security)) {}
+      addresses(std::move(addresses)), security(std::move(security)),
+      epoch(epoch) {}
+
+/// Closes a peer's stream. Cancelled, not finished politely: a peer that
+/// is stopped (SIGSTOP, a partition) would never answer.
+static void close(StageLinks::Peer &peer);
 
 StageLinks::~StageLinks() {
   for (auto &[address, peer] : peers)
-    if (peer->writer && !peer->broken) {
-      peer->writer->WritesDone();
-      peer->writer->Finish();
-    }
+    close(*peer);
+}
+
+void StageLinks::reset(int64_t newEpoch,
+                       std::map<std::pair<int, int>, std::string> to) {
+  std::lock_guard lock(peersMutex);
+  for (auto &[address, peer] : peers)
+    close(*peer);
+  peers.clear();
+  addresses = std::move(to);
+  epoch = newEpoch;
+  std::lock_guard failureLock(failureMutex);
+  failed.clear();
 }
 
 void StageLinks::begin(int64_t s) {
@@ -53,6 +67,15 @@ void StageLinks::begin(int64_t s) {
 std::string StageLinks::failure() const {
   std::lock_guard lock(failureMutex);
   return failed;
+}
+
+static void close(StageLinks::Peer &peer) {
+  std::lock_guard lock(peer.mutex);
+  if (!peer.writer || peer.broken)
+    return;
+  peer.context.TryCancel();
+  peer.writer->Finish();
+  peer.broken = true;
 }
 
 StageLinks::Peer &StageLinks::peer(const std::string &address) {
@@ -98,6 +121,7 @@ void StageLinks::put(Direction dir, int boundary, int microBatch,
     return fail("the stream to " + address->second + " is broken");
   Packet &packet = link.packet;
   packet.Clear();
+  packet.set_epoch(epoch);
   packet.set_step(step);
   packet.set_direction(dir);
   packet.set_boundary(boundary);

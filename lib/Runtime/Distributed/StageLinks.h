@@ -26,7 +26,7 @@ public:
   StageLinks(pipeline::Mailbox &mailbox, std::vector<pipeline::ReplicaId> local,
              std::vector<int> replicas,
              std::map<std::pair<int, int>, std::string> addresses,
-             SecurityOptions security);
+             SecurityOptions security, int64_t epoch);
   ~StageLinks() override;
 
   void begin(int64_t step) override;
@@ -37,14 +37,21 @@ public:
   void abort() override;
   /// Why a send of this step failed; empty if none did.
   std::string failure() const;
+  /// A new epoch, the peers at these addresses (after a failure; no step
+  /// runs): the streams of the old epoch are cancelled.
+  void reset(int64_t epoch,
+             std::map<std::pair<int, int>, std::string> addresses);
+
+  /// One stream to a peer process (StageLinks.cpp).
+  struct Peer;
 
 private:
-  struct Peer;
   Peer &peer(const std::string &address);
 
   pipeline::Mailbox &mailbox;
   std::vector<pipeline::ReplicaId> local;
   std::vector<int> replicas;
+  /// Read by put, changed by reset (when no step runs).
   std::map<std::pair<int, int>, std::string> addresses;
   SecurityOptions security;
   std::mutex peersMutex;
@@ -52,6 +59,7 @@ private:
   mutable std::mutex failureMutex;
   std::string failed;
   int64_t step = 0;
+  int64_t epoch = 0;
 };
 
 } // namespace heterps::runtime::distributed

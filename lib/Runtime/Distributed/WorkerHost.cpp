@@ -2,6 +2,7 @@
 
 #include "heterps/Runtime/Distributed/WorkerHost.h"
 #include "heterps/Runtime/Distributed/GrpcTransport.h"
+#include "heterps/Runtime/Distributed/Heartbeats.h"
 #include "heterps/Runtime/Distributed/Roles.h"
 
 #include "StageLinks.h"
@@ -15,14 +16,29 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <shared_mutex>
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::distributed;
 using pipeline::ReplicaId;
+
+static std::map<std::pair<int, int>, std::string>
+addressesOf(const RegisterResponse &map);
 
 struct WorkerHost::Impl final : WorkerService::Service {
   SecurityOptions security;
   pipeline::Mailbox mailbox;
   std::unique_ptr<StageLinks> stageLinks;
+  GrpcTransport *psTransport = nullptr;
+  std::unique_ptr<Watchdog> watchdog;
+  /// The job's epoch as this process knows it. Deliveries hold it shared
+  /// from their check to the mailbox, a reset exclusively: no value of an
+  /// old epoch gets in after the reset cleared the mailbox.
+  std::shared_mutex epochMutex;
+  int64_t epoch = 0;
+  /// Held by a running step; a reset waits for it.
+  std::mutex stepMutex;
+  bool stopped = false;
   std::vector<ReplicaId> local;
   std::vector<int> replicas;
   std::unique_ptr<grpc::Server> server;
@@ -61,6 +77,12 @@ struct WorkerHost::Impl final : WorkerService::Service {
       response->set_error(heterps::printableLine(llvm::toString(std::move(e))));
       return grpc::Status::OK;
     };
+    std::lock_guard running(stepMutex);
+    if (int64_t ours = currentEpoch(); request->epoch() != ours)
+      return fail(llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "a step of epoch " + llvm::Twine(request->epoch()) +
+              " for a worker at epoch " + llvm::Twine(ours)));
     pipeline::StepInputs step;
     step.version = request->version();
     step.lr = request->lr();
@@ -124,6 +146,46 @@ struct WorkerHost::Impl final : WorkerService::Service {
     if (grpc::Status s = refuse(*context); !s.ok())
       return s;
     mailbox.abort();
+    // Nothing may wait on a dead peer: calls to the parameter server end.
+    if (psTransport)
+      psTransport->abortCalls();
+    return grpc::Status::OK;
+  }
+
+  int64_t currentEpoch() {
+    std::shared_lock lock(epochMutex);
+    return epoch;
+  }
+
+  grpc::Status Heartbeat(grpc::ServerContext *context,
+                         const HeartbeatRequest *request,
+                         HeartbeatResponse *) override {
+    if (grpc::Status s = refuse(*context); !s.ok())
+      return s;
+    std::lock_guard lock(mutex);
+    if (watchdog)
+      watchdog->beat(std::chrono::milliseconds(request->timeout_ms()));
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Reset(grpc::ServerContext *context, const ResetRequest *request,
+                     ResetResponse *) override {
+    if (grpc::Status s = refuse(*context); !s.ok())
+      return s;
+    if (!ready() || !stageLinks)
+      return {grpc::StatusCode::UNAVAILABLE, "the worker is not ready"};
+    std::lock_guard running(stepMutex);
+    std::unique_lock lock(epochMutex);
+    if (request->epoch() < epoch)
+      return {grpc::StatusCode::FAILED_PRECONDITION,
+              "a reset to epoch " + std::to_string(request->epoch()) +
+                  " of a worker at epoch " + std::to_string(epoch)};
+    epoch = request->epoch();
+    mailbox.clear();
+    stageLinks->reset(epoch, addressesOf(request->map()));
+    psTransport->redirect(
+        {request->map().ps().begin(), request->map().ps().end()});
+    psTransport->setEpoch(epoch);
     return grpc::Status::OK;
   }
 
@@ -136,6 +198,10 @@ struct WorkerHost::Impl final : WorkerService::Service {
     // What this stream's slots last carried: the sender sends it once.
     StreamLayouts layouts;
     while (reader->Read(&packet)) {
+      std::shared_lock epochLock(epochMutex);
+      // From a process of an earlier epoch, given up for dead.
+      if (packet.epoch() < epoch)
+        continue;
       if (packet.direction() != 0 && packet.direction() != 1)
         return {grpc::StatusCode::INVALID_ARGUMENT, "a packet's direction "
                                                     "is 0 or 1"};
@@ -209,12 +275,27 @@ struct WorkerHost::Impl final : WorkerService::Service {
 WorkerHost::WorkerHost(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 
 WorkerHost::~WorkerHost() {
+  stop();
+  impl->stageLinks.reset();
+}
+
+void WorkerHost::stop() {
+  if (impl->stopped)
+    return;
+  impl->stopped = true;
+  {
+    std::lock_guard lock(impl->mutex);
+    impl->watchdog.reset();
+  }
+  // A step still running (this process was cut off mid-step) ends: it
+  // waits for nothing more.
   impl->mailbox.abort();
+  if (impl->psTransport)
+    impl->psTransport->abortCalls();
   // Cancels the streams neighbours still hold open (they are stopping
   // too): waiting for them to close would wait for each other.
   impl->server->Shutdown(std::chrono::system_clock::now());
   impl->server->Wait();
-  impl->stageLinks.reset();
 }
 
 int WorkerHost::port() const { return impl->port; }
@@ -242,17 +323,34 @@ WorkerHost::start(const std::string &address, SecurityOptions security) {
   return std::unique_ptr<WorkerHost>(new WorkerHost(std::move(impl)));
 }
 
-pipeline::StageExchange &WorkerHost::links(const RegisterResponse &map,
-                                           std::vector<ReplicaId> local,
-                                           std::vector<int> replicas) {
+static std::map<std::pair<int, int>, std::string>
+addressesOf(const RegisterResponse &map) {
   std::map<std::pair<int, int>, std::string> addresses;
   for (const ProcessInfo &w : map.workers())
     addresses[{w.stage(), w.replica()}] = w.address();
+  return addresses;
+}
+
+pipeline::StageExchange &
+WorkerHost::links(const RegisterResponse &map, std::vector<ReplicaId> local,
+                  std::vector<int> replicas, GrpcTransport &server,
+                  std::chrono::milliseconds heartbeatTimeout) {
+  {
+    std::lock_guard lock(impl->mutex);
+    impl->watchdog = std::make_unique<Watchdog>();
+    impl->watchdog->beat(heartbeatTimeout);
+  }
+  {
+    std::unique_lock lock(impl->epochMutex);
+    impl->epoch = map.epoch();
+  }
+  server.setEpoch(map.epoch());
+  impl->psTransport = &server;
   impl->local = local;
   impl->replicas = replicas;
   impl->stageLinks = std::make_unique<StageLinks>(
-      impl->mailbox, std::move(local), std::move(replicas),
-      std::move(addresses), impl->security);
+      impl->mailbox, std::move(local), std::move(replicas), addressesOf(map),
+      impl->security, map.epoch());
   return *impl->stageLinks;
 }
 
@@ -264,4 +362,4 @@ void WorkerHost::attach(pipeline::PipelineTrainer &trainer) {
   impl->attached.notify_all();
 }
 
-const char *WorkerHost::waitForShutdown() { return waitForStopSignal(); }
+StopReason WorkerHost::waitForShutdown() { return waitForStopSignal(); }

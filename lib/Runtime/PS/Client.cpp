@@ -6,6 +6,8 @@
 #include "llvm/ADT/Twine.h"
 
 #include <cstring>
+#include <random>
+#include <thread>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::ps;
@@ -14,7 +16,35 @@ static llvm::Error psError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+char TransientError::ID = 0;
+
 Transport::~Transport() = default;
+
+llvm::Error Transport::send(llvm::ArrayRef<Request> requests,
+                            llvm::MutableArrayRef<Response> responses) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point deadline = Clock::now() + retryFor();
+  auto backoff = std::chrono::milliseconds(10);
+  while (true) {
+    llvm::Error sent = callMany(requests, responses);
+    std::string transient;
+    llvm::Error other = llvm::handleErrors(
+        std::move(sent), [&](const TransientError &e) {
+          if (transient.empty()) {
+            llvm::raw_string_ostream os(transient);
+            e.log(os);
+          }
+        });
+    if (other || transient.empty())
+      return other;
+    if (Clock::now() + backoff > deadline)
+      return psError(transient + " (still failing after " +
+                     llvm::Twine(static_cast<int64_t>(retryFor().count())) +
+                     " ms of retries)");
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+}
 
 llvm::Error Transport::callMany(llvm::ArrayRef<Request> requests,
                                 llvm::MutableArrayRef<Response> responses) {
@@ -29,6 +59,16 @@ llvm::Error InProcessTransport::call(const Request &request,
   server.handle(request, response);
   return llvm::Error::success();
 }
+
+/// A client's random name: processes restarted after a failure must not
+/// reuse a name whose pushes a server remembers.
+static uint64_t randomClientId() {
+  std::random_device device;
+  return (uint64_t(device()) << 32 | device()) | 1;
+}
+
+PSClient::PSClient(Transport &transport, int worker)
+    : transport(transport), workerIndex(worker), clientId(randomClientId()) {}
 
 llvm::Expected<std::unique_ptr<PSClient>> PSClient::create(Transport &transport,
                                                            int worker) {
@@ -55,7 +95,7 @@ PSClient::~PSClient() {
 
 static llvm::Error exchange(Transport &transport, const Request &request,
                             Response &response) {
-  if (llvm::Error e = transport.call(request, response))
+  if (llvm::Error e = transport.send(request, response))
     return e;
   if (!response.error().empty())
     return psError(response.error());
@@ -122,8 +162,14 @@ llvm::Error PSClient::configure(const ServerConfig &config) {
   return llvm::Error::success();
 }
 
+/// Whether a table is made on shard `s` (`only` empty: on every shard).
+static bool madeOn(llvm::ArrayRef<int> only, int s) {
+  return only.empty() || llvm::is_contained(only, s);
+}
+
 llvm::Error PSClient::addDenseTable(const std::string &name,
-                                    const Tensor &initial, int workers) {
+                                    const Tensor &initial, int workers,
+                                    llvm::ArrayRef<int> only) {
   if (initial.dtype() != DType::F32 || !initial.isPlain())
     return psError("dense table '" + name + "' must be plain f32, not " +
                    initial.typeString());
@@ -138,6 +184,8 @@ llvm::Error PSClient::addDenseTable(const std::string &name,
   const auto *bytes = static_cast<const char *>(initial.rawData());
   Response response;
   for (int s = 0; s < shards; ++s) {
+    if (!madeOn(only, s))
+      continue;
     int64_t begin = n * s / shards, end = n * (s + 1) / shards;
     request.set_shard(s);
     add->set_values(bytes + begin * sizeof(float),
@@ -150,7 +198,8 @@ llvm::Error PSClient::addDenseTable(const std::string &name,
 
 llvm::Error PSClient::addSparseTable(const std::string &name, int64_t rows,
                                      int64_t dim, float initScale,
-                                     uint64_t seed, int workers) {
+                                     uint64_t seed, int workers,
+                                     llvm::ArrayRef<int> only) {
   Request request;
   AddTableRequest *add = request.mutable_add();
   TableInfo *info = add->mutable_info();
@@ -163,6 +212,8 @@ llvm::Error PSClient::addSparseTable(const std::string &name, int64_t rows,
   add->set_seed(seed);
   Response response;
   for (int s = 0; s < shards; ++s) {
+    if (!madeOn(only, s))
+      continue;
     request.set_shard(s);
     if (llvm::Error e = exchange(transport, request, response))
       return e;
@@ -320,7 +371,7 @@ PSClient::pullWork(llvm::ArrayRef<DenseOut> tables, int64_t minVersion) {
       }
     }
     pullResponses.resize(pullRequests.size());
-    if (llvm::Error sent = transport.callMany(pullRequests, pullResponses))
+    if (llvm::Error sent = transport.send(pullRequests, pullResponses))
       return sent;
     for (size_t i = 0; i < pullRequests.size(); ++i) {
       const Response &response = pullResponses[i];
@@ -352,7 +403,7 @@ std::function<llvm::Error()> PSClient::sendAll(Requests requests) {
   return [this, requests]() -> llvm::Error {
     responses.resize(std::max(responses.size(), requests->size()));
     llvm::MutableArrayRef<Response> out(responses.data(), requests->size());
-    if (llvm::Error e = transport.callMany(*requests, out))
+    if (llvm::Error e = transport.send(*requests, out))
       return e;
     for (const Response &response : out)
       if (!response.error().empty())
@@ -373,6 +424,8 @@ PushRequest *PSClient::startPush(Request &request, int shard,
   push->clear_ids();
   push->set_offset(0);
   push->set_count(0);
+  push->set_client(clientId);
+  push->set_sequence(++pushes);
   push->mutable_grads()->clear(); // keeps its capacity
   return push;
 }
@@ -511,7 +564,7 @@ llvm::Error PSClient::fetchSparse(const TableInfo &info,
     for (int64_t i : positions[s])
       pull->add_ids(ids[i]);
   }
-  if (llvm::Error e = transport.callMany(requests, scratch.responses))
+  if (llvm::Error e = transport.send(requests, scratch.responses))
     return e;
   for (auto [response, s] : llvm::zip(scratch.responses, shardOfRequest)) {
     if (!response.error().empty())

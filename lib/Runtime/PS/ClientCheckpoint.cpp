@@ -30,7 +30,7 @@ everyShard(Transport &transport, int shards,
     requests[s].set_shard(s);
     fill(requests[s], s);
   }
-  if (llvm::Error e = transport.callMany(requests, responses))
+  if (llvm::Error e = transport.send(requests, responses))
     return std::move(e);
   for (const Response &r : responses)
     if (!r.error().empty())

@@ -2,6 +2,7 @@
 
 #include "heterps/Runtime/PS/ParameterServer.h"
 
+#include "PushLedger.h"
 #include "Shards.h"
 
 #include "heterps/Support/PrintableLine.h"
@@ -88,7 +89,8 @@ static std::string configDifferences(const ServerConfig &ours,
   return out;
 }
 
-ParameterServer::ParameterServer(ServerOptions options) : opts(options) {}
+ParameterServer::ParameterServer(ServerOptions options)
+    : opts(options), ledger(std::make_unique<PushLedger>()) {}
 ParameterServer::~ParameterServer() = default;
 
 llvm::Expected<std::unique_ptr<ParameterServer>>
@@ -415,6 +417,9 @@ llvm::Error ParameterServer::serve(const Request &request, Response &response) {
       return (*table)->dense[request.shard()]->push(request.push(), *out);
     return (*table)->sparse[request.shard()]->push(request.push(), *out);
   }
+  case Request::kFence:
+    response.mutable_fence();
+    return fence(request.fence().epoch());
   case Request::kConfigure:
     response.mutable_configure();
     return configure(request.configure().config());
@@ -454,14 +459,56 @@ llvm::Error ParameterServer::serve(const Request &request, Response &response) {
   return psError("an empty request");
 }
 
-void ParameterServer::handle(const Request &request, Response &response) {
+int64_t ParameterServer::epoch() const {
+  std::shared_lock lock(epochMutex);
+  return currentEpoch;
+}
+
+int64_t ParameterServer::replayedPushes() const { return ledger->replayed(); }
+
+static llvm::Error fenced(int64_t theirs, int64_t ours) {
+  return psError("fenced out: the request belongs to epoch " +
+                 llvm::Twine(theirs) + " of the job, which has moved on to "
+                 "epoch " + llvm::Twine(ours) +
+                 " (this process was given up for dead)");
+}
+
+llvm::Error ParameterServer::fence(int64_t epoch) {
+  std::unique_lock lock(epochMutex);
+  if (epoch < currentEpoch)
+    return fenced(epoch, currentEpoch);
+  currentEpoch = epoch;
+  return llvm::Error::success();
+}
+
+/// A failure into `response`: one printable line (names in it come from
+/// the caller, a process over the network, maybe a hostile one).
+static void putError(llvm::Error e, Response &response) {
+  response.clear_body();
+  response.set_error(heterps::printableLine(llvm::toString(std::move(e))));
+}
+
+void ParameterServer::push(const Request &request, Response &response,
+                           int64_t epoch) {
+  std::shared_lock lock(epochMutex);
+  if (epoch != kNoEpoch && epoch < currentEpoch)
+    return putError(fenced(epoch, currentEpoch), response);
+  ledger->once(request.push(), response, [&](Response &out) {
+    if (llvm::Error e = serve(request, out))
+      putError(std::move(e), out);
+  });
+}
+
+void ParameterServer::handle(const Request &request, Response &response,
+                             int64_t epoch) {
   // Not Clear(): a response of the same kind keeps its buffers, so pulls
   // into a reused response do not allocate (and page-fault) every time.
   response.clear_error();
-  if (llvm::Error e = serve(request, response)) {
-    response.clear_body();
-    // Names in it come from the caller (a process over the network, maybe
-    // a hostile one): one printable line.
-    response.set_error(heterps::printableLine(llvm::toString(std::move(e))));
-  }
+  if (request.body_case() == Request::kPush)
+    return push(request, response, epoch);
+  if (request.body_case() != Request::kFence && epoch != kNoEpoch)
+    if (int64_t ours = this->epoch(); epoch < ours)
+      return putError(fenced(epoch, ours), response);
+  if (llvm::Error e = serve(request, response))
+    putError(std::move(e), response);
 }

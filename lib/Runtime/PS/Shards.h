@@ -34,26 +34,34 @@ public:
   llvm::Error check(int worker, int64_t step) const;
   /// The update is applied: next version, pullers woken.
   void advance();
-  /// Starts over at `version` with no pushes (a restored table).
+  /// Starts over at `version` with no pushes (a restored table); the
+  /// pulls waiting for a version fail.
   void reset(int64_t version);
   /// Waits (releasing `lock`) until version >= `minVersion`; an error
-  /// naming the missing workers after `timeout`.
+  /// naming the missing workers after `timeout`, or when the table is
+  /// restored meanwhile (the step it waited in was given up).
   template <typename Lock>
   llvm::Error waitFor(Lock &lock, int64_t minVersion,
                       std::chrono::milliseconds timeout) {
-    if (changed.wait_for(lock, timeout, [&] { return applied >= minVersion; }))
-      return llvm::Error::success();
+    int64_t resetsBefore = resets;
+    if (changed.wait_for(lock, timeout, [&] {
+          return applied >= minVersion || resets != resetsBefore;
+        }))
+      return applied >= minVersion ? llvm::Error::success()
+                                   : restoredWhileWaiting(minVersion);
     return timedOut(minVersion, timeout);
   }
 
 private:
   llvm::Error timedOut(int64_t minVersion,
                        std::chrono::milliseconds timeout) const;
+  llvm::Error restoredWhileWaiting(int64_t minVersion) const;
 
   std::string table;
   int64_t applied = 0;
   std::vector<bool> pushed;
   int arrived = 0;
+  int64_t resets = 0;
   std::condition_variable_any changed;
 };
 

@@ -41,6 +41,7 @@ void StepGate::advance() {
 }
 
 void StepGate::reset(int64_t version) {
+  ++resets;
   applied = version;
   arrived = 0;
   std::fill(pushed.begin(), pushed.end(), false);
@@ -58,4 +59,10 @@ llvm::Error StepGate::timedOut(int64_t minVersion,
                  llvm::Twine(minVersion) + " (at " + llvm::Twine(applied) +
                  "); workers not yet pushed for version " +
                  llvm::Twine(applied) + ": " + missing);
+}
+
+llvm::Error StepGate::restoredWhileWaiting(int64_t minVersion) const {
+  return psError("table '" + table + "' was restored to version " +
+                 llvm::Twine(applied) + " while a pull waited for version " +
+                 llvm::Twine(minVersion));
 }

@@ -141,20 +141,21 @@ PipelineTrainer::Layout::pushers(int32_t v, int stage,
   return {all, first};
 }
 
-llvm::Error
-PipelineTrainer::createTables(const WeightMap &weights,
-                              const ps::ServerOptions &serverOptions) {
+llvm::Error PipelineTrainer::createTables(const WeightMap &weights,
+                                          llvm::ArrayRef<int> only) {
   int p = numStages();
-  // Through the server's messages, wherever it is.
-  auto client = ps::PSClient::create(*transport, 0);
-  if (!client)
-    return client.takeError();
-  admin = std::move(*client);
+  if (!admin) {
+    // Through the server's messages, wherever it is.
+    auto client = ps::PSClient::create(*transport, 0);
+    if (!client)
+      return client.takeError();
+    admin = std::move(*client);
+  }
   if (admin->numShards() != options.serverShards)
     return pipelineError(
         "the parameter server has " + llvm::Twine(admin->numShards()) +
         " shards, the job asks for " + llvm::Twine(options.serverShards));
-  if (llvm::Error e = admin->configure(ps::toConfig(serverOptions)))
+  if (llvm::Error e = admin->configure(serverConfig))
     return e;
   std::set<int32_t> added;
   for (int s = 0; s < p; ++s)
@@ -162,14 +163,15 @@ PipelineTrainer::createTables(const WeightMap &weights,
       if (added.insert(v).second)
         if (llvm::Error e = admin->addDenseTable(
                 program.values(v).name(), weights.at(v),
-                layout->pushers(v, s, options.replicas).first))
+                layout->pushers(v, s, options.replicas).first, only))
           return e;
   for (int s = 0; s < p; ++s)
     for (int32_t v : layout->sparse[s]) {
       const plan::Value &table = program.values(v);
       if (llvm::Error e = admin->addSparseTable(
               table.name(), table.dims(0), table.dims(1),
-              options.sparseInitScale, options.seed, options.replicas[s]))
+              options.sparseInitScale, options.seed, options.replicas[s],
+              only))
         return e;
     }
 
@@ -277,8 +279,9 @@ llvm::Error PipelineTrainer::prepare(WeightMap weights) {
     inProcess = std::make_unique<ps::InProcessTransport>(*server);
     transport = inProcess.get();
   }
+  serverConfig = ps::toConfig(serverOptions);
   if (options.localReplicas.empty())
-    if (llvm::Error e = createTables(weights, serverOptions))
+    if (llvm::Error e = createTables(weights))
       return e;
 
   auto orders =
@@ -542,6 +545,35 @@ llvm::Expected<train::Trainer::State> PipelineTrainer::state() {
   }
   s.randomDraws.assign(program.ops_size(), steps * options.microBatches);
   return s;
+}
+
+JobRecovery::~JobRecovery() = default;
+
+llvm::Error PipelineTrainer::recover(llvm::Error failure) {
+  if (!options.recovery)
+    return failure;
+  broken = true;
+  std::string why = llvm::toString(std::move(failure));
+  auto remake = [&](const std::vector<int> &shards) -> llvm::Error {
+    if (shards.empty())
+      return llvm::Error::success();
+    // Their values do not matter: a checkpoint is restored next.
+    WeightMap zeros;
+    for (int s = 0; s < numStages(); ++s)
+      for (int32_t v : layout->params[s]) {
+        const plan::Value &value = program.values(v);
+        Tensor t(DType::F32, {value.dims().begin(), value.dims().end()});
+        std::memset(t.rawData(), 0, t.bytes());
+        zeros.emplace(v, std::move(t));
+      }
+    return createTables(zeros, shards);
+  };
+  if (llvm::Error e = options.recovery->recover(why, remake))
+    return e;
+  // The restarted shards are at version 0 until the checkpoint is
+  // restored: what restore() reads first must not wait for a later one.
+  steps = 0;
+  return llvm::Error::success();
 }
 
 llvm::Error PipelineTrainer::restore(train::Trainer::State s,

@@ -49,6 +49,12 @@ std::optional<std::vector<Tensor>> Mailbox::take(Direction dir, int boundary,
   return values;
 }
 
+void Mailbox::clear() {
+  std::lock_guard lock(mutex);
+  slots.clear();
+  aborted = false;
+}
+
 void Mailbox::abort() {
   {
     std::lock_guard lock(mutex);

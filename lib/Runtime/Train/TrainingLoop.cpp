@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 using namespace heterps;
 using namespace heterps::runtime;
@@ -54,6 +55,14 @@ public:
       : job(job), train(train), o(options), events(events) {}
 
   llvm::Expected<LoopResult> run();
+  /// Where the run stood (the step it reached when it failed).
+  int64_t globalStep() const { return progress.globalStep; }
+  /// Whether the run failed in the job (a step, an evaluation, a
+  /// checkpoint's state): what a recovery may cure.
+  bool jobFailed() const { return failedInJob; }
+  /// Set for the run that continues a job brought back after a failure.
+  RecoveryEvent *recovery = nullptr;
+  std::chrono::steady_clock::time_point failedAt;
 
 private:
   llvm::Error resume();
@@ -71,15 +80,33 @@ private:
   /// The global step this run started from.
   int64_t firstGlobalStep = 0;
   llvm::json::Array epochs;
+  bool failedInJob = false;
+  /// Marks an error of the job's.
+  llvm::Error inJob(llvm::Error e) {
+    failedInJob = true;
+    return e;
+  }
 };
 
 llvm::Error Run::resume() {
   auto loaded = resumeFrom(o.checkpointDir, job, o.key);
-  if (!loaded)
-    return loopError("--resume: " + llvm::toString(loaded.takeError()));
+  if (!loaded) {
+    llvm::Error e =
+        loopError("--resume: " + llvm::toString(loaded.takeError()));
+    // Restoring after a failure reaches every process: another may fail.
+    return recovery ? inJob(std::move(e)) : std::move(e);
+  }
   progress = *loaded;
-  if (events.resumed)
+  if (recovery) {
+    recovery->restoredTo = progress.globalStep;
+    recovery->seconds = std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - failedAt)
+                            .count();
+    if (events.recovered)
+      events.recovered(*recovery);
+  } else if (events.resumed) {
     events.resumed(progress);
+  }
   // Written by an earlier run, but the file may have been tampered with.
   llvm::Expected<llvm::json::Value> parsed =
       [&]() -> llvm::Expected<llvm::json::Value> {
@@ -105,7 +132,7 @@ llvm::Error Run::checkpoint() {
       llvm::formatv("{0}", llvm::json::Value(llvm::json::Array(epochs))).str();
   auto state = job.state();
   if (!state)
-    return state.takeError();
+    return inJob(state.takeError());
   if (llvm::Error e = checkFiniteWeights(job.plan(), state->weights))
     return loopError("--checkpoint: not written: " +
                      llvm::toString(std::move(e)));
@@ -128,7 +155,7 @@ llvm::Expected<bool> Run::steps(int epoch, float lr, data::BatchLoader &loader,
       break;
     auto result = job.step(b->inputs, b->targets, lr);
     if (!result)
-      return result.takeError();
+      return inJob(result.takeError());
     // Every later step would be NaN too: stop before saving such weights.
     if (!std::isfinite(result->loss))
       return diverged("loss", result->loss,
@@ -180,7 +207,8 @@ llvm::Expected<llvm::json::Object> Run::finishEpoch(int epoch, float lr) {
   if (o.eval) {
     auto eval = job.evaluate(*o.eval, o.evalBatch);
     if (!eval)
-      return loopError("evaluation: " + llvm::toString(eval.takeError()));
+      return inJob(
+          loopError("evaluation: " + llvm::toString(eval.takeError())));
     if (!std::isfinite(eval->loss)) // the last update went out of range
       return diverged("evaluation loss", eval->loss,
                       llvm::formatv("after epoch {0}", epoch + 1));
@@ -194,7 +222,7 @@ llvm::Expected<llvm::json::Object> Run::finishEpoch(int epoch, float lr) {
   // weights: the run fails rather than reporting success.
   auto trained = job.weights();
   if (!trained)
-    return trained.takeError();
+    return inJob(trained.takeError());
   if (llvm::Error e = checkFiniteWeights(job.plan(), *trained))
     return loopError(llvm::formatv("after epoch {0}: ", epoch + 1).str() +
                      llvm::toString(std::move(e)) + "; nothing saved");
@@ -202,9 +230,14 @@ llvm::Expected<llvm::json::Object> Run::finishEpoch(int epoch, float lr) {
 }
 
 llvm::Expected<LoopResult> Run::run() {
-  if (o.resume)
+  if (o.resume) {
     if (llvm::Error e = resume())
       return std::move(e);
+  } else if (job.canRecover() && !o.checkpointDir.empty()) {
+    // A failure before the first checkpoint goes back to the start.
+    if (llvm::Error e = checkpoint())
+      return std::move(e);
+  }
   firstGlobalStep = progress.globalStep;
   data::BatchLoaderOptions loaderOptions;
   loaderOptions.batchSize = o.batch;
@@ -250,5 +283,36 @@ llvm::Expected<LoopResult> train::runTrainingLoop(Trainable &job,
                                                   const data::Dataset &train,
                                                   const LoopOptions &options,
                                                   const LoopEvents &events) {
-  return Run(job, train, options, events).run();
+  LoopOptions o = options;
+  std::optional<RecoveryEvent> recovery;
+  std::chrono::steady_clock::time_point failedAt;
+  for (int restarts = 0;; ++restarts) {
+    Run run(job, train, o, events);
+    if (recovery) {
+      run.recovery = &*recovery;
+      run.failedAt = failedAt;
+    }
+    auto result = run.run();
+    if (result || !run.jobFailed() || !job.canRecover())
+      return result;
+    if (o.checkpointDir.empty())
+      return loopError(llvm::toString(result.takeError()) +
+                       " (with --checkpoint DIR the job would have gone "
+                       "back to its last checkpoint)");
+    failedAt = std::chrono::steady_clock::now();
+    std::string failure = llvm::toString(result.takeError());
+    if (restarts >= o.maxRestarts)
+      return loopError(
+          (o.maxRestarts == 0
+               ? "--max-restarts 0 allows no restart: "
+               : llvm::formatv("the job failed again after {0} restart{1} "
+                               "(--max-restarts {0}): ",
+                               restarts, restarts == 1 ? "" : "s")
+                     .str()) +
+          failure);
+    if (llvm::Error e = job.recover(loopError(failure)))
+      return std::move(e);
+    recovery = RecoveryEvent{failure, run.globalStep(), 0, restarts + 1, 0};
+    o.resume = true;
+  }
 }

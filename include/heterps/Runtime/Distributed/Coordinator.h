@@ -39,6 +39,10 @@ public:
              const std::function<llvm::Error()> &check);
   /// Answers the registrations: with the map, or with `failure`.
   void release(std::string failure = "");
+  /// After a failure: the processes of these ranks are gone, and their
+  /// replacements may register (waitForAll waits for them, release
+  /// answers them); the map says `epoch`.
+  void reopen(const std::vector<int> &ranks, int64_t epoch);
 
 private:
   struct Impl;

@@ -10,6 +10,7 @@
 #ifndef HETERPS_RUNTIME_DISTRIBUTED_PSSERVER_H
 #define HETERPS_RUNTIME_DISTRIBUTED_PSSERVER_H
 
+#include "heterps/Runtime/Distributed/Heartbeats.h"
 #include "heterps/Runtime/Distributed/Security.h"
 #include "heterps/Runtime/PS/ParameterServer.h"
 
@@ -31,8 +32,10 @@ public:
 
   /// The port it listens on.
   int port() const { return boundPort; }
-  /// Calls refused so far (no token, a wrong token).
+  /// Calls refused so far (no token, a wrong token, fenced out).
   int64_t refusedCalls() const;
+  /// Heartbeats go to `watchdog` (null: nowhere).
+  void setWatchdog(Watchdog *watchdog);
 
 private:
   struct Impl;
@@ -53,6 +56,8 @@ struct PSShardOptions {
   /// `timeout`.
   std::string coordinator;
   std::chrono::milliseconds timeout = std::chrono::seconds(60);
+  /// Stop when the coordinator's heartbeats stop for this long.
+  std::chrono::milliseconds heartbeatTimeout = kDefaultHeartbeatTimeout;
 };
 
 /// Runs a parameter-server process: shard `shard` of `shards`, until the

@@ -3,7 +3,8 @@
 // Runs each step's replicas in their worker processes: one RunStep call to
 // each, carrying only the micro-batches' inputs and targets that process
 // reads, all in flight at once. When one fails, the others are told to
-// abort the step so that none waits for a value that will not come.
+// abort the step so that none waits for a value that will not come; when
+// a process dies (interrupt), the step ends at once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,13 @@ public:
                       std::vector<pipeline::ReplicaStepStats> &stats) override;
   llvm::Expected<WeightMap> stageWeights(int stage) override;
   llvm::Error setWeights(const WeightMap &weights) override;
+  /// A process of the job died: the step in flight fails now (its calls
+  /// cancelled, the workers told to abort), and so does every step until
+  /// reset.
+  void interrupt(const std::string &why);
+  /// After a failure: the workers (some new) at the addresses of `map`,
+  /// each told the new epoch and where its peers are.
+  llvm::Error reset(const RegisterResponse &map);
   /// Tells every worker process to exit.
   void shutdown();
 

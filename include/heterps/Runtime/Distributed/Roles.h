@@ -53,10 +53,18 @@ llvm::Expected<std::optional<int>> rankFromEnvironment();
 /// Blocks SIGTERM and SIGINT in this thread (and the threads it starts
 /// after), so that waitForStopSignal receives them.
 void blockStopSignals();
-/// Waits for SIGTERM or SIGINT; its name.
-const char *waitForStopSignal();
-/// Makes waitForStopSignal return (a Shutdown call).
-void requestStop();
+/// Why a server role stopped: a signal's name or what requestStop said,
+/// and whether that is a failure (the process then exits non-zero).
+struct StopReason {
+  std::string why;
+  bool failed = false;
+};
+/// Waits for SIGTERM or SIGINT, or requestStop.
+StopReason waitForStopSignal();
+/// Makes waitForStopSignal return: the coordinator's Shutdown, or a
+/// failure (the coordinator gone silent).
+void requestStop(std::string why = "asked by the coordinator",
+                 bool failed = false);
 
 } // namespace heterps::runtime::distributed
 

@@ -1,7 +1,7 @@
 //===- WorkerHost.h - a stage replica's process -----------------*- C++ -*-===//
 //
 // The gRPC side of a worker process: the coordinator's RunStep, Abort,
-// Weights and Shutdown calls, and the streams on which neighbouring
+// Weights, Heartbeat, Reset and Shutdown calls, and the streams on which neighbouring
 // replicas deliver activations and gradients (into a Mailbox that exists
 // from the start, so a neighbour may send before this process is ready).
 // Its StageLinks is the trainer's StageExchange: values for a replica in
@@ -13,6 +13,8 @@
 #ifndef HETERPS_RUNTIME_DISTRIBUTED_WORKERHOST_H
 #define HETERPS_RUNTIME_DISTRIBUTED_WORKERHOST_H
 
+#include "heterps/Runtime/Distributed/GrpcTransport.h"
+#include "heterps/Runtime/Distributed/Roles.h"
 #include "heterps/Runtime/Distributed/Security.h"
 #include "heterps/Runtime/Distributed/Services.pb.h"
 #include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
@@ -28,16 +30,25 @@ public:
 
   int port() const;
   /// The exchange for this process's replicas `local`, reaching the others
-  /// at the addresses of `map`; `replicas` per stage.
+  /// at the addresses of `map`; `replicas` per stage. `server` is the
+  /// trainer's parameter server: an Abort cancels its calls, a Reset
+  /// (after a failure) moves it to the new epoch and addresses. Stops the
+  /// process when the coordinator's heartbeats stop for
+  /// `heartbeatTimeout`.
   pipeline::StageExchange &links(const RegisterResponse &map,
                                  std::vector<pipeline::ReplicaId> local,
-                                 std::vector<int> replicas);
+                                 std::vector<int> replicas,
+                                 GrpcTransport &server,
+                                 std::chrono::milliseconds heartbeatTimeout);
   /// Steps may run (the trainer outlives this host).
   void attach(pipeline::PipelineTrainer &trainer);
   /// Blocks until the coordinator's Shutdown, SIGTERM or SIGINT (which the
   /// caller blocked before starting any thread: see blockStopSignals);
-  /// which of them.
-  const char *waitForShutdown();
+  /// which of them, or the failure that stopped it.
+  StopReason waitForShutdown();
+  /// Ends the step that may still run and stops serving: before the
+  /// trainer it drives goes away.
+  void stop();
 
 private:
   struct Impl;

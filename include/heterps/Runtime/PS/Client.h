@@ -13,6 +13,8 @@
 
 #include "heterps/Runtime/PS/ParameterServer.h"
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -21,12 +23,35 @@
 
 namespace heterps::runtime::ps {
 
+/// A call that failed in a way that may pass (a connection lost, a
+/// deadline passed): the request may or may not have arrived. Sending it
+/// again is safe, since a server applies a push at most once.
+class TransientError : public llvm::ErrorInfo<TransientError> {
+public:
+  static char ID;
+  explicit TransientError(std::string message) : message(std::move(message)) {}
+  void log(llvm::raw_ostream &os) const override { os << message; }
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+
+private:
+  std::string message;
+};
+
 /// Carries a request to the server and its response back. Failures of the
 /// transport itself are errors; the server's go in `response.error()`.
 class Transport {
 public:
   virtual ~Transport();
   virtual llvm::Error call(const Request &request, Response &response) = 0;
+  /// As callMany, sent again while it fails with a TransientError, for at
+  /// most retryFor(): what clients use.
+  llvm::Error send(llvm::ArrayRef<Request> requests,
+                   llvm::MutableArrayRef<Response> responses);
+  /// How long a call may keep failing transiently before it is an error
+  /// (0: no retries).
+  virtual std::chrono::milliseconds retryFor() const { return {}; }
   /// Carries several requests, response i for request i. A transport that
   /// can keep them in flight at once does (gRPC); this one sends them in
   /// turn. The first failure is the error; the others still complete.
@@ -76,6 +101,9 @@ public:
   PSClient &operator=(const PSClient &) = delete;
 
   int worker() const { return workerIndex; }
+  /// This client's name in its pushes (PushRequest.client): random, so
+  /// that a restarted process is a client of its own.
+  uint64_t id() const { return clientId; }
   int numShards() const { return shards; }
   bool bsp() const { return isBsp; }
   /// The named table's description.
@@ -85,12 +113,16 @@ public:
   /// first it receives and refuses a different one.
   llvm::Error configure(const ServerConfig &config);
   /// Creates a dense table holding `initial` (plain f32, kept flat) on
-  /// every shard, each its range; `workers` as ParameterServer's.
+  /// every shard, each its range; `workers` as ParameterServer's. `only`
+  /// (when not empty) lists the shards to make it on: a shard restarted
+  /// after a failure.
   llvm::Error addDenseTable(const std::string &name, const Tensor &initial,
-                            int workers);
-  /// Creates a sparse table on every shard (see ParameterServer).
+                            int workers, llvm::ArrayRef<int> only = {});
+  /// Creates a sparse table on every shard (see ParameterServer), or on
+  /// those in `only`.
   llvm::Error addSparseTable(const std::string &name, int64_t rows, int64_t dim,
-                             float initScale, uint64_t seed, int workers);
+                             float initScale, uint64_t seed, int workers,
+                             llvm::ArrayRef<int> only = {});
 
   /// Copies the dense table into `out` (plain f32 of its element count,
   /// any shape), under BSP once `minVersion` updates have been applied.
@@ -151,8 +183,7 @@ public:
   llvm::Error wait(const Ticket &ticket);
 
 private:
-  PSClient(Transport &transport, int worker)
-      : transport(transport), workerIndex(worker) {}
+  PSClient(Transport &transport, int worker);
   /// Asks the server for its tables.
   llvm::Expected<ListTablesResponse> refreshTables();
   /// Runs `work` on the communication thread; its error ends the ticket.
@@ -192,6 +223,9 @@ private:
 
   Transport &transport;
   int workerIndex;
+  uint64_t clientId;
+  /// The last push's sequence number (PushRequest.sequence).
+  mutable std::atomic<uint64_t> pushes{0};
   int shards = 1;
   bool isBsp = true;
   std::mutex tablesMutex;

@@ -95,6 +95,7 @@ struct DenseTableState {
 
 class DenseShard;
 class SparseShard;
+class PushLedger;
 
 class ParameterServer {
 public:
@@ -114,10 +115,18 @@ public:
   llvm::Error addSparseTable(const std::string &name, int64_t rows, int64_t dim,
                              float initScale, uint64_t seed, int workers = 0);
 
-  /// Serves one request; errors go into `response.error()`.
-  void handle(const Request &request, Response &response);
+  /// Serves one request; errors go into `response.error()`. `epoch` is
+  /// the job incarnation the caller belongs to (a network transport sends
+  /// it with each call; kNoEpoch: a caller in this process, never fenced):
+  /// a request of an epoch below the server's (FenceRequest) is refused.
+  static constexpr int64_t kNoEpoch = -1;
+  void handle(const Request &request, Response &response,
+              int64_t epoch = kNoEpoch);
 
   const ServerOptions &options() const { return opts; }
+  int64_t epoch() const;
+  /// Pushes answered from memory (retries and duplicates): applied once.
+  int64_t replayedPushes() const;
   /// Sparse rows stored (updated at least once) over all shards.
   int64_t storedRows(const std::string &table) const;
 
@@ -145,7 +154,17 @@ private:
   llvm::Error save(const Table &table, int shard, ShardState &out);
   llvm::Error restore(const Table &table, int shard, const ShardState &in);
 
+  /// Raises the epoch; waits for the pushes being applied.
+  llvm::Error fence(int64_t epoch);
+  /// Checks `epoch` and applies a push at most once (PushLedger).
+  void push(const Request &request, Response &response, int64_t epoch);
+
   ServerOptions opts;
+  /// Pushes hold it shared while they apply, a fence exclusively: once a
+  /// fence returns, no push of an earlier epoch changes a table.
+  mutable std::shared_mutex epochMutex;
+  int64_t currentEpoch = 0;
+  std::unique_ptr<PushLedger> ledger;
   /// Tables are added (and the server configured) while it runs: lookups
   /// share the lock.
   mutable std::shared_mutex tablesMutex;

@@ -53,11 +53,13 @@
 #include "heterps/Runtime/PipelineTrain/Trace.h"
 #include "heterps/Runtime/Train/Trainer.h"
 
+#include <functional>
 #include <set>
 
 namespace heterps::runtime::pipeline {
 
 class ReplicaRunner;
+class JobRecovery;
 
 /// Which replica of which stage.
 struct ReplicaId {
@@ -113,6 +115,9 @@ struct PipelineTrainerOptions {
   ReplicaRunner *runner = nullptr;
   std::vector<ReplicaId> localReplicas;
   StageExchange *exchange = nullptr;
+  /// A coordinator's: brings the job back when one of its processes dies
+  /// (recover()).
+  JobRecovery *recovery = nullptr;
 };
 
 /// What one replica did in the last step, in seconds.
@@ -156,6 +161,23 @@ public:
   virtual llvm::Expected<WeightMap> stageWeights(int stage) = 0;
   /// Sets every replica's copies of `weights` (a checkpoint restored).
   virtual llvm::Error setWeights(const WeightMap &weights) = 0;
+};
+
+/// Brings a distributed job back after one of its processes failed
+/// (Distributed/Supervisor).
+class JobRecovery {
+public:
+  virtual ~JobRecovery();
+  /// Called after `failure` (a step, or a call to the server, failed).
+  /// Finds the processes that died, has them replaced and moves the job
+  /// to a new epoch; `remakeTables(shards)` is called once the replaced
+  /// parameter-server shards are reachable, to make their tables again.
+  /// An error when no process died (the failure is the job's own) or the
+  /// job cannot go on.
+  virtual llvm::Error
+  recover(const std::string &failure,
+          const std::function<llvm::Error(const std::vector<int> &shards)>
+              &remakeTables) = 0;
 };
 
 struct PipelineStepStats {
@@ -207,6 +229,11 @@ public:
   /// version), in every replica wherever it runs; an error if it does not
   /// fit the plan.
   llvm::Error restore(train::Trainer::State state, int64_t steps);
+  /// After `failure`: the job's processes replaced (options.recovery) and
+  /// the replaced shards' tables made again; the caller then restores a
+  /// checkpoint. The failure itself when there is no recovery, or when it
+  /// does not succeed.
+  llvm::Error recover(llvm::Error failure);
 
   const plan::Plan &plan() const { return program; }
   const std::vector<std::pair<std::string, int64_t>> &parameters() const {
@@ -228,9 +255,10 @@ public:
 private:
   PipelineTrainer(plan::Plan plan, PipelineTrainerOptions options);
   llvm::Error prepare(WeightMap weights);
-  /// Configures the server and creates the plan's tables there.
+  /// Configures the server and creates the plan's tables there (on the
+  /// shards `only`, when not empty).
   llvm::Error createTables(const WeightMap &weights,
-                           const ps::ServerOptions &serverOptions);
+                           llvm::ArrayRef<int> only = {});
   /// The replica-0 worker of stage `s`.
   Worker &leader(int s) const;
   Worker *find(ReplicaId id) const;
@@ -248,6 +276,7 @@ private:
   /// the tables (checkpoints go through it; none in a worker process).
   ps::Transport *transport = nullptr;
   std::unique_ptr<ps::PSClient> admin;
+  ps::ServerConfig serverConfig;
   /// Stage by stage, replica by replica: all of them, a worker process's
   /// own, or (a coordinator) each stage's replica 0 that evaluation and
   /// weights() read but no step runs.

@@ -41,6 +41,12 @@ public:
   /// the state after `steps` steps.
   virtual llvm::Expected<Trainer::State> state() = 0;
   virtual llvm::Error restore(Trainer::State state, int64_t steps) = 0;
+  /// Whether recover() can bring the job back after a failure (a
+  /// distributed job: its processes are restarted).
+  virtual bool canRecover() const { return false; }
+  /// After `failure` of a step: success once the job can go on from a
+  /// checkpoint, else the failure.
+  virtual llvm::Error recover(llvm::Error failure) { return failure; }
 };
 
 /// A trainer (Trainer, PipelineTrainer) as a Trainable.
@@ -72,6 +78,18 @@ public:
     else
       return trainer->restore(std::move(state), steps);
   }
+  bool canRecover() const override {
+    if constexpr (std::is_same_v<T, Trainer>)
+      return false;
+    else
+      return trainer->settings().recovery != nullptr;
+  }
+  llvm::Error recover(llvm::Error failure) override {
+    if constexpr (std::is_same_v<T, Trainer>)
+      return failure;
+    else
+      return trainer->recover(std::move(failure));
+  }
 
   std::unique_ptr<T> trainer;
 };
@@ -98,6 +116,11 @@ struct LoopOptions {
   int64_t stopAfter = 0;
   /// Training FLOPs per sample, for the epochs' GFLOP/s.
   double flopsPerSample = 0;
+  /// A job that can recover (Trainable::canRecover) and has a checkpoint
+  /// directory goes back to its last checkpoint after a failure, at most
+  /// this many times; it writes a checkpoint when it starts, so there
+  /// always is one.
+  int maxRestarts = 3;
 };
 
 /// After each step.
@@ -110,8 +133,19 @@ struct StepEvent {
   double meanLoss = 0, samplesPerSecond = 0, secondsLeft = 0;
 };
 
+/// A job brought back after a failure.
+struct RecoveryEvent {
+  std::string failure;
+  /// The step it had reached, and the checkpoint's it goes on from.
+  int64_t failedAt = 0, restoredTo = 0;
+  int restarts = 0;
+  /// From the failure to the restored state.
+  double seconds = 0;
+};
+
 struct LoopEvents {
   std::function<void(const TrainingProgress &)> resumed;
+  std::function<void(const RecoveryEvent &)> recovered;
   std::function<void(const StepEvent &)> stepped;
   /// An epoch's report entry: epoch, lr, steps, loss, seconds,
   /// samples_per_s, gflops_per_s, train_accuracy, eval_loss,

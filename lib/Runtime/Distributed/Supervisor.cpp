@@ -1,0 +1,132 @@
+//===- Supervisor.cpp - deaths detected, processes replaced, epochs -------===//
+
+#include "heterps/Runtime/Distributed/Supervisor.h"
+
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::distributed;
+
+static llvm::Error supervisorError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+Supervisor::Supervisor(Coordinator &coordinator, GrpcTransport &server,
+                       RemoteReplicas &workers, const RegisterResponse &map,
+                       SupervisorOptions o)
+    : coordinator(coordinator), server(server), workers(workers),
+      options(std::move(o)), epoch(map.epoch()) {
+  monitor = std::make_unique<HeartbeatMonitor>(
+      options.security, options.heartbeatTimeout,
+      [this](const std::string &name, const std::string &why) {
+        // One write: other threads log too.
+        llvm::errs() << ("heterps-run: " + name + " " + why +
+                         ": given up for dead\n");
+        // Nothing may wait for it: the step in flight ends now.
+        this->workers.interrupt(name + " " + why);
+        this->server.abortCalls();
+      },
+      options.probe);
+  watch(map);
+}
+
+Supervisor::~Supervisor() { monitor.reset(); }
+
+void Supervisor::watch(const RegisterResponse &map) {
+  std::vector<HeartbeatMonitor::Peer> peers;
+  JobShape &shape = options.shape;
+  for (int rank = 1; rank < shape.worldSize(); ++rank) {
+    auto role = roleOfRank(rank, shape);
+    if (!role) {
+      llvm::consumeError(role.takeError());
+      continue;
+    }
+    HeartbeatMonitor::Peer peer;
+    peer.rank = rank;
+    peer.name = role->name();
+    if (role->kind == Role::ParameterServer) {
+      peer.parameterServer = true;
+      peer.address = map.ps(role->shard);
+    } else {
+      for (const ProcessInfo &w : map.workers())
+        if (w.stage() == role->stage && w.replica() == role->replica)
+          peer.address = w.address();
+    }
+    peers.push_back(std::move(peer));
+  }
+  monitor->watch(std::move(peers), map.epoch());
+}
+
+void Supervisor::declareDead(int rank, const std::string &why) {
+  monitor->declareDead(rank, why);
+}
+
+llvm::Error Supervisor::recover(
+    const std::string &failure,
+    const std::function<llvm::Error(const std::vector<int> &)> &remakeTables) {
+  // A process's death may be seen a little after the step failed on it.
+  HeartbeatMonitor::Deaths deaths = monitor->waitForDeaths(
+      options.heartbeatTimeout + std::chrono::milliseconds(1000));
+  if (deaths.empty())
+    return supervisorError(failure);
+  ++epoch;
+  std::vector<int> ranks, shards;
+  std::string names;
+  for (const auto &[rank, why] : deaths) {
+    ranks.push_back(rank);
+    if (rank >= 1 && rank <= options.shape.shards)
+      shards.push_back(rank - 1);
+    auto role = roleOfRank(rank, options.shape);
+    names += (names.empty() ? "" : ", ") +
+             (role ? role->name() : "rank " + std::to_string(rank));
+    if (!role)
+      llvm::consumeError(role.takeError());
+  }
+  llvm::errs() << ("heterps-run: recovering: restarting " + names +
+                   "; the job moves to epoch " + std::to_string(epoch) +
+                   "\n");
+  coordinator.reopen(ranks, epoch);
+  if (options.restart) {
+    for (int rank : ranks)
+      if (llvm::Error e = options.restart(rank))
+        return e;
+  } else {
+    llvm::errs() << ("heterps-run: waiting up to " +
+                     std::to_string(options.rejoinTimeout.count() / 1000) +
+                     " s for the launcher to restart " + names + "\n");
+  }
+  std::function<llvm::Error()> check = options.check;
+  if (!check)
+    check = [] { return llvm::Error::success(); };
+  auto map = coordinator.waitForAll(options.rejoinTimeout, check);
+  if (!map) {
+    std::string why = llvm::toString(map.takeError());
+    coordinator.release(why);
+    return supervisorError("cannot recover from '" + failure + "': " + why);
+  }
+  // From here on, calls of the old epoch are refused everywhere.
+  std::vector<std::string> addresses(map->ps().begin(), map->ps().end());
+  server.redirect(addresses);
+  server.setEpoch(epoch);
+  std::vector<ps::Request> fences(addresses.size());
+  std::vector<ps::Response> answers(addresses.size());
+  for (size_t s = 0; s < fences.size(); ++s) {
+    fences[s].set_shard(static_cast<int>(s));
+    fences[s].mutable_fence()->set_epoch(epoch);
+  }
+  llvm::Error fenced = server.send(fences, answers);
+  for (const ps::Response &answer : answers)
+    if (!fenced && !answer.error().empty())
+      fenced = supervisorError(answer.error());
+  if (fenced)
+    return fenced;
+  if (llvm::Error e = remakeTables(shards))
+    return e;
+  coordinator.release();
+  if (llvm::Error e = workers.reset(*map))
+    return e;
+  watch(*map);
+  return llvm::Error::success();
+}
