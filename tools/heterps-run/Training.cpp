@@ -710,6 +710,11 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       {"epochs", std::move(trained->epochs)}};
   if (pipelineReport)
     report["pipeline"] = std::move(*pipelineReport);
+  if (trained->checkpoints)
+    report["checkpoints"] = llvm::json::Object{
+        {"count", trained->checkpoints},
+        {"seconds", trained->checkpointSeconds},
+        {"bytes", static_cast<int64_t>(trained->checkpointBytes)}};
   if (llvm::Error e = writeJsonFileAtomically(
           run.reportPath, llvm::json::Value(std::move(report))))
     return fail("--report: " + llvm::toString(std::move(e)));

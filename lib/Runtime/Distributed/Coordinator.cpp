@@ -224,6 +224,10 @@ distributed::registerWith(const std::string &address, const ProcessInfo &self,
   auto stub = CoordinatorService::NewStub(channel);
   grpc::ClientContext context;
   attachToken(context, security);
+  // The coordinator answers once every process has come (at most 120 s)
+  // and the tables are made.
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::minutes(10));
   RegisterResponse map;
   grpc::Status status = stub->Register(&context, self, &map);
   if (!status.ok())

@@ -137,6 +137,10 @@ RemoteReplicas::runStep(pipeline::StepInputs &step,
           return e;
     }
     attachToken(calls[w].context, impl->security);
+    // A step that takes longer than this is hung (its process still
+    // answering heartbeats).
+    calls[w].context.set_deadline(std::chrono::system_clock::now() +
+                                  kStepDeadline);
   }
   // Step calls report here; interrupt() too (Impl::changed).
   std::unique_lock lock(impl->mutex);
@@ -234,6 +238,8 @@ llvm::Expected<WeightMap> RemoteReplicas::stageWeights(int stage) {
       continue;
     grpc::ClientContext context;
     attachToken(context, impl->security);
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::minutes(2));
     WeightsRequest request;
     request.set_stage(stage);
     WeightsResponse response;
@@ -261,6 +267,8 @@ llvm::Error RemoteReplicas::setWeights(const WeightMap &weights) {
   for (Impl::Worker &w : impl->workers) {
     grpc::ClientContext context;
     attachToken(context, impl->security);
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::minutes(2));
     SetWeightsResponse unused;
     grpc::Status status = w.stub->SetWeights(&context, request, &unused);
     if (!status.ok())

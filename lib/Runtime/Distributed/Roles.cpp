@@ -101,7 +101,11 @@ static sigset_t stopSignals() {
   return set;
 }
 
+/// The process that started this one, when it blocked the stop signals.
+static pid_t launcher = 0;
+
 void distributed::blockStopSignals() {
+  launcher = ::getppid();
   sigset_t set = stopSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
@@ -113,6 +117,12 @@ StopReason distributed::waitForStopSignal() {
   std::lock_guard lock(stopMutex);
   if (stopRequested)
     return *stopRequested;
+  // A local job's launcher (its coordinator) that dies sends SIGTERM
+  // (PR_SET_PDEATHSIG): then this process has a new parent.
+  if (signal == SIGTERM && launcher > 1 && ::getppid() != launcher)
+    return {"the process that launched this one (the job's coordinator) "
+            "died",
+            true};
   return {signal == SIGTERM ? "SIGTERM" : "SIGINT", false};
 }
 

@@ -4,6 +4,7 @@
 #include "heterps/Runtime/Data/BatchLoader.h"
 #include "heterps/Support/NestingDepth.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
@@ -81,6 +82,9 @@ private:
   int64_t firstGlobalStep = 0;
   llvm::json::Array epochs;
   bool failedInJob = false;
+  int64_t checkpoints = 0;
+  double checkpointSeconds = 0;
+  uint64_t checkpointBytes = 0;
   /// Marks an error of the job's.
   llvm::Error inJob(llvm::Error e) {
     failedInJob = true;
@@ -128,6 +132,7 @@ llvm::Error Run::resume() {
 llvm::Error Run::checkpoint() {
   if (o.checkpointDir.empty())
     return llvm::Error::success();
+  auto start = std::chrono::steady_clock::now();
   progress.finishedEpochs =
       llvm::formatv("{0}", llvm::json::Value(llvm::json::Array(epochs))).str();
   auto state = job.state();
@@ -139,6 +144,11 @@ llvm::Error Run::checkpoint() {
   if (llvm::Error e =
           saveCheckpoint(o.checkpointDir, job.plan(), *state, o.key, progress))
     return loopError("--checkpoint: " + llvm::toString(std::move(e)));
+  ++checkpoints;
+  checkpointSeconds += std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+  llvm::sys::fs::file_size(checkpointPath(o.checkpointDir), checkpointBytes);
   return llvm::Error::success();
 }
 
@@ -274,6 +284,9 @@ llvm::Expected<LoopResult> Run::run() {
       return std::move(e);
   result.epochs = std::move(epochs);
   result.globalStep = progress.globalStep;
+  result.checkpoints = checkpoints;
+  result.checkpointSeconds = checkpointSeconds;
+  result.checkpointBytes = checkpointBytes;
   return result;
 }
 

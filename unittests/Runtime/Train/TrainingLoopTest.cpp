@@ -2,7 +2,9 @@
 //
 // The loop a tool or an embedding program runs: epochs with events, a run
 // stopped with a checkpoint and resumed to the uninterrupted run's epochs,
-// and a diverging run stopped before anything is saved.
+// a job that fails and recovers (back to its last checkpoint, to the
+// uninterrupted run's epochs; at most --max-restarts times), and a
+// diverging run stopped before anything is saved.
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,6 +106,102 @@ TEST(TrainingLoop, StoppedAndResumedRunsAsOne) {
   ASSERT_FALSE(bool(refused));
   EXPECT_NE(llvm::toString(refused.takeError()).find("--resume: "),
             std::string::npos);
+}
+
+/// A job whose steps fail at the given global steps, once each, as a
+/// distributed job does when a process dies; it recovers by counting.
+class Failing final : public Trainable {
+public:
+  Failing(std::unique_ptr<Trainable> job, std::vector<int64_t> failAt)
+      : job(std::move(job)), failAt(std::move(failAt)) {}
+  const std::vector<std::pair<std::string, int64_t>> &
+  parameters() const override {
+    return job->parameters();
+  }
+  llvm::Error checkData(const data::Dataset &d) const override {
+    return job->checkData(d);
+  }
+  llvm::Expected<LossResult> step(const Tensor &inputs, const Tensor &targets,
+                                  float lr) override {
+    if (!failAt.empty() && steps == failAt.front()) {
+      failAt.erase(failAt.begin());
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "worker s1r0 died");
+    }
+    ++steps;
+    return job->step(inputs, targets, lr);
+  }
+  llvm::Expected<EvalResult> evaluate(const data::Dataset &d,
+                                      int64_t batch) override {
+    return job->evaluate(d, batch);
+  }
+  llvm::Expected<WeightMap> weights() override { return job->weights(); }
+  const plan::Plan &plan() const override { return job->plan(); }
+  llvm::Expected<Trainer::State> state() override { return job->state(); }
+  llvm::Error restore(Trainer::State s, int64_t at) override {
+    steps = at;
+    return job->restore(std::move(s), at);
+  }
+  bool canRecover() const override { return true; }
+  llvm::Error recover(llvm::Error failure) override {
+    llvm::consumeError(std::move(failure));
+    ++recoveries;
+    return llvm::Error::success();
+  }
+
+  int recoveries = 0;
+
+private:
+  std::unique_ptr<Trainable> job;
+  std::vector<int64_t> failAt;
+  int64_t steps = 0;
+};
+
+TEST(TrainingLoop, AFailedJobGoesBackToItsLastCheckpoint) {
+  TempDir dir;
+  MLP mlp = makeMLP(dir.file("mlp.onnx"), /*dropout=*/false);
+  data::Dataset train = makeData(32, 1), eval = makeData(16, 2);
+  auto whole = trainable(mlp);
+  auto uninterrupted = runTrainingLoop(*whole, train, loopOptions(eval));
+  ASSERT_TRUE(bool(uninterrupted));
+
+  LoopOptions o = loopOptions(eval);
+  o.checkpointDir = dir.file("ck");
+  o.checkpointEvery = 5;
+  // Before the first periodic checkpoint (back to the one made at the
+  // start), and in the third epoch (back to step 10).
+  Failing job(trainable(mlp), {3, 11});
+  std::vector<std::pair<int64_t, int64_t>> recovered;
+  LoopEvents events;
+  events.recovered = [&](const RecoveryEvent &r) {
+    recovered.emplace_back(r.failedAt, r.restoredTo);
+    EXPECT_EQ(r.failure, "worker s1r0 died");
+  };
+  auto result = runTrainingLoop(job, train, o, events);
+  ASSERT_TRUE(bool(result)) << llvm::toString(result.takeError());
+  EXPECT_EQ(job.recoveries, 2);
+  EXPECT_EQ(recovered, (std::vector<std::pair<int64_t, int64_t>>{{3, 0},
+                                                                  {11, 10}}));
+  EXPECT_EQ(losses(result->epochs), losses(uninterrupted->epochs));
+
+  // A job that keeps failing ends, with the last failure.
+  o.maxRestarts = 1;
+  llvm::sys::fs::remove_directories(o.checkpointDir);
+  Failing again(trainable(mlp), {3, 4});
+  auto failed = runTrainingLoop(again, train, o);
+  ASSERT_FALSE(bool(failed));
+  EXPECT_EQ(llvm::toString(failed.takeError()),
+            "the job failed again after 1 restart (--max-restarts 1): worker "
+            "s1r0 died");
+  // Without a checkpoint directory there is nothing to go back to.
+  o.checkpointDir.clear();
+  Failing lost(trainable(mlp), {3});
+  auto unrecovered = runTrainingLoop(lost, train, o);
+  ASSERT_FALSE(bool(unrecovered));
+  EXPECT_NE(llvm::toString(unrecovered.takeError())
+                .find("with --checkpoint DIR the job would have gone back"),
+            std::string::npos);
+  EXPECT_EQ(lost.recoveries, 0);
 }
 
 TEST(TrainingLoop, ADivergingRunSavesNothing) {

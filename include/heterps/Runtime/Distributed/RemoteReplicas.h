@@ -15,10 +15,16 @@
 #include "heterps/Runtime/Distributed/Services.pb.h"
 #include "heterps/Runtime/PipelineTrain/PipelineTrainer.h"
 
+#include <chrono>
+
 namespace heterps::runtime::distributed {
 
 class RemoteReplicas : public pipeline::ReplicaRunner {
 public:
+  /// A step's calls fail after this: a worker that still answers
+  /// heartbeats but never ends its step is hung.
+  static constexpr std::chrono::minutes kStepDeadline{10};
+
   /// Channels to the workers of `map`; `replicas` per stage.
   static llvm::Expected<std::unique_ptr<RemoteReplicas>>
   connect(const RegisterResponse &map, std::vector<int> replicas,

@@ -160,6 +160,11 @@ struct LoopResult {
   /// Stopped by LoopOptions::stopAfter.
   bool stopped = false;
   int64_t globalStep = 0;
+  /// Checkpoints written by this run: how many, their time in all (the
+  /// state gathered and written) and the last one's size.
+  int64_t checkpoints = 0;
+  double checkpointSeconds = 0;
+  uint64_t checkpointBytes = 0;
 };
 
 /// Trains `job` on `train`. Errors are one line: a step that failed, a
