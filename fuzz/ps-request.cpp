@@ -2,10 +2,11 @@
 //
 // A parameter-server shard answers whatever a job's processes send it over
 // the network (after the job token). The input is taken as one Request
-// message and handed to a fresh server that holds shard 1 of 2: a dense
-// table of 10 values and a sparse one of 100 rows x 4 (Adam and Adagrad,
-// BSP, two workers, a BSP wait of 1 ms). Any request must end in a
-// response or a one-line error, never a crash or a read out of bounds.
+// message and handed twice (a retry) to a fresh server that holds shard 1
+// of 2: a dense table of 10 values and a sparse one of 100 rows x 4 (Adam
+// and Adagrad, BSP, two workers, a BSP wait of 1 ms). Any request must
+// end in a response or a one-line error, never a crash or a read out of
+// bounds.
 // The same input is then taken as a tensor on the wire (TensorData, what
 // stage streams carry) and checked by fromWire.
 //
@@ -72,6 +73,13 @@ void writeSeeds(const std::string &dir) {
   push->set_table("w");
   push->set_lr(0.1f);
   push->set_grads(std::string(5 * sizeof(float), '\1'));
+  push = add("push-retried").mutable_push();
+  push->set_table("w");
+  push->set_lr(0.1f);
+  push->set_grads(std::string(5 * sizeof(float), '\1'));
+  push->set_client(12345);
+  push->set_sequence(7);
+  add("fence").mutable_fence()->set_epoch(2);
   push = add("push-sparse").mutable_push();
   push->set_table("e");
   push->set_lr(0.1f);
@@ -111,11 +119,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Request request;
   if (request.ParseFromArray(data, static_cast<int>(size))) {
     auto server = makeServer();
-    Response response;
-    server->handle(request, response);
-    if (response.error().find('\n') != std::string::npos)
-      fuzz::requireOneLine(llvm::createStringError(
-          llvm::inconvertibleErrorCode(), response.error()));
+    // Sent twice, as a retry is (a push then comes from the ledger), from
+    // a caller in this process, of the first epoch or of a later one.
+    int64_t epoch = static_cast<int64_t>(size % 3) - 1;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      Response response;
+      server->handle(request, response, epoch);
+      if (response.error().find('\n') != std::string::npos)
+        fuzz::requireOneLine(llvm::createStringError(
+            llvm::inconvertibleErrorCode(), response.error()));
+    }
   }
   distributed::TensorData tensor;
   if (tensor.ParseFromArray(data, static_cast<int>(size))) {

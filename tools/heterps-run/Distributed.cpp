@@ -246,9 +246,9 @@ public:
       reported.insert(&child);
       int status = child.exitStatus();
       report(static_cast<int>(i) + 1,
-             status > 128 ? "was killed by signal " + std::to_string(status -
-                                                                    128)
-                          : "exited with status " + std::to_string(status));
+             status > 128
+                 ? "was killed by signal " + std::to_string(status - 128)
+                 : "exited with status " + std::to_string(status));
     }
   }
 
@@ -440,9 +440,9 @@ int tools::runWorkerRank(const Role &r, const JobShape &shape,
     return fail(llvm::toString(trainer.takeError()));
   (*host)->attach(**trainer);
   llvm::errs() << kTool << ": " << r.name() << ": serving steps"
-               << (map->epoch() ? " (epoch " + std::to_string(map->epoch()) +
-                                      ")"
-                                : "")
+               << (map->epoch()
+                       ? " (epoch " + std::to_string(map->epoch()) + ")"
+                       : "")
                << "\n";
   StopReason stop = (*host)->waitForShutdown();
   (*host)->stop();
@@ -565,9 +565,9 @@ tools::startJob(const JobShape &shape, const std::string &jobName) {
       return processes->checkChildren("before it rejoined the job");
     };
   }
-  job->supervisor = std::make_unique<Supervisor>(
-      *job->coordinator, *job->transport, *job->replicas, *map,
-      std::move(watch));
+  job->supervisor =
+      std::make_unique<Supervisor>(*job->coordinator, *job->transport,
+                                   *job->replicas, *map, std::move(watch));
   return std::unique_ptr<tools::JobProcesses>(std::move(job));
 }
 

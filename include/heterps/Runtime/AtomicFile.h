@@ -2,9 +2,9 @@
 //
 // A trained model, a checkpoint or a report is written to a temporary file
 // next to its destination, flushed to disk (fsync) and renamed over it, so
-// a kill -9 or a machine's crash while writing leaves the old file whole. The temporary file is named after the
-// writing process (DEST.tmp-PID): a later save to the same destination
-// removes what a killed process left behind.
+// a kill -9 or a machine's crash while writing leaves the old file whole. The
+// temporary file is named after the writing process (DEST.tmp-PID): a later
+// save to the same destination removes what a killed process left behind.
 //
 //===----------------------------------------------------------------------===//
 

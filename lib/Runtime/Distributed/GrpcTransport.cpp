@@ -108,9 +108,9 @@ void GrpcTransport::end(grpc::ClientContext &context) {
 /// A failed call as an error; one that may pass is a TransientError.
 static llvm::Error callError(const grpc::Status &status, int shard,
                              const std::string &address) {
-  std::string message = heterps::printableLine(
-      "parameter-server shard " + std::to_string(shard) + " at " + address +
-      ": " + status.error_message());
+  std::string message =
+      heterps::printableLine("parameter-server shard " + std::to_string(shard) +
+                             " at " + address + ": " + status.error_message());
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
     return llvm::make_error<ps::TransientError>(message);
@@ -215,10 +215,10 @@ GrpcTransport::callMany(llvm::ArrayRef<ps::Request> requests,
   for (size_t i = 0; i < requests.size(); ++i) {
     Pending &p = pending[i];
     p.shard = shard(requests[i].shard());
-    llvm::Error refused = p.shard ? begin(p.context)
-                                  : transportError("no server for shard " +
-                                                   llvm::Twine(
-                                                       requests[i].shard()));
+    llvm::Error refused =
+        p.shard ? begin(p.context)
+                : transportError("no server for shard " +
+                                 llvm::Twine(requests[i].shard()));
     if (refused) {
       failed = llvm::joinErrors(std::move(failed), std::move(refused));
       std::lock_guard lock(doneMutex);

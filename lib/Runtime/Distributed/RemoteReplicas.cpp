@@ -162,8 +162,7 @@ RemoteReplicas::runStep(pipeline::StepInputs &step,
   bool aborted = false;
   while (done < n) {
     impl->changed.wait(lock, [&] {
-      return done == n ||
-             ((failed || !impl->interrupted.empty()) && !aborted);
+      return done == n || ((failed || !impl->interrupted.empty()) && !aborted);
     });
     if ((failed || !impl->interrupted.empty()) && !aborted) {
       // The others may wait for values the failed one will not send; a

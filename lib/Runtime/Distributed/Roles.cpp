@@ -6,9 +6,9 @@
 #include "llvm/ADT/Twine.h"
 
 #include <atomic>
-#include <mutex>
 #include <csignal>
 #include <cstdlib>
+#include <mutex>
 #include <numeric>
 #include <pthread.h>
 #include <unistd.h>

@@ -85,8 +85,7 @@ llvm::Error Supervisor::recover(
       llvm::consumeError(role.takeError());
   }
   llvm::errs() << ("heterps-run: recovering: restarting " + names +
-                   "; the job moves to epoch " + std::to_string(epoch) +
-                   "\n");
+                   "; the job moves to epoch " + std::to_string(epoch) + "\n");
   coordinator.reopen(ranks, epoch);
   if (options.restart) {
     for (int rank : ranks)

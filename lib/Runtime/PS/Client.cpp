@@ -28,8 +28,8 @@ llvm::Error Transport::send(llvm::ArrayRef<Request> requests,
   while (true) {
     llvm::Error sent = callMany(requests, responses);
     std::string transient;
-    llvm::Error other = llvm::handleErrors(
-        std::move(sent), [&](const TransientError &e) {
+    llvm::Error other =
+        llvm::handleErrors(std::move(sent), [&](const TransientError &e) {
           if (transient.empty()) {
             llvm::raw_string_ostream os(transient);
             e.log(os);

@@ -468,9 +468,10 @@ int64_t ParameterServer::replayedPushes() const { return ledger->replayed(); }
 
 static llvm::Error fenced(int64_t theirs, int64_t ours) {
   return psError("fenced out: the request belongs to epoch " +
-                 llvm::Twine(theirs) + " of the job, which has moved on to "
-                 "epoch " + llvm::Twine(ours) +
-                 " (this process was given up for dead)");
+                 llvm::Twine(theirs) +
+                 " of the job, which has moved on to "
+                 "epoch " +
+                 llvm::Twine(ours) + " (this process was given up for dead)");
 }
 
 llvm::Error ParameterServer::fence(int64_t epoch) {

@@ -31,8 +31,7 @@ void PushLedger::once(const PushRequest &push, Response &response,
   }
   Client &client = clients[push.client()];
   client.lastHeard = ++heard;
-  if (push.sequence() < client.floor &&
-      !client.recent.count(push.sequence())) {
+  if (push.sequence() < client.floor && !client.recent.count(push.sequence())) {
     response.clear_body();
     response.set_error(
         (llvm::Twine("table '") + push.table() + "': push " +

@@ -30,10 +30,10 @@ class PushLedger {
 public:
   /// Pushes remembered per client: more than a client keeps in flight at
   /// once (a stage's tables cut in pieces, over all shards).
-  static constexpr size_t kWindow = 4096;
+  static constexpr size_t kWindow = 1024;
   /// Clients remembered: the one unheard of longest is forgotten beyond
   /// this (a process long gone), so that clients cannot fill the memory.
-  static constexpr size_t kMaxClients = 4096;
+  static constexpr size_t kMaxClients = 1024;
 
   /// Runs `apply` for a push seen for the first time and remembers what
   /// it answered; a retry gets that answer in `response`.
@@ -47,6 +47,7 @@ public:
     std::string error;
     int64_t version = 0;
   };
+
 private:
   struct Client {
     /// Shared with the retries that wait for an answer: it may be

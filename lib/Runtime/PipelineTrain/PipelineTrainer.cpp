@@ -170,8 +170,7 @@ llvm::Error PipelineTrainer::createTables(const WeightMap &weights,
       const plan::Value &table = program.values(v);
       if (llvm::Error e = admin->addSparseTable(
               table.name(), table.dims(0), table.dims(1),
-              options.sparseInitScale, options.seed, options.replicas[s],
-              only))
+              options.sparseInitScale, options.seed, options.replicas[s], only))
         return e;
     }
 

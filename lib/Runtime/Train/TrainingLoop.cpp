@@ -145,9 +145,9 @@ llvm::Error Run::checkpoint() {
           saveCheckpoint(o.checkpointDir, job.plan(), *state, o.key, progress))
     return loopError("--checkpoint: " + llvm::toString(std::move(e)));
   ++checkpoints;
-  checkpointSeconds += std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
+  checkpointSeconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   llvm::sys::fs::file_size(checkpointPath(o.checkpointDir), checkpointBytes);
   return llvm::Error::success();
 }

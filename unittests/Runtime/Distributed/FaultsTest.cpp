@@ -101,17 +101,17 @@ TEST(AtMostOnce, APushOlderThanTheWindowIsRefusedNotApplied) {
   auto s = server(ps::Consistency::ASP);
   addCounter(*s);
   ps::Response out;
-  for (uint64_t q = 1; q <= 4200; ++q)
+  for (uint64_t q = 1; q <= 1100; ++q)
     s->handle(push(3, q), out);
-  EXPECT_EQ(counted(*s), 4200.f);
+  EXPECT_EQ(counted(*s), 1100.f);
   s->handle(push(3, 2), out);
-  EXPECT_NE(out.error().find("older than the last 4096"), std::string::npos)
+  EXPECT_NE(out.error().find("older than the last 1024"), std::string::npos)
       << out.error();
-  EXPECT_EQ(counted(*s), 4200.f);
+  EXPECT_EQ(counted(*s), 1100.f);
   // A recent one is still answered from memory.
-  s->handle(push(3, 4000), out);
+  s->handle(push(3, 1000), out);
   EXPECT_EQ(out.error(), "");
-  EXPECT_EQ(counted(*s), 4200.f);
+  EXPECT_EQ(counted(*s), 1100.f);
 }
 
 TEST(AtMostOnce, ConcurrentCopiesOfOnePushApplyItOnce) {
@@ -235,8 +235,7 @@ TEST(LoadTest, SixtyFourClientsOnOneShardLoseAndRepeatNothing) {
   addCounter(*s);
   SecurityOptions security;
   security.token = "faults-test-token-0123456789abcdef";
-  auto listening =
-      llvm::cantFail(PSServer::start(*s, "127.0.0.1:0", security));
+  auto listening = llvm::cantFail(PSServer::start(*s, "127.0.0.1:0", security));
   std::string address = "127.0.0.1:" + std::to_string(listening->port());
   auto grpc = llvm::cantFail(GrpcTransport::connect({address}, security));
 

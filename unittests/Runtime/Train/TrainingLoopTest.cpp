@@ -180,8 +180,8 @@ TEST(TrainingLoop, AFailedJobGoesBackToItsLastCheckpoint) {
   auto result = runTrainingLoop(job, train, o, events);
   ASSERT_TRUE(bool(result)) << llvm::toString(result.takeError());
   EXPECT_EQ(job.recoveries, 2);
-  EXPECT_EQ(recovered, (std::vector<std::pair<int64_t, int64_t>>{{3, 0},
-                                                                  {11, 10}}));
+  EXPECT_EQ(recovered,
+            (std::vector<std::pair<int64_t, int64_t>>{{3, 0}, {11, 10}}));
   EXPECT_EQ(losses(result->epochs), losses(uninterrupted->epochs));
 
   // A job that keeps failing ends, with the last failure.

@@ -61,11 +61,11 @@ public:
   /// `onDeath(name, why)` is called once per death, from the monitor's
   /// thread; `probe` each tick (the launcher reports children that exited
   /// through declareDead).
-  HeartbeatMonitor(SecurityOptions security, std::chrono::milliseconds timeout,
-                   std::function<void(const std::string &name,
-                                       const std::string &why)>
-                       onDeath,
-                   std::function<void()> probe = nullptr);
+  HeartbeatMonitor(
+      SecurityOptions security, std::chrono::milliseconds timeout,
+      std::function<void(const std::string &name, const std::string &why)>
+          onDeath,
+      std::function<void()> probe = nullptr);
   ~HeartbeatMonitor();
 
   /// Watches these processes from now on, all alive now; forgets deaths.

@@ -1,4 +1,5 @@
-//===- Supervisor.h - a distributed job brought back after failures -*- C++ -*-===//
+//===- Supervisor.h - a distributed job brought back after failures -*- C++
+//-*-===//
 //
 // The coordinator's side of failure handling. It watches every process of
 // the job (HeartbeatMonitor); when one dies, the step in flight ends at
@@ -50,10 +51,9 @@ public:
              SupervisorOptions options);
   ~Supervisor() override;
 
-  llvm::Error
-  recover(const std::string &failure,
-          const std::function<llvm::Error(const std::vector<int> &)>
-              &remakeTables) override;
+  llvm::Error recover(const std::string &failure,
+                      const std::function<llvm::Error(const std::vector<int> &)>
+                          &remakeTables) override;
   /// The process of `rank` is gone (it exited).
   void declareDead(int rank, const std::string &why);
 

@@ -1,9 +1,9 @@
 //===- WorkerHost.h - a stage replica's process -----------------*- C++ -*-===//
 //
 // The gRPC side of a worker process: the coordinator's RunStep, Abort,
-// Weights, Heartbeat, Reset and Shutdown calls, and the streams on which neighbouring
-// replicas deliver activations and gradients (into a Mailbox that exists
-// from the start, so a neighbour may send before this process is ready).
+// Weights, Heartbeat, Reset and Shutdown calls, and the streams on which
+// neighbouring replicas deliver activations and gradients (into a Mailbox that
+// exists from the start, so a neighbour may send before this process is ready).
 // Its StageLinks is the trainer's StageExchange: values for a replica in
 // this process stay in the mailbox, the others go out on a stream to that
 // replica's process.
