@@ -1,7 +1,8 @@
 """Detection and recovery times of distributed jobs, and checkpoint costs.
 
-For the Fashion-MNIST CNN (batch 64) and the CTR workload (4 x 10M x 16
-sparse tables + MLP, batch 512), 2 stages of 1 replica, 2 parameter-server
+For the workloads of benchmarks/distributed/train_bench.py (the
+Fashion-MNIST CNN, batch 64, SGD; the CTR workload, 4 x 10M x 16 sparse
+tables + MLP, batch 512, Adagrad), 2 stages of 1 replica, 2 parameter-server
 shards, a checkpoint every 50 steps: each failure (a stage worker killed,
 a shard killed, a worker stopped with SIGSTOP so that only the heartbeats
 find it) is injected by test/Faults/Inputs/inject.py in the second epoch.
@@ -27,33 +28,16 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..",
+                                "distributed"))
+from train_bench import workloads  # noqa: E402  (the same two workloads)
+
 FAILURES = [
     ("worker killed", ["--rank", "4"]),
     ("shard killed", ["--rank", "1"]),
     ("worker stopped", ["--rank", "4", "--signal", "STOP",
                         "--resume-after", "30"]),
 ]
-
-
-def workloads(root, work):
-    ctr = os.path.join(root, "benchmarks", "ctr", "ctr.py")
-    model = os.path.join(work, "ctr.onnx")
-    data = os.path.join(work, "ctr-data")
-    if not os.path.exists(model):
-        subprocess.run([sys.executable, ctr, "model", model], check=True)
-    if not os.path.exists(data):
-        subprocess.run([sys.executable, ctr, "data", data], check=True,
-                       stdout=subprocess.DEVNULL)
-    fashion = os.path.join(root, "examples", "models", "fashion_cnn.onnx")
-    return [
-        ("Fashion CNN", [fashion, "--data", "fashion-mnist:train",
-                         "--batch", "64", "--optimizer", "momentum"]),
-        ("CTR 4x10Mx16", [model, "--loss", "bce-logits", "--data",
-                          "inputs=%s/train_ids.npy,targets=%s/train_clicks.npy"
-                          % (data, data), "--batch", "512",
-                          "--optimizer", "adagrad", "--lr", "0.05",
-                          "--sparse-min-rows", "1000000"]),
-    ]
 
 
 def uninterrupted(tool, args, work):

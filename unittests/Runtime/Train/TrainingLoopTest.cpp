@@ -43,6 +43,18 @@ std::vector<double> losses(const llvm::json::Array &epochs) {
   return out;
 }
 
+/// A model, its data, and the losses of an uninterrupted run.
+struct LoopJob {
+  TempDir dir;
+  MLP mlp = makeMLP(dir.file("mlp.onnx"), /*dropout=*/false);
+  data::Dataset train = makeData(32, 1), eval = makeData(16, 2);
+  std::vector<double> uninterruptedLosses() {
+    auto whole = trainable(mlp);
+    auto result = runTrainingLoop(*whole, train, loopOptions(eval));
+    return result ? losses(result->epochs) : std::vector<double>();
+  }
+};
+
 TEST(TrainingLoop, EpochsWithEventsAndEvaluation) {
   TempDir dir;
   MLP mlp = makeMLP(dir.file("mlp.onnx"), /*dropout=*/false);
@@ -71,18 +83,15 @@ TEST(TrainingLoop, EpochsWithEventsAndEvaluation) {
 }
 
 TEST(TrainingLoop, StoppedAndResumedRunsAsOne) {
-  TempDir dir;
-  MLP mlp = makeMLP(dir.file("mlp.onnx"), /*dropout=*/false);
-  data::Dataset train = makeData(32, 1), eval = makeData(16, 2);
-  auto whole = trainable(mlp);
-  auto uninterrupted = runTrainingLoop(*whole, train, loopOptions(eval));
-  ASSERT_TRUE(bool(uninterrupted));
+  LoopJob t;
+  std::vector<double> uninterrupted = t.uninterruptedLosses();
+  ASSERT_EQ(uninterrupted.size(), 3u);
 
-  LoopOptions o = loopOptions(eval);
-  o.checkpointDir = dir.file("ck");
+  LoopOptions o = loopOptions(t.eval);
+  o.checkpointDir = t.dir.file("ck");
   o.stopAfter = 6; // in the middle of the second epoch
-  auto first = trainable(mlp);
-  auto stopped = runTrainingLoop(*first, train, o);
+  auto first = trainable(t.mlp);
+  auto stopped = runTrainingLoop(*first, t.train, o);
   ASSERT_TRUE(bool(stopped)) << llvm::toString(stopped.takeError());
   EXPECT_TRUE(stopped->stopped);
   EXPECT_EQ(stopped->globalStep, 6);
@@ -90,19 +99,19 @@ TEST(TrainingLoop, StoppedAndResumedRunsAsOne) {
 
   o.stopAfter = 0;
   o.resume = true;
-  auto second = trainable(mlp);
+  auto second = trainable(t.mlp);
   int64_t resumedAt = -1;
   LoopEvents events;
   events.resumed = [&](const TrainingProgress &p) { resumedAt = p.globalStep; };
-  auto resumed = runTrainingLoop(*second, train, o, events);
+  auto resumed = runTrainingLoop(*second, t.train, o, events);
   ASSERT_TRUE(bool(resumed)) << llvm::toString(resumed.takeError());
   EXPECT_EQ(resumedAt, 6);
-  EXPECT_EQ(losses(resumed->epochs), losses(uninterrupted->epochs));
+  EXPECT_EQ(losses(resumed->epochs), uninterrupted);
 
   // A checkpoint of another run does not fit.
   o.key.batch = 16;
-  auto other = trainable(mlp);
-  auto refused = runTrainingLoop(*other, train, o);
+  auto other = trainable(t.mlp);
+  auto refused = runTrainingLoop(*other, t.train, o);
   ASSERT_FALSE(bool(refused));
   EXPECT_NE(llvm::toString(refused.takeError()).find("--resume: "),
             std::string::npos);
@@ -158,45 +167,42 @@ private:
 };
 
 TEST(TrainingLoop, AFailedJobGoesBackToItsLastCheckpoint) {
-  TempDir dir;
-  MLP mlp = makeMLP(dir.file("mlp.onnx"), /*dropout=*/false);
-  data::Dataset train = makeData(32, 1), eval = makeData(16, 2);
-  auto whole = trainable(mlp);
-  auto uninterrupted = runTrainingLoop(*whole, train, loopOptions(eval));
-  ASSERT_TRUE(bool(uninterrupted));
+  LoopJob t;
+  std::vector<double> uninterrupted = t.uninterruptedLosses();
+  ASSERT_EQ(uninterrupted.size(), 3u);
 
-  LoopOptions o = loopOptions(eval);
-  o.checkpointDir = dir.file("ck");
+  LoopOptions o = loopOptions(t.eval);
+  o.checkpointDir = t.dir.file("ck");
   o.checkpointEvery = 5;
   // Before the first periodic checkpoint (back to the one made at the
   // start), and in the third epoch (back to step 10).
-  Failing job(trainable(mlp), {3, 11});
+  Failing job(trainable(t.mlp), {3, 11});
   std::vector<std::pair<int64_t, int64_t>> recovered;
   LoopEvents events;
   events.recovered = [&](const RecoveryEvent &r) {
     recovered.emplace_back(r.failedAt, r.restoredTo);
     EXPECT_EQ(r.failure, "worker s1r0 died");
   };
-  auto result = runTrainingLoop(job, train, o, events);
+  auto result = runTrainingLoop(job, t.train, o, events);
   ASSERT_TRUE(bool(result)) << llvm::toString(result.takeError());
   EXPECT_EQ(job.recoveries, 2);
   EXPECT_EQ(recovered,
             (std::vector<std::pair<int64_t, int64_t>>{{3, 0}, {11, 10}}));
-  EXPECT_EQ(losses(result->epochs), losses(uninterrupted->epochs));
+  EXPECT_EQ(losses(result->epochs), uninterrupted);
 
   // A job that keeps failing ends, with the last failure.
   o.maxRestarts = 1;
   llvm::sys::fs::remove_directories(o.checkpointDir);
-  Failing again(trainable(mlp), {3, 4});
-  auto failed = runTrainingLoop(again, train, o);
+  Failing again(trainable(t.mlp), {3, 4});
+  auto failed = runTrainingLoop(again, t.train, o);
   ASSERT_FALSE(bool(failed));
   EXPECT_EQ(llvm::toString(failed.takeError()),
             "the job failed again after 1 restart (--max-restarts 1): worker "
             "s1r0 died");
   // Without a checkpoint directory there is nothing to go back to.
   o.checkpointDir.clear();
-  Failing lost(trainable(mlp), {3});
-  auto unrecovered = runTrainingLoop(lost, train, o);
+  Failing lost(trainable(t.mlp), {3});
+  auto unrecovered = runTrainingLoop(lost, t.train, o);
   ASSERT_FALSE(bool(unrecovered));
   EXPECT_NE(llvm::toString(unrecovered.takeError())
                 .find("with --checkpoint DIR the job would have gone back"),
