@@ -53,6 +53,8 @@ struct RemoteReplicas::Impl {
       AbortResponse response;
     };
     std::vector<Call> calls(workers.size());
+    AbortRequest request;
+    request.set_epoch(epoch);
     std::mutex doneMutex;
     std::condition_variable finished;
     size_t done = 0;
@@ -61,7 +63,6 @@ struct RemoteReplicas::Impl {
       // A live worker answers in a millisecond; a stopped one never does.
       calls[i].context.set_deadline(std::chrono::system_clock::now() +
                                     std::chrono::milliseconds(500));
-      static const AbortRequest request;
       workers[i].stub->async()->Abort(&calls[i].context, &request,
                                       &calls[i].response, [&](grpc::Status) {
                                         std::lock_guard lock(doneMutex);

@@ -105,6 +105,10 @@ llvm::Error Supervisor::recover(
     coordinator.release(why);
     return supervisorError("cannot recover from '" + failure + "': " + why);
   }
+  // The new processes hear heartbeats from now on: what follows may take
+  // longer than their timeout (a large model's tables, a worker loading
+  // its trainer).
+  watch(*map);
   // From here on, calls of the old epoch are refused everywhere.
   std::vector<std::string> addresses(map->ps().begin(), map->ps().end());
   server.redirect(addresses);
@@ -124,8 +128,5 @@ llvm::Error Supervisor::recover(
   if (llvm::Error e = remakeTables(shards))
     return e;
   coordinator.release();
-  if (llvm::Error e = workers.reset(*map))
-    return e;
-  watch(*map);
-  return llvm::Error::success();
+  return workers.reset(*map);
 }

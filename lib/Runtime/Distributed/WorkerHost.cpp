@@ -16,6 +16,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <shared_mutex>
 
 using namespace heterps::runtime;
@@ -29,7 +30,7 @@ struct WorkerHost::Impl final : WorkerService::Service {
   SecurityOptions security;
   pipeline::Mailbox mailbox;
   std::unique_ptr<StageLinks> stageLinks;
-  GrpcTransport *psTransport = nullptr;
+  std::atomic<GrpcTransport *> psTransport{nullptr};
   std::unique_ptr<Watchdog> watchdog;
   /// The job's epoch as this process knows it. Deliveries hold it shared
   /// from their check to the mailbox, a reset exclusively: no value of an
@@ -141,15 +142,21 @@ struct WorkerHost::Impl final : WorkerService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Abort(grpc::ServerContext *context, const AbortRequest *,
+  grpc::Status Abort(grpc::ServerContext *context, const AbortRequest *request,
                      AbortResponse *) override {
     if (grpc::Status s = refuse(*context); !s.ok())
       return s;
-    mailbox.abort();
-    // Nothing may wait on a dead peer: calls to the parameter server end.
-    if (psTransport)
-      psTransport->abortCalls();
+    if (request->epoch() == currentEpoch())
+      abortStep();
     return grpc::Status::OK;
+  }
+
+  /// Ends the step that runs, if any: nothing may wait on a dead peer, nor
+  /// on the parameter server.
+  void abortStep() {
+    mailbox.abort();
+    if (GrpcTransport *t = psTransport.load())
+      t->abortCalls();
   }
 
   int64_t currentEpoch() {
@@ -174,6 +181,8 @@ struct WorkerHost::Impl final : WorkerService::Service {
       return s;
     if (!ready() || !stageLinks)
       return {grpc::StatusCode::UNAVAILABLE, "the worker is not ready"};
+    // The step of the old epoch may still wait (its abort lost).
+    abortStep();
     std::lock_guard running(stepMutex);
     std::unique_lock lock(epochMutex);
     if (request->epoch() < epoch)
@@ -183,9 +192,9 @@ struct WorkerHost::Impl final : WorkerService::Service {
     epoch = request->epoch();
     mailbox.clear();
     stageLinks->reset(epoch, addressesOf(request->map()));
-    psTransport->redirect(
-        {request->map().ps().begin(), request->map().ps().end()});
-    psTransport->setEpoch(epoch);
+    GrpcTransport *t = psTransport.load();
+    t->redirect({request->map().ps().begin(), request->map().ps().end()});
+    t->setEpoch(epoch);
     return grpc::Status::OK;
   }
 
@@ -289,9 +298,7 @@ void WorkerHost::stop() {
   }
   // A step still running (this process was cut off mid-step) ends: it
   // waits for nothing more.
-  impl->mailbox.abort();
-  if (impl->psTransport)
-    impl->psTransport->abortCalls();
+  impl->abortStep();
   // Cancels the streams neighbours still hold open (they are stopping
   // too): waiting for them to close would wait for each other.
   impl->server->Shutdown(std::chrono::system_clock::now());
