@@ -90,10 +90,11 @@ def main():
                            stderr=subprocess.STDOUT, text=True, bufsize=1)
     killer = threading.Timer(args.timeout, job.kill)
     killer.start()
+    watcher = None
     if args.when_file:
         path = args.when_file.replace("{pid}", str(job.pid))
-        threading.Thread(target=watch_file, args=(path, args, job),
-                         daemon=True).start()
+        watcher = threading.Thread(target=watch_file, args=(path, args, job))
+        watcher.start()
     trigger = re.compile(args.when) if args.when else None
     struck = None
     detected = recovered = next_step = None
@@ -122,6 +123,8 @@ def main():
             next_step = now - struck
     status = job.wait()
     killer.cancel()
+    if watcher:
+        watcher.join()  # its line comes before the exit
     if struck is not None:
         def fmt(t):
             return "-" if t is None else "%.2f s" % t
