@@ -635,7 +635,13 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
     if (live && e.step == e.stepsPerEpoch)
       llvm::errs() << "\n";
   };
+  // A job that recovered finishes again the epoch its checkpoint was in:
+  // its row is in the table already.
+  int64_t tabled = 0;
   events.epochEnded = [&](const llvm::json::Object &entry) {
+    if (*entry.getInteger("epoch") <= tabled)
+      return;
+    tabled = *entry.getInteger("epoch");
     auto number = [&](llvm::StringRef key) {
       std::optional<double> v = entry.getNumber(key);
       return v ? llvm::formatv("{0:F4}", *v).str() : std::string("-");
