@@ -164,6 +164,14 @@ int psShards() {
   return option ? option->getValue() : 1;
 }
 
+/// --checkpoint, read by name (the training flags define it): where every
+/// process of a job writes its part of the job's checkpoints.
+std::string checkpointDir() {
+  auto *option = static_cast<cl::opt<std::string> *>(
+      cl::getRegisteredOptions().lookup("checkpoint"));
+  return option ? option->getValue() : "";
+}
+
 /// This process's arguments, without the one that made it the launcher.
 llvm::Expected<std::vector<std::string>> commandLineForChildren() {
   // A /proc file reports size 0: read it as a stream.
@@ -191,6 +199,9 @@ public:
   ps::Transport &server() override { return *transport; }
   pipeline::ReplicaRunner *runner() override { return replicas.get(); }
   pipeline::JobRecovery *recovery() override { return supervisor.get(); }
+  pipeline::CheckpointStore *checkpoints() override {
+    return supervisor.get();
+  }
   void started() override {
     if (coordinator)
       coordinator->release();
@@ -403,6 +414,7 @@ int tools::runPSRank(const Role &r, const JobShape &shape) {
   options.advertise = advertiseHost;
   options.timeout = timeout();
   options.heartbeatTimeout = heartbeat();
+  options.checkpointDir = checkpointDir();
   if (llvm::Error e = runPSShard(options, *sec))
     return fail(llvm::toString(std::move(e)));
   return 0;
@@ -438,6 +450,7 @@ int tools::runWorkerRank(const Role &r, const JobShape &shape,
   auto trainer = make(**server, links);
   if (!trainer)
     return fail(llvm::toString(trainer.takeError()));
+  (*host)->setCheckpointDir(checkpointDir());
   (*host)->attach(**trainer);
   llvm::errs() << kTool << ": " << r.name() << ": serving steps"
                << (map->epoch()

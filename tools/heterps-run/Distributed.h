@@ -67,6 +67,9 @@ public:
   /// What brings the job back when one of its processes dies; null when
   /// none does (--ps).
   virtual runtime::pipeline::JobRecovery *recovery() { return nullptr; }
+  /// What has the job's processes write their own parts of checkpoints;
+  /// null when the trainer gathers them (--ps).
+  virtual runtime::pipeline::CheckpointStore *checkpoints() { return nullptr; }
   /// The trainer exists and has made its tables: the job's processes go.
   virtual void started() = 0;
   /// Training is over or failed: the processes stop.

@@ -552,6 +552,7 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       o->remoteServer = &processes->server();
       o->runner = processes->runner();
       o->recovery = processes->recovery();
+      o->checkpoints = processes->checkpoints();
     }
     auto trainer =
         pipeline::PipelineTrainer::create(plan, std::move(*weights), *o);

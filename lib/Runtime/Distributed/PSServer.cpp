@@ -8,6 +8,7 @@
 #include "heterps/Runtime/Distributed/Roles.h"
 #include "heterps/Support/PrintableLine.h"
 
+#include "CheckpointParts.h"
 #include "Services.grpc.pb.h"
 
 #include "llvm/ADT/Twine.h"
@@ -54,6 +55,42 @@ public:
     return grpc::Status::OK;
   }
 
+  grpc::Status SavePart(grpc::ServerContext *context,
+                        const PartRequest *request, PartInfo *info) override {
+    std::string refusal = checkToken(*context, security);
+    if (!refusal.empty())
+      return {grpc::StatusCode::UNAUTHENTICATED, "refused: " + refusal};
+    auto checkpoint = server.saveShard(shard);
+    if (!checkpoint)
+      return failed(checkpoint.takeError());
+    auto written = writePart(checkpointDir, request->step(),
+                             partName({Role::ParameterServer, shard}),
+                             *checkpoint);
+    if (!written)
+      return failed(written.takeError());
+    *info = *written;
+    return grpc::Status::OK;
+  }
+
+  grpc::Status LoadPart(grpc::ServerContext *context,
+                        const PartRequest *request, PartInfo *info) override {
+    std::string refusal = checkToken(*context, security);
+    if (!refusal.empty())
+      return {grpc::StatusCode::UNAUTHENTICATED, "refused: " + refusal};
+    ps::ShardCheckpoint checkpoint;
+    if (llvm::Error e = readPart(checkpointDir, request->step(),
+                                 partName({Role::ParameterServer, shard}),
+                                 request->expected(), checkpoint))
+      return failed(std::move(e));
+    if (checkpoint.shard() != shard)
+      return failed(serverError("the part is of shard " +
+                                llvm::Twine(checkpoint.shard())));
+    if (llvm::Error e = server.restoreShard(checkpoint))
+      return failed(std::move(e));
+    *info = request->expected();
+    return grpc::Status::OK;
+  }
+
   grpc::Status Heartbeat(grpc::ServerContext *context,
                          const HeartbeatRequest *request,
                          HeartbeatResponse *) override {
@@ -77,10 +114,18 @@ public:
   }
 
   std::atomic<int64_t> refused{0};
+  /// Where this shard writes its parts of checkpoints (PSShardOptions).
+  std::string checkpointDir;
+  int shard = 0;
   /// Told of the coordinator's heartbeats, when it has one.
   std::atomic<Watchdog *> watchdog{nullptr};
 
 private:
+  static grpc::Status failed(llvm::Error e) {
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            heterps::printableLine(llvm::toString(std::move(e)))};
+  }
+
   /// At most one line a second: a flood of bad calls must not flood the
   /// log.
   void logRefusal(const std::string &why, const std::string &peer) {
@@ -117,6 +162,11 @@ PSServer::~PSServer() {
 }
 
 int64_t PSServer::refusedCalls() const { return impl->service->refused; }
+
+void PSServer::setCheckpointDir(std::string dir, int shard) {
+  impl->service->checkpointDir = std::move(dir);
+  impl->service->shard = shard;
+}
 
 void PSServer::setWatchdog(Watchdog *watchdog) {
   impl->service->watchdog = watchdog;
@@ -178,6 +228,7 @@ llvm::Error distributed::runPSShard(const PSShardOptions &o,
               return llvm::Error::success();
             }))
       return e;
+  (*listening)->setCheckpointDir(o.checkpointDir, o.shard);
   Watchdog watchdog;
   (*listening)->setWatchdog(&watchdog);
   if (!o.coordinator.empty()) {

@@ -2,9 +2,17 @@
 
 #include "heterps/Runtime/Distributed/Supervisor.h"
 
+#include "CheckpointParts.h"
+#include "Services.grpc.pb.h"
+
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <mutex>
+#include <thread>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::distributed;
@@ -35,6 +43,7 @@ Supervisor::Supervisor(Coordinator &coordinator, GrpcTransport &server,
 Supervisor::~Supervisor() { monitor.reset(); }
 
 void Supervisor::watch(const RegisterResponse &map) {
+  current = map;
   std::vector<HeartbeatMonitor::Peer> peers;
   JobShape &shape = options.shape;
   for (int rank = 1; rank < shape.worldSize(); ++rank) {
@@ -129,4 +138,113 @@ llvm::Error Supervisor::recover(
     return e;
   coordinator.release();
   return workers.reset(*map);
+}
+
+/// The address of `role`'s process in `map`.
+static std::string addressOf(const RegisterResponse &map, const Role &role) {
+  if (role.kind == Role::ParameterServer)
+    return role.shard < map.ps_size() ? map.ps(role.shard) : "";
+  for (const ProcessInfo &w : map.workers())
+    if (w.stage() == role.stage && w.replica() == role.replica)
+      return w.address();
+  return "";
+}
+
+llvm::Error Supervisor::forEachProcess(
+    const std::function<llvm::Error(const Role &, const std::string &)>
+        &call) {
+  int world = options.shape.worldSize();
+  std::vector<std::string> failures(world);
+  std::vector<std::thread> threads;
+  for (int rank = 1; rank < world; ++rank) {
+    auto role = roleOfRank(rank, options.shape);
+    if (!role)
+      return role.takeError();
+    threads.emplace_back([&, rank, role = *role] {
+      if (llvm::Error e = call(role, addressOf(current, role)))
+        failures[rank] = role.name() + ": " + llvm::toString(std::move(e));
+    });
+  }
+  for (std::thread &t : threads)
+    t.join();
+  for (const std::string &failure : failures)
+    if (!failure.empty())
+      return supervisorError(failure);
+  return llvm::Error::success();
+}
+
+/// One SavePart or LoadPart call to the process at `address`.
+static llvm::Error partCall(const Role &role, const std::string &address,
+                            const SecurityOptions &security, bool save,
+                            const PartRequest &request, PartInfo &answer) {
+  auto channel = grpc::CreateCustomChannel(
+      address, channelCredentials(security), channelArguments());
+  grpc::ClientContext context;
+  attachToken(context, security);
+  // A large table takes a while to write.
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::minutes(10));
+  grpc::Status status;
+  if (role.kind == Role::ParameterServer) {
+    auto stub = ParameterServerService::NewStub(channel);
+    status = save ? stub->SavePart(&context, request, &answer)
+                  : stub->LoadPart(&context, request, &answer);
+  } else {
+    auto stub = WorkerService::NewStub(channel);
+    status = save ? stub->SavePart(&context, request, &answer)
+                  : stub->LoadPart(&context, request, &answer);
+  }
+  if (!status.ok())
+    return supervisorError(status.error_message());
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<train::Trainer::Part>>
+Supervisor::save(int64_t step) {
+  std::mutex mutex;
+  std::vector<train::Trainer::Part> parts;
+  PartRequest request;
+  request.set_step(step);
+  if (llvm::Error e = forEachProcess(
+          [&](const Role &role, const std::string &address) -> llvm::Error {
+            PartInfo info;
+            if (llvm::Error e = partCall(role, address, options.security,
+                                         /*save=*/true, request, info))
+              return e;
+            if (info.name() != partName(role))
+              return supervisorError("it wrote a part named '" + info.name() +
+                                     "'");
+            std::lock_guard lock(mutex);
+            parts.push_back({info.name(), info.bytes(), info.xxh3()});
+            return llvm::Error::success();
+          }))
+    return std::move(e);
+  // In a stable order: the manifest does not change with the answers'.
+  llvm::sort(parts, [](const auto &a, const auto &b) { return a.name < b.name; });
+  return parts;
+}
+
+llvm::Error Supervisor::load(int64_t step,
+                             const std::vector<train::Trainer::Part> &parts) {
+  if (static_cast<int>(parts.size()) != options.shape.worldSize() - 1)
+    return supervisorError("the checkpoint has " + llvm::Twine(parts.size()) +
+                           " parts, the job " +
+                           llvm::Twine(options.shape.worldSize() - 1) +
+                           " processes");
+  return forEachProcess(
+      [&](const Role &role, const std::string &address) -> llvm::Error {
+        std::string name = partName(role);
+        auto part = llvm::find_if(
+            parts, [&](const train::Trainer::Part &p) { return p.name == name; });
+        if (part == parts.end())
+          return supervisorError("the checkpoint has no part " + name);
+        PartRequest request;
+        request.set_step(step);
+        request.mutable_expected()->set_name(part->name);
+        request.mutable_expected()->set_bytes(part->bytes);
+        request.mutable_expected()->set_xxh3(part->xxh3);
+        PartInfo unused;
+        return partCall(role, address, options.security, /*save=*/false,
+                        request, unused);
+      });
 }

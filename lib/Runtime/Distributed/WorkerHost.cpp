@@ -5,6 +5,7 @@
 #include "heterps/Runtime/Distributed/Heartbeats.h"
 #include "heterps/Runtime/Distributed/Roles.h"
 
+#include "CheckpointParts.h"
 #include "StageLinks.h"
 #include "TensorWire.h"
 
@@ -39,6 +40,8 @@ struct WorkerHost::Impl final : WorkerService::Service {
   int64_t epoch = 0;
   /// Held by a running step; a reset waits for it.
   std::mutex stepMutex;
+  /// Where this process writes its parts of checkpoints.
+  std::string checkpointDir;
   bool stopped = false;
   std::vector<ReplicaId> local;
   std::vector<int> replicas;
@@ -252,6 +255,60 @@ struct WorkerHost::Impl final : WorkerService::Service {
     return grpc::Status::OK;
   }
 
+  /// This process's replica, as a checkpoint part names it.
+  std::string part() const {
+    return partName({Role::Worker, 0, local[0].stage, local[0].replica});
+  }
+
+  grpc::Status SavePart(grpc::ServerContext *context,
+                        const PartRequest *request, PartInfo *info) override {
+    if (grpc::Status s = refuse(*context); !s.ok())
+      return s;
+    pipeline::PipelineTrainer *t = ready();
+    if (!t)
+      return {grpc::StatusCode::UNAVAILABLE, "the worker is not ready"};
+    WeightsResponse weights;
+    auto local = t->localWeights(this->local[0]);
+    if (!local)
+      return failed(local.takeError());
+    for (const auto &[v, tensor] : *local)
+      if (llvm::Error e = toWire(tensor, (*weights.mutable_weights())[v]))
+        return failed(std::move(e));
+    auto written = writePart(checkpointDir, request->step(), part(), weights);
+    if (!written)
+      return failed(written.takeError());
+    *info = *written;
+    return grpc::Status::OK;
+  }
+
+  grpc::Status LoadPart(grpc::ServerContext *context,
+                        const PartRequest *request, PartInfo *info) override {
+    if (grpc::Status s = refuse(*context); !s.ok())
+      return s;
+    pipeline::PipelineTrainer *t = ready();
+    if (!t)
+      return {grpc::StatusCode::UNAVAILABLE, "the worker is not ready"};
+    WeightsResponse saved;
+    if (llvm::Error e = readPart(checkpointDir, request->step(), part(),
+                                 request->expected(), saved))
+      return failed(std::move(e));
+    WeightMap weights;
+    for (const auto &[v, data] : saved.weights()) {
+      auto tensor = fromWire(data);
+      if (!tensor)
+        return failed(tensor.takeError());
+      weights.emplace(v, std::move(*tensor));
+    }
+    t->setLocalWeights(weights);
+    *info = request->expected();
+    return grpc::Status::OK;
+  }
+
+  static grpc::Status failed(llvm::Error e) {
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            heterps::printableLine(llvm::toString(std::move(e)))};
+  }
+
   grpc::Status SetWeights(grpc::ServerContext *context,
                           const WeightsResponse *request,
                           SetWeightsResponse *) override {
@@ -359,6 +416,10 @@ WorkerHost::links(const RegisterResponse &map, std::vector<ReplicaId> local,
       impl->mailbox, std::move(local), std::move(replicas), addressesOf(map),
       impl->security, map.epoch());
   return *impl->stageLinks;
+}
+
+void WorkerHost::setCheckpointDir(std::string dir) {
+  impl->checkpointDir = std::move(dir);
 }
 
 void WorkerHost::attach(pipeline::PipelineTrainer &trainer) {

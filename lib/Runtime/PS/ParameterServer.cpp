@@ -353,6 +353,55 @@ llvm::Error ParameterServer::restore(const Table &table, int shard,
   return llvm::Error::success();
 }
 
+bool ParameterServer::holds(const Table &table, int shard) {
+  return table.info.kind() == DENSE ? table.dense[shard] != nullptr
+                                    : table.sparse[shard] != nullptr;
+}
+
+llvm::Expected<ShardCheckpoint> ParameterServer::saveShard(int shard) {
+  if (!serves(shard))
+    return psError("shard " + llvm::Twine(shard) +
+                   " is not held by this server");
+  ShardCheckpoint out;
+  out.set_shard(shard);
+  std::shared_lock lock(tablesMutex);
+  for (const auto &[name, table] : tables) {
+    if (!holds(*table, shard))
+      continue;
+    TableCheckpoint *t = out.add_tables();
+    t->set_table(name);
+    if (llvm::Error e = save(*table, shard, *t->mutable_state()))
+      return std::move(e);
+  }
+  return out;
+}
+
+llvm::Error ParameterServer::restoreShard(const ShardCheckpoint &checkpoint) {
+  int shard = checkpoint.shard();
+  if (!serves(shard))
+    return psError("the checkpoint is of shard " + llvm::Twine(shard) +
+                   ", which this server does not hold");
+  std::shared_lock lock(tablesMutex);
+  size_t held = llvm::count_if(tables, [&](const auto &entry) {
+    return holds(*entry.second, shard);
+  });
+  if (static_cast<size_t>(checkpoint.tables_size()) != held)
+    return psError("the checkpoint holds " +
+                   llvm::Twine(checkpoint.tables_size()) +
+                   " tables of shard " + llvm::Twine(shard) + ", the server " +
+                   llvm::Twine(held));
+  for (const TableCheckpoint &t : checkpoint.tables()) {
+    auto it = tables.find(t.table());
+    if (it == tables.end() || !holds(*it->second, shard))
+      return psError("the checkpoint holds table '" + t.table() +
+                     "', which shard " + llvm::Twine(shard) +
+                     " here does not have");
+    if (llvm::Error e = restore(*it->second, shard, t.state()))
+      return e;
+  }
+  return llvm::Error::success();
+}
+
 int64_t ParameterServer::storedRows(const std::string &name) const {
   std::shared_lock lock(tablesMutex);
   auto it = tables.find(name);

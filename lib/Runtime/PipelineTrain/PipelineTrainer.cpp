@@ -511,10 +511,21 @@ heterps::runtime::pipeline::gatherTables(const plan::Plan &plan,
   return out;
 }
 
+CheckpointStore::~CheckpointStore() = default;
+
 llvm::Expected<train::Trainer::State> PipelineTrainer::state() {
   if (!admin)
     return pipelineError("a worker process holds no checkpoint");
   train::Trainer::State s;
+  s.randomDraws.assign(program.ops_size(), steps * options.microBatches);
+  if (options.checkpoints) {
+    auto parts = options.checkpoints->save(steps);
+    if (!parts)
+      return parts.takeError();
+    s.parts = std::move(*parts);
+    s.partsStep = steps;
+    return s;
+  }
   for (int32_t v : sparseTables) {
     auto rows = admin->saveSparse(program.values(v).name());
     if (!rows)
@@ -542,7 +553,6 @@ llvm::Expected<train::Trainer::State> PipelineTrainer::state() {
         *moment = moment->reshaped(shape);
     s.optimizer[v] = std::move(slot);
   }
-  s.randomDraws.assign(program.ops_size(), steps * options.microBatches);
   return s;
 }
 
@@ -579,6 +589,20 @@ llvm::Error PipelineTrainer::restore(train::Trainer::State s,
                                      int64_t stepsDone) {
   if (!admin)
     return pipelineError("a worker process restores no checkpoint");
+  if (!s.parts.empty()) {
+    if (!options.checkpoints)
+      return pipelineError("the checkpoint was written by the processes of "
+                           "a distributed job: only such a job resumes it");
+    if (s.partsStep != stepsDone)
+      return pipelineError("the checkpoint's parts are of step " +
+                           llvm::Twine(s.partsStep) + ", not " +
+                           llvm::Twine(stepsDone));
+    if (llvm::Error e = options.checkpoints->load(s.partsStep, s.parts))
+      return e;
+    steps = stepsDone;
+    broken = false;
+    return llvm::Error::success();
+  }
   auto current = weights();
   if (!current)
     return current.takeError();

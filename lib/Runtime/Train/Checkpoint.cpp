@@ -99,6 +99,13 @@ llvm::Error train::saveCheckpoint(llvm::StringRef dir, const plan::Plan &plan,
   }
   for (uint64_t draws : state.randomDraws)
     c.add_random_draws(draws);
+  c.set_parts_step(state.partsStep);
+  for (const Trainer::Part &part : state.parts) {
+    CheckpointPart *out = c.add_parts();
+    out->set_name(part.name);
+    out->set_bytes(part.bytes);
+    out->set_xxh3(part.xxh3);
+  }
   for (const auto &[v, rows] : state.sparse) {
     SparseTable *out = c.add_sparse_tables();
     out->set_name(plan.values(v).name());
@@ -123,11 +130,26 @@ llvm::Error train::saveCheckpoint(llvm::StringRef dir, const plan::Plan &plan,
     return checkpointError(dir + ": " + ec.message());
   // A temporary file renamed over the last checkpoint: a crash while
   // writing leaves the last one whole.
-  return writeFileAtomically(checkpointPath(dir),
-                             [&](llvm::raw_ostream &os) -> llvm::Error {
-                               os << bytes;
-                               return llvm::Error::success();
-                             });
+  if (llvm::Error e = writeFileAtomically(
+          checkpointPath(dir), [&](llvm::raw_ostream &os) -> llvm::Error {
+            os << bytes;
+            return llvm::Error::success();
+          }))
+    return e;
+  // The parts of earlier steps are no longer named by the checkpoint.
+  std::string keep = partsDirName(state.parts.empty() ? -1 : state.partsStep);
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    if (name.starts_with("step-") && name != keep)
+      llvm::sys::fs::remove_directories(it->path());
+  }
+  return llvm::Error::success();
+}
+
+std::string train::partsDirName(int64_t step) {
+  return "step-" + std::to_string(step);
 }
 
 /// The first setting of `key` that differs from the checkpoint's, as an
@@ -167,6 +189,29 @@ stateOf(const Checkpoint &c, const plan::Plan &plan, const WeightMap &current) {
 
   // Checked against the trainer's weights; the state is built anew.
   Trainer::State state;
+  int ops = plan.ops_size();
+  if (c.random_draws_size() != ops)
+    return checkpointError("it is for a model of " +
+                           llvm::Twine(c.random_draws_size()) +
+                           " ops, this one has " + llvm::Twine(ops));
+  state.randomDraws.assign(c.random_draws().begin(), c.random_draws().end());
+  if (c.parts_size() > 0) {
+    // The processes that wrote them check their parts' contents.
+    if (c.weights_size() || c.optimizer_slots_size() || c.sparse_tables_size())
+      return checkpointError("it holds both weights and parts");
+    if (c.parts_step() < 0)
+      return checkpointError("its parts are of step " +
+                             llvm::Twine(c.parts_step()));
+    state.partsStep = c.parts_step();
+    for (const CheckpointPart &m : c.parts()) {
+      if (m.name().empty() || m.name().find('/') != std::string::npos ||
+          m.name() == "." || m.name() == ".." || m.bytes() < 0)
+        return checkpointError("it names a part '" + m.name() +
+                               "' that is not a file name");
+      state.parts.push_back({m.name(), m.bytes(), m.xxh3()});
+    }
+    return state;
+  }
   if (c.weights_size() != static_cast<int>(current.size()))
     return checkpointError("it holds " + llvm::Twine(c.weights_size()) +
                            " weights, this model has " +
@@ -216,12 +261,6 @@ stateOf(const Checkpoint &c, const plan::Plan &plan, const WeightMap &current) {
       *tensor = std::move(*t);
     }
   }
-  int ops = plan.ops_size();
-  if (c.random_draws_size() != ops)
-    return checkpointError("it is for a model of " +
-                           llvm::Twine(c.random_draws_size()) +
-                           " ops, this one has " + llvm::Twine(ops));
-  state.randomDraws.assign(c.random_draws().begin(), c.random_draws().end());
   for (const SparseTable &m : c.sparse_tables()) {
     llvm::Expected<int32_t> v = lookup(m.name());
     if (!v)

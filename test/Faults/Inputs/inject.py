@@ -1,8 +1,9 @@
 """Runs a distributed training job and injects a failure into it: when a
-line of the job's output matches --when (or while the file --when-file is
-being written for the --nth time, "{pid}" in it the job's pid), it sends
---signal to the process of rank --rank (found by its command line, as the
-local launcher starts it: "--rank=N"; rank 0 is the job's own process).
+line of the job's output matches --when (or while the file --when-file, a
+glob pattern, is being written for the --nth time, "{pid}" in it the
+job's pid), it sends --signal to the process of rank --rank (found by its
+command line, as the local launcher starts it: "--rank=N"; rank 0 is the
+job's own process).
 SIGSTOP is followed by SIGCONT after --resume-after seconds. Prints the
 job's output, each line after the strike prefixed with the seconds since
 it, then a summary line: when the failure was detected, when the job was
@@ -14,6 +15,7 @@ Usage: inject.py (--when REGEX | --when-file PATH [--nth K]) --rank N
            -- COMMAND...
 """
 import argparse
+import glob
 import os
 import re
 import signal
@@ -47,17 +49,25 @@ def watch_file(path, args, job):
     and says whether the strike left it behind, half written."""
     seen, there = 0, False
     while job.poll() is None:
-        try:
-            writing = os.path.getsize(path) > 0
-        except OSError:
-            writing = False
+        writing = False
+        for match in glob.glob(path):
+            try:
+                writing = writing or os.path.getsize(match) > 0
+            except OSError:
+                pass
         seen += writing and not there
-        there = writing or (there and os.path.exists(path))
+        there = writing or (there and bool(glob.glob(path)))
         if writing and seen == args.nth:
-            os.kill(find_rank(args.rank, job.pid),
-                    getattr(signal, "SIG" + args.signal))
-            job.wait()
-            left = os.path.exists(path)
+            pid = find_rank(args.rank, job.pid)
+            os.kill(pid, getattr(signal, "SIG" + args.signal))
+            # Whether it was left half written, once the process is gone
+            # (and before the job's next save cleans it up).
+            deadline = time.time() + 5
+            while os.path.exists("/proc/%d/cmdline" % pid) and \
+                    open("/proc/%d/cmdline" % pid, "rb").read() and \
+                    time.time() < deadline:
+                time.sleep(0.001)
+            left = bool(glob.glob(path))
             print("inject: sent SIG%s to rank %d while %s was written; %s"
                   % (args.signal, args.rank, os.path.basename(path),
                      "it was left behind, half written" if left

@@ -7,7 +7,8 @@
 // pulls that waited for a step that was given up. And a load test: 64
 // clients pushing to one shard over gRPC at once, through a transport
 // that drops requests and answers and delivers some twice; at the end the
-// table has counted every push exactly once. ctest label: faults.
+// table has counted every push exactly once. And a shard's own part of a
+// checkpoint put back. ctest label: faults.
 //
 //===----------------------------------------------------------------------===//
 
@@ -189,6 +190,30 @@ TEST(Fencing, ARestoreEndsThePullsThatWaitForAGivenUpStep) {
             std::string::npos)
       << waited;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(Checkpoints, AShardPutsItsOwnPartBack) {
+  auto s = server(ps::Consistency::ASP);
+  addCounter(*s);
+  llvm::cantFail(s->addSparseTable("rows", 10, 2, 0.1f, 3));
+  ps::Response out;
+  s->handle(push(1, 1), out);
+  ps::ShardCheckpoint saved = llvm::cantFail(s->saveShard(0));
+  EXPECT_EQ(saved.tables_size(), 2);
+  s->handle(push(1, 2), out);
+  s->handle(push(1, 3), out);
+  EXPECT_EQ(counted(*s), 3.f);
+  ASSERT_FALSE(bool(s->restoreShard(saved)));
+  EXPECT_EQ(counted(*s), 1.f);
+  // A part that does not hold every table of the shard is refused whole.
+  saved.mutable_tables()->RemoveLast();
+  llvm::Error refused = s->restoreShard(saved);
+  ASSERT_TRUE(bool(refused));
+  EXPECT_EQ(llvm::toString(std::move(refused)),
+            "the checkpoint holds 1 tables of shard 0, the server 2");
+  saved.set_shard(1);
+  EXPECT_EQ(llvm::toString(s->restoreShard(saved)),
+            "the checkpoint is of shard 1, which this server does not hold");
 }
 
 /// Loses and repeats messages: drops a request before it is sent, drops

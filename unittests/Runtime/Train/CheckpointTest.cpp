@@ -162,6 +162,26 @@ TEST(Checkpoint, RefusesStateThatDoesNotFitTheModel) {
   EXPECT_EQ(refusalAfter([](Checkpoint &c) { c.set_epoch(-1); }),
             path + ": its progress counters are out of range (epoch -1, batch "
                    "0, step 0); not resuming");
+  // A distributed job's manifest names parts: file names only, and no
+  // weights besides.
+  auto parts = [](const std::string &name) {
+    return [name](Checkpoint &c) {
+      c.clear_weights();
+      c.clear_optimizer_slots();
+      c.set_parts_step(7);
+      CheckpointPart *part = c.add_parts();
+      part->set_name(name);
+      part->set_bytes(10);
+    };
+  };
+  EXPECT_EQ(refusalAfter(parts("../../etc/passwd")),
+            path + ": it names a part '../../etc/passwd' that is not a file "
+                   "name; not resuming");
+  EXPECT_EQ(refusalAfter([&](Checkpoint &c) {
+              parts("ps0.pb")(c);
+              c.add_weights()->set_name("w1");
+            }),
+            path + ": it holds both weights and parts; not resuming");
   EXPECT_EQ(
       refusalAfter([](Checkpoint &c) { c.set_optimizer("adam\nline two"); }),
       path + ": it was written with --optimizer adam\\nline two, this "

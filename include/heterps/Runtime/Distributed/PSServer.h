@@ -36,6 +36,9 @@ public:
   int64_t refusedCalls() const;
   /// Heartbeats go to `watchdog` (null: nowhere).
   void setWatchdog(Watchdog *watchdog);
+  /// Its part of a job's checkpoints is shard `shard`, in `dir` (before
+  /// any call).
+  void setCheckpointDir(std::string dir, int shard);
 
 private:
   struct Impl;
@@ -58,6 +61,9 @@ struct PSShardOptions {
   std::chrono::milliseconds timeout = std::chrono::seconds(60);
   /// Stop when the coordinator's heartbeats stop for this long.
   std::chrono::milliseconds heartbeatTimeout = kDefaultHeartbeatTimeout;
+  /// Where the shard writes its parts of the job's checkpoints (the job's
+  /// --checkpoint directory: on a cluster, one every host sees).
+  std::string checkpointDir;
 };
 
 /// Runs a parameter-server process: shard `shard` of `shards`, until the

@@ -40,6 +40,8 @@ public:
                                  std::vector<int> replicas,
                                  GrpcTransport &server,
                                  std::chrono::milliseconds heartbeatTimeout);
+  /// Its parts of the job's checkpoints go to `dir` (before attach).
+  void setCheckpointDir(std::string dir);
   /// Steps may run (the trainer outlives this host).
   void attach(pipeline::PipelineTrainer &trainer);
   /// Blocks until the coordinator's Shutdown, SIGTERM or SIGINT (which the

@@ -123,6 +123,12 @@ public:
   void handle(const Request &request, Response &response,
               int64_t epoch = kNoEpoch);
 
+  /// Shard `shard` of every table, for a checkpoint the shard's process
+  /// writes itself; and putting it back (every table of the shard, each
+  /// restored as a Restore request does).
+  llvm::Expected<ShardCheckpoint> saveShard(int shard);
+  llvm::Error restoreShard(const ShardCheckpoint &checkpoint);
+
   const ServerOptions &options() const { return opts; }
   int64_t epoch() const;
   /// Pushes answered from memory (retries and duplicates): applied once.
@@ -149,6 +155,8 @@ private:
     std::vector<std::unique_ptr<SparseShard>> sparse;
   };
   llvm::Expected<Table *> lookup(const std::string &name, int shard);
+  /// Whether `table` has shard `shard` here.
+  static bool holds(const Table &table, int shard);
   /// A shard's state into `out`, and back (checkpoints). Meant for a
   /// quiescent server, between steps.
   llvm::Error save(const Table &table, int shard, ShardState &out);

@@ -60,6 +60,7 @@ namespace heterps::runtime::pipeline {
 
 class ReplicaRunner;
 class JobRecovery;
+class CheckpointStore;
 
 /// Which replica of which stage.
 struct ReplicaId {
@@ -118,6 +119,9 @@ struct PipelineTrainerOptions {
   /// A coordinator's: brings the job back when one of its processes dies
   /// (recover()).
   JobRecovery *recovery = nullptr;
+  /// A coordinator's: the job's processes write and read their own parts
+  /// of its checkpoints (state() and restore() then name the parts).
+  CheckpointStore *checkpoints = nullptr;
 };
 
 /// What one replica did in the last step, in seconds.
@@ -178,6 +182,21 @@ public:
   recover(const std::string &failure,
           const std::function<llvm::Error(const std::vector<int> &shards)>
               &remakeTables) = 0;
+};
+
+/// Has the processes of a distributed job write and read their own parts
+/// of a checkpoint, each in step-N of its checkpoint directory
+/// (Distributed/Supervisor).
+class CheckpointStore {
+public:
+  virtual ~CheckpointStore();
+  /// Every process writes its part of the checkpoint of step `step`, all
+  /// at once; the parts' names, sizes and hashes.
+  virtual llvm::Expected<std::vector<train::Trainer::Part>>
+  save(int64_t step) = 0;
+  /// Every process puts its part back, checked against `parts`.
+  virtual llvm::Error load(int64_t step,
+                           const std::vector<train::Trainer::Part> &parts) = 0;
 };
 
 struct PipelineStepStats {

@@ -7,6 +7,12 @@
 // takes the same steps on the same batches as the uninterrupted run, so its
 // losses and weights are bit-identical (same thread count).
 //
+// A distributed job's processes write their own parts (a shard's tables,
+// a worker's weights) into DIR/step-N, and DIR/checkpoint.pb, written
+// last, names them with their sizes and hashes: it is the manifest that
+// says which step is complete. Parts of other steps are removed once it is
+// written.
+//
 // The file is written under a temporary name and renamed over the last
 // one; it carries a hash of its contents. Reading refuses, with one line
 // saying why, a missing, damaged or foreign checkpoint: another model,
@@ -44,6 +50,9 @@ struct TrainingProgress {
 
 /// The checkpoint file in `dir`.
 std::string checkpointPath(llvm::StringRef dir);
+/// Where a distributed job's processes write their parts of the
+/// checkpoint of step `step`, under their checkpoint directory.
+std::string partsDirName(int64_t step);
 
 /// Writes `state`, a trainer's state on `plan`, as DIR/checkpoint.pb
 /// (creating DIR), replacing the last one atomically.

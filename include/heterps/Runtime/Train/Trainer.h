@@ -87,11 +87,23 @@ public:
   /// Everything a step changes: the weights, the optimizer's state (by
   /// parameter value index), each kernel's random draws and, in pipelined
   /// runs, the sparse tables' stored rows (by value index).
+  /// A file of a checkpoint that a process of a distributed job wrote
+  /// itself (a parameter-server shard's tables, a worker's weights), in
+  /// DIR/step-N of its checkpoint directory.
+  struct Part {
+    std::string name;
+    int64_t bytes = 0;
+    uint64_t xxh3 = 0;
+  };
   struct State {
     WeightMap weights;
     std::map<int, Optimizer::State> optimizer;
     std::vector<uint64_t> randomDraws;
     std::map<int32_t, SparseRows> sparse;
+    /// A distributed job's state is in these files of step `partsStep`
+    /// instead (weights, optimizer and sparse rows then stay empty).
+    std::vector<Part> parts;
+    int64_t partsStep = 0;
   };
   /// A deep copy of the current state, plain.
   llvm::Expected<State> state() const;
