@@ -14,8 +14,9 @@ steps redone. The median of --rounds runs each.
 
 Then the cost of checkpoints at the default interval (one after each
 epoch), from the uninterrupted run's report: milliseconds per checkpoint
-(the coordinator gathers every shard's tables and optimizer state and the
-workers' weights, and writes one file, fsynced) and its size.
+(every shard writes its tables and optimizer state and every worker its
+weights, at once, each file fsynced; then the coordinator writes the
+manifest) and the size of the manifest with its parts.
 
 Usage: faults_bench.py ROOT WORK_DIR [--rounds N]
 """

@@ -120,7 +120,10 @@ cl::opt<std::string> checkpointDir(
     "checkpoint",
     cl::desc("Keep a checkpoint in DIR (DIR/checkpoint.pb, replaced "
              "atomically): every --checkpoint-every steps and when the run "
-             "ends"),
+             "ends. A distributed job's processes write their parts into "
+             "DIR/step-N, which checkpoint.pb names (on several hosts DIR "
+             "must be a directory every host sees); the job then survives "
+             "a process that dies"),
     cl::value_desc("DIR"), cl::cat(tools::trainingCategory()));
 cl::opt<int64_t> checkpointEvery(
     "checkpoint-every",

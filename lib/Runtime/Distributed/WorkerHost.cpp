@@ -18,6 +18,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <set>
 #include <shared_mutex>
 
 using namespace heterps::runtime;
@@ -271,9 +272,15 @@ struct WorkerHost::Impl final : WorkerService::Service {
     auto local = t->localWeights(this->local[0]);
     if (!local)
       return failed(local.takeError());
+    // The parameters are the shards' to save; what is the replica's own
+    // (running statistics) is this part.
+    std::set<std::string> parameters;
+    for (const auto &[name, size] : t->parameters())
+      parameters.insert(name);
     for (const auto &[v, tensor] : *local)
-      if (llvm::Error e = toWire(tensor, (*weights.mutable_weights())[v]))
-        return failed(std::move(e));
+      if (!parameters.count(t->plan().values(v).name()))
+        if (llvm::Error e = toWire(tensor, (*weights.mutable_weights())[v]))
+          return failed(std::move(e));
     auto written = writePart(checkpointDir, request->step(), part(), weights);
     if (!written)
       return failed(written.takeError());

@@ -149,6 +149,8 @@ llvm::Error Run::checkpoint() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   llvm::sys::fs::file_size(checkpointPath(o.checkpointDir), checkpointBytes);
+  for (const Trainer::Part &part : state->parts)
+    checkpointBytes += part.bytes;
   return llvm::Error::success();
 }
 

@@ -161,7 +161,8 @@ struct LoopResult {
   bool stopped = false;
   int64_t globalStep = 0;
   /// Checkpoints written by this run: how many, their time in all (the
-  /// state gathered and written) and the last one's size.
+  /// state gathered and written, or the parts and the manifest) and the
+  /// last one's size, its parts included.
   int64_t checkpoints = 0;
   double checkpointSeconds = 0;
   uint64_t checkpointBytes = 0;
