@@ -199,9 +199,7 @@ public:
   ps::Transport &server() override { return *transport; }
   pipeline::ReplicaRunner *runner() override { return replicas.get(); }
   pipeline::JobRecovery *recovery() override { return supervisor.get(); }
-  pipeline::CheckpointStore *checkpoints() override {
-    return supervisor.get();
-  }
+  pipeline::CheckpointStore *checkpoints() override { return supervisor.get(); }
   void started() override {
     if (coordinator)
       coordinator->release();

@@ -33,9 +33,8 @@ static std::string partPath(const std::string &dir, int64_t step,
 }
 
 static uint64_t hashOf(llvm::StringRef bytes) {
-  return llvm::xxh3_64bits(
-      llvm::ArrayRef(reinterpret_cast<const uint8_t *>(bytes.data()),
-                     bytes.size()));
+  return llvm::xxh3_64bits(llvm::ArrayRef(
+      reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
 }
 
 llvm::Expected<PartInfo>
@@ -45,8 +44,8 @@ distributed::writePart(const std::string &dir, int64_t step,
   if (dir.empty())
     return partError("this process has no --checkpoint directory");
   std::string path = partPath(dir, step, name);
-  if (std::error_code ec = llvm::sys::fs::create_directories(
-          llvm::sys::path::parent_path(path)))
+  if (std::error_code ec =
+          llvm::sys::fs::create_directories(llvm::sys::path::parent_path(path)))
     return partError(path + ": " + ec.message());
   std::string bytes;
   if (!message.SerializeToString(&bytes))
@@ -82,7 +81,8 @@ llvm::Error distributed::readPart(const std::string &dir, int64_t step,
   if (static_cast<int64_t>(bytes.size()) != expected.bytes() ||
       hashOf(bytes) != expected.xxh3())
     return partError(path + ": not the part the checkpoint names (" +
-                     llvm::Twine(bytes.size()) + " bytes, the checkpoint says " +
+                     llvm::Twine(bytes.size()) +
+                     " bytes, the checkpoint says " +
                      llvm::Twine(expected.bytes()) + ", or another hash)");
   if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
       !message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))

@@ -21,9 +21,9 @@ namespace heterps::runtime::distributed {
 std::string partName(const Role &role);
 
 /// Writes `message` as `dir`/step-`step`/`name`; what it wrote.
-llvm::Expected<PartInfo> writePart(const std::string &dir, int64_t step,
-                                   const std::string &name,
-                                   const google::protobuf::MessageLite &message);
+llvm::Expected<PartInfo>
+writePart(const std::string &dir, int64_t step, const std::string &name,
+          const google::protobuf::MessageLite &message);
 
 /// Reads `dir`/step-`step`/`name` into `message`, checked against
 /// `expected` (its name, size and hash).

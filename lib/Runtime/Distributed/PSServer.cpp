@@ -63,9 +63,9 @@ public:
     auto checkpoint = server.saveShard(shard);
     if (!checkpoint)
       return failed(checkpoint.takeError());
-    auto written = writePart(checkpointDir, request->step(),
-                             partName({Role::ParameterServer, shard}),
-                             *checkpoint);
+    auto written =
+        writePart(checkpointDir, request->step(),
+                  partName({Role::ParameterServer, shard}), *checkpoint);
     if (!written)
       return failed(written.takeError());
     *info = *written;

@@ -151,8 +151,7 @@ static std::string addressOf(const RegisterResponse &map, const Role &role) {
 }
 
 llvm::Error Supervisor::forEachProcess(
-    const std::function<llvm::Error(const Role &, const std::string &)>
-        &call) {
+    const std::function<llvm::Error(const Role &, const std::string &)> &call) {
   int world = options.shape.worldSize();
   std::vector<std::string> failures(world);
   std::vector<std::thread> threads;
@@ -220,22 +219,23 @@ Supervisor::save(int64_t step) {
           }))
     return std::move(e);
   // In a stable order: the manifest does not change with the answers'.
-  llvm::sort(parts, [](const auto &a, const auto &b) { return a.name < b.name; });
+  llvm::sort(parts,
+             [](const auto &a, const auto &b) { return a.name < b.name; });
   return parts;
 }
 
 llvm::Error Supervisor::load(int64_t step,
                              const std::vector<train::Trainer::Part> &parts) {
   if (static_cast<int>(parts.size()) != options.shape.worldSize() - 1)
-    return supervisorError("the checkpoint has " + llvm::Twine(parts.size()) +
-                           " parts, the job " +
-                           llvm::Twine(options.shape.worldSize() - 1) +
-                           " processes");
+    return supervisorError(
+        "the checkpoint has " + llvm::Twine(parts.size()) + " parts, the job " +
+        llvm::Twine(options.shape.worldSize() - 1) + " processes");
   return forEachProcess(
       [&](const Role &role, const std::string &address) -> llvm::Error {
         std::string name = partName(role);
-        auto part = llvm::find_if(
-            parts, [&](const train::Trainer::Part &p) { return p.name == name; });
+        auto part = llvm::find_if(parts, [&](const train::Trainer::Part &p) {
+          return p.name == name;
+        });
         if (part == parts.end())
           return supervisorError("the checkpoint has no part " + name);
         PartRequest request;

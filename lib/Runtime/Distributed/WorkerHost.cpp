@@ -242,17 +242,41 @@ struct WorkerHost::Impl final : WorkerService::Service {
   grpc::Status Weights(grpc::ServerContext *context,
                        const WeightsRequest *request,
                        WeightsResponse *response) override {
-    if (grpc::Status s = refuse(*context); !s.ok())
+    pipeline::PipelineTrainer *t = nullptr;
+    if (grpc::Status s = serving(*context, t); !s.ok())
       return s;
-    pipeline::PipelineTrainer *t = ready();
-    if (!t)
-      return {grpc::StatusCode::UNAVAILABLE, "the worker is not ready"};
     auto weights = t->localWeights({request->stage(), request->replica()});
     if (!weights)
       return {grpc::StatusCode::NOT_FOUND, llvm::toString(weights.takeError())};
     for (const auto &[v, tensor] : *weights)
       if (llvm::Error e = toWire(tensor, (*response->mutable_weights())[v]))
         return {grpc::StatusCode::INTERNAL, llvm::toString(std::move(e))};
+    return grpc::Status::OK;
+  }
+
+  /// The call's token checked and the trainer attached (`t`), or why not.
+  grpc::Status serving(const grpc::ServerContext &context,
+                       pipeline::PipelineTrainer *&t) {
+    if (grpc::Status s = refuse(context); !s.ok())
+      return s;
+    t = ready();
+    if (!t)
+      return {grpc::StatusCode::UNAVAILABLE, "the worker is not ready"};
+    return grpc::Status::OK;
+  }
+
+  /// Sets the local replicas' copies of the weights `message` holds.
+  static grpc::Status setWeights(pipeline::PipelineTrainer &t,
+                                 const WeightsResponse &message) {
+    WeightMap weights;
+    for (const auto &[v, data] : message.weights()) {
+      auto tensor = fromWire(data);
+      if (!tensor)
+        return {grpc::StatusCode::INVALID_ARGUMENT,
+                llvm::toString(tensor.takeError())};
+      weights.emplace(v, std::move(*tensor));
+    }
+    t.setLocalWeights(weights);
     return grpc::Status::OK;
   }
 
@@ -263,11 +287,9 @@ struct WorkerHost::Impl final : WorkerService::Service {
 
   grpc::Status SavePart(grpc::ServerContext *context,
                         const PartRequest *request, PartInfo *info) override {
-    if (grpc::Status s = refuse(*context); !s.ok())
+    pipeline::PipelineTrainer *t = nullptr;
+    if (grpc::Status s = serving(*context, t); !s.ok())
       return s;
-    pipeline::PipelineTrainer *t = ready();
-    if (!t)
-      return {grpc::StatusCode::UNAVAILABLE, "the worker is not ready"};
     WeightsResponse weights;
     auto local = t->localWeights(this->local[0]);
     if (!local)
@@ -290,23 +312,15 @@ struct WorkerHost::Impl final : WorkerService::Service {
 
   grpc::Status LoadPart(grpc::ServerContext *context,
                         const PartRequest *request, PartInfo *info) override {
-    if (grpc::Status s = refuse(*context); !s.ok())
+    pipeline::PipelineTrainer *t = nullptr;
+    if (grpc::Status s = serving(*context, t); !s.ok())
       return s;
-    pipeline::PipelineTrainer *t = ready();
-    if (!t)
-      return {grpc::StatusCode::UNAVAILABLE, "the worker is not ready"};
     WeightsResponse saved;
     if (llvm::Error e = readPart(checkpointDir, request->step(), part(),
                                  request->expected(), saved))
       return failed(std::move(e));
-    WeightMap weights;
-    for (const auto &[v, data] : saved.weights()) {
-      auto tensor = fromWire(data);
-      if (!tensor)
-        return failed(tensor.takeError());
-      weights.emplace(v, std::move(*tensor));
-    }
-    t->setLocalWeights(weights);
+    if (grpc::Status s = setWeights(*t, saved); !s.ok())
+      return s;
     *info = request->expected();
     return grpc::Status::OK;
   }
@@ -319,21 +333,10 @@ struct WorkerHost::Impl final : WorkerService::Service {
   grpc::Status SetWeights(grpc::ServerContext *context,
                           const WeightsResponse *request,
                           SetWeightsResponse *) override {
-    if (grpc::Status s = refuse(*context); !s.ok())
+    pipeline::PipelineTrainer *t = nullptr;
+    if (grpc::Status s = serving(*context, t); !s.ok())
       return s;
-    pipeline::PipelineTrainer *t = ready();
-    if (!t)
-      return {grpc::StatusCode::UNAVAILABLE, "the worker is not ready"};
-    WeightMap weights;
-    for (const auto &[v, data] : request->weights()) {
-      auto tensor = fromWire(data);
-      if (!tensor)
-        return {grpc::StatusCode::INVALID_ARGUMENT,
-                llvm::toString(tensor.takeError())};
-      weights.emplace(v, std::move(*tensor));
-    }
-    t->setLocalWeights(weights);
-    return grpc::Status::OK;
+    return setWeights(*t, *request);
   }
 
   grpc::Status Shutdown(grpc::ServerContext *context, const ShutdownRequest *,

@@ -382,14 +382,12 @@ llvm::Error ParameterServer::restoreShard(const ShardCheckpoint &checkpoint) {
     return psError("the checkpoint is of shard " + llvm::Twine(shard) +
                    ", which this server does not hold");
   std::shared_lock lock(tablesMutex);
-  size_t held = llvm::count_if(tables, [&](const auto &entry) {
-    return holds(*entry.second, shard);
-  });
+  size_t held = llvm::count_if(
+      tables, [&](const auto &entry) { return holds(*entry.second, shard); });
   if (static_cast<size_t>(checkpoint.tables_size()) != held)
     return psError("the checkpoint holds " +
-                   llvm::Twine(checkpoint.tables_size()) +
-                   " tables of shard " + llvm::Twine(shard) + ", the server " +
-                   llvm::Twine(held));
+                   llvm::Twine(checkpoint.tables_size()) + " tables of shard " +
+                   llvm::Twine(shard) + ", the server " + llvm::Twine(held));
   for (const TableCheckpoint &t : checkpoint.tables()) {
     auto it = tables.find(t.table());
     if (it == tables.end() || !holds(*it->second, shard))

@@ -58,8 +58,7 @@ public:
   /// The process of `rank` is gone (it exited).
   void declareDead(int rank, const std::string &why);
 
-  llvm::Expected<std::vector<train::Trainer::Part>>
-  save(int64_t step) override;
+  llvm::Expected<std::vector<train::Trainer::Part>> save(int64_t step) override;
   llvm::Error load(int64_t step,
                    const std::vector<train::Trainer::Part> &parts) override;
 
@@ -67,9 +66,9 @@ private:
   void watch(const RegisterResponse &map);
   /// Calls `call` for every process of the job at once (rank 1 on), each
   /// with its role and address; the first failure, naming the process.
-  llvm::Error
-  forEachProcess(const std::function<llvm::Error(
-                     const Role &, const std::string &address)> &call);
+  llvm::Error forEachProcess(
+      const std::function<llvm::Error(const Role &, const std::string &address)>
+          &call);
 
   /// Where the processes are now.
   RegisterResponse current;
