@@ -70,8 +70,6 @@ void GrpcTransport::setEpoch(int64_t epoch) {
   aborted = false;
 }
 
-int64_t GrpcTransport::epoch() const { return currentEpoch; }
-
 void GrpcTransport::abortCalls() {
   std::lock_guard lock(mutex);
   aborted = true;

@@ -55,7 +55,6 @@ public:
 
   /// The epoch later calls carry (the job's incarnation).
   void setEpoch(int64_t epoch);
-  int64_t epoch() const;
   /// Cancels the calls in flight and fails later ones at once, until
   /// setEpoch (a step given up: nothing must wait on a dead peer).
   void abortCalls();

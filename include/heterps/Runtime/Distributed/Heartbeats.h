@@ -73,7 +73,6 @@ public:
   void declareDead(int rank, const std::string &why);
   /// The deaths so far, waiting up to `within` for a first one.
   Deaths waitForDeaths(std::chrono::milliseconds within);
-  std::chrono::milliseconds timeout() const { return limit; }
 
 private:
   struct Watched;
