@@ -47,6 +47,11 @@ def watch_file(path, args, job):
     """Strikes while `path` is being written the --nth time (it exists and
     is not empty: a save first makes an empty one to check that it can),
     and says whether the strike left it behind, half written."""
+    # Found before the watch: a strike must follow what it saw at once.
+    pid = None
+    while pid is None and job.poll() is None:
+        pid = find_rank(args.rank, job.pid)
+        time.sleep(0.01)
     seen, there = 0, False
     while job.poll() is None:
         writing = False
@@ -58,7 +63,6 @@ def watch_file(path, args, job):
         seen += writing and not there
         there = writing or (there and bool(glob.glob(path)))
         if writing and seen == args.nth:
-            pid = find_rank(args.rank, job.pid)
             os.kill(pid, getattr(signal, "SIG" + args.signal))
             # Whether it was left half written, once the process is gone
             # (and before the job's next save cleans it up).
