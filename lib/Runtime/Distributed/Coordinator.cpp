@@ -223,11 +223,9 @@ distributed::registerWith(const std::string &address, const ProcessInfo &self,
         llvm::Twine(static_cast<int64_t>(timeout.count() / 1000)) + " s");
   auto stub = CoordinatorService::NewStub(channel);
   grpc::ClientContext context;
-  attachToken(context, security);
   // The coordinator answers once every process has come (at most 120 s)
   // and the tables are made.
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::minutes(10));
+  startCall(context, security, std::chrono::minutes(10));
   RegisterResponse map;
   grpc::Status status = stub->Register(&context, self, &map);
   if (!status.ok())

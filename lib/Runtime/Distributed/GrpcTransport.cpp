@@ -87,9 +87,8 @@ void GrpcTransport::redirect(const std::vector<std::string> &to) {
 }
 
 llvm::Error GrpcTransport::begin(grpc::ClientContext &context) {
-  attachToken(context, security);
+  startCall(context, security, retryFor());
   context.AddMetadata(kEpochKey, std::to_string(currentEpoch.load()));
-  context.set_deadline(std::chrono::system_clock::now() + retryFor());
   std::lock_guard lock(mutex);
   if (aborted)
     return transportError("the step was given up (a process of the job "
@@ -259,9 +258,7 @@ void GrpcTransport::shutdownServers() {
   }
   for (auto &shard : all) {
     grpc::ClientContext context;
-    attachToken(context, security);
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::seconds(5));
+    startCall(context, security, std::chrono::seconds(5));
     ShutdownResponse unused;
     shard->stub->Shutdown(&context, ShutdownRequest(), &unused);
   }

@@ -86,8 +86,11 @@ HeartbeatMonitor::~HeartbeatMonitor() {
   changed.notify_all();
   lock.unlock();
   thread.join();
-  // Pings in flight hold pointers into the peers: cancel and wait.
   lock.lock();
+  cancelPings(lock);
+}
+
+void HeartbeatMonitor::cancelPings(std::unique_lock<std::mutex> &lock) {
   for (auto &p : peers)
     if (p->context)
       p->context->TryCancel();
@@ -99,12 +102,7 @@ HeartbeatMonitor::~HeartbeatMonitor() {
 void HeartbeatMonitor::watch(std::vector<Peer> list, int64_t newEpoch) {
   std::unique_lock lock(mutex);
   // Pings in flight to the old list finish first.
-  for (auto &p : peers)
-    if (p->context)
-      p->context->TryCancel();
-  changed.wait(lock, [&] {
-    return llvm::none_of(peers, [](auto &p) { return p->context != nullptr; });
-  });
+  cancelPings(lock);
   peers.clear();
   deaths.clear();
   epoch = newEpoch;
@@ -159,9 +157,8 @@ HeartbeatMonitor::waitForDeaths(std::chrono::milliseconds within) {
 
 void HeartbeatMonitor::ping(Watched &w) {
   w.context = std::make_unique<grpc::ClientContext>();
-  attachToken(*w.context, security);
   // A slow answer still counts, as long as it comes within the timeout.
-  w.context->set_deadline(std::chrono::system_clock::now() + limit);
+  startCall(*w.context, security, limit);
   w.request.set_epoch(epoch);
   w.request.set_timeout_ms(limit.count());
   auto done = [this, &w](grpc::Status status) {

@@ -37,14 +37,8 @@ public:
 
   grpc::Status Call(grpc::ServerContext *context, const ps::Request *request,
                     ps::Response *response) override {
-    std::string refusal = checkToken(*context, security);
-    if (!refusal.empty()) {
-      logRefusal(refusal, context->peer());
-      return {grpc::StatusCode::UNAUTHENTICATED,
-              "refused: " + refusal +
-                  " (this server belongs to another "
-                  "job, or the caller was given none)"};
-    }
+    if (grpc::Status s = refuse(*context); !s.ok())
+      return s;
     int64_t epoch = callEpoch(*context);
     server.handle(*request, *response, epoch);
     if (llvm::StringRef(response->error()).starts_with("fenced out"))
@@ -57,9 +51,8 @@ public:
 
   grpc::Status SavePart(grpc::ServerContext *context,
                         const PartRequest *request, PartInfo *info) override {
-    std::string refusal = checkToken(*context, security);
-    if (!refusal.empty())
-      return {grpc::StatusCode::UNAUTHENTICATED, "refused: " + refusal};
+    if (grpc::Status s = refuse(*context); !s.ok())
+      return s;
     auto checkpoint = server.saveShard(shard);
     if (!checkpoint)
       return failed(checkpoint.takeError());
@@ -74,9 +67,8 @@ public:
 
   grpc::Status LoadPart(grpc::ServerContext *context,
                         const PartRequest *request, PartInfo *info) override {
-    std::string refusal = checkToken(*context, security);
-    if (!refusal.empty())
-      return {grpc::StatusCode::UNAUTHENTICATED, "refused: " + refusal};
+    if (grpc::Status s = refuse(*context); !s.ok())
+      return s;
     ps::ShardCheckpoint checkpoint;
     if (llvm::Error e = readPart(checkpointDir, request->step(),
                                  partName({Role::ParameterServer, shard}),
@@ -94,9 +86,8 @@ public:
   grpc::Status Heartbeat(grpc::ServerContext *context,
                          const HeartbeatRequest *request,
                          HeartbeatResponse *) override {
-    std::string refusal = checkToken(*context, security);
-    if (!refusal.empty())
-      return {grpc::StatusCode::UNAUTHENTICATED, "refused: " + refusal};
+    if (grpc::Status s = refuse(*context); !s.ok())
+      return s;
     if (Watchdog *w = watchdog.load())
       w->beat(std::chrono::milliseconds(request->timeout_ms()));
     return grpc::Status::OK;
@@ -104,11 +95,8 @@ public:
 
   grpc::Status Shutdown(grpc::ServerContext *context, const ShutdownRequest *,
                         ShutdownResponse *) override {
-    std::string refusal = checkToken(*context, security);
-    if (!refusal.empty()) {
-      logRefusal(refusal, context->peer());
-      return {grpc::StatusCode::UNAUTHENTICATED, "refused: " + refusal};
-    }
+    if (grpc::Status s = refuse(*context); !s.ok())
+      return s;
     requestStop();
     return grpc::Status::OK;
   }
@@ -121,6 +109,18 @@ public:
   std::atomic<Watchdog *> watchdog{nullptr};
 
 private:
+  /// OK for a call that carries the job's token; else the refusal, logged.
+  grpc::Status refuse(const grpc::ServerContext &context) {
+    std::string refusal = checkToken(context, security);
+    if (refusal.empty())
+      return grpc::Status::OK;
+    logRefusal(refusal, context.peer());
+    return {grpc::StatusCode::UNAUTHENTICATED,
+            "refused: " + refusal +
+                " (this server belongs to another job, or the caller was "
+                "given none)"};
+  }
+
   static grpc::Status failed(llvm::Error e) {
     return {grpc::StatusCode::FAILED_PRECONDITION,
             heterps::printableLine(llvm::toString(std::move(e)))};

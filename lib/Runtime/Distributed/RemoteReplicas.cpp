@@ -59,10 +59,8 @@ struct RemoteReplicas::Impl {
     std::condition_variable finished;
     size_t done = 0;
     for (size_t i = 0; i < workers.size(); ++i) {
-      attachToken(calls[i].context, security);
       // A live worker answers in a millisecond; a stopped one never does.
-      calls[i].context.set_deadline(std::chrono::system_clock::now() +
-                                    std::chrono::milliseconds(500));
+      startCall(calls[i].context, security, std::chrono::milliseconds(500));
       workers[i].stub->async()->Abort(&calls[i].context, &request,
                                       &calls[i].response, [&](grpc::Status) {
                                         std::lock_guard lock(doneMutex);
@@ -137,11 +135,9 @@ RemoteReplicas::runStep(pipeline::StepInputs &step,
         if (llvm::Error e = toWire(step.targets[j], (*r.mutable_targets())[j]))
           return e;
     }
-    attachToken(calls[w].context, impl->security);
     // A step that takes longer than this is hung (its process still
     // answering heartbeats).
-    calls[w].context.set_deadline(std::chrono::system_clock::now() +
-                                  kStepDeadline);
+    startCall(calls[w].context, impl->security, kStepDeadline);
   }
   // Step calls report here; interrupt() too (Impl::changed).
   std::unique_lock lock(impl->mutex);
@@ -237,9 +233,7 @@ llvm::Expected<WeightMap> RemoteReplicas::stageWeights(int stage) {
     if (w.id.stage != stage || w.id.replica != 0)
       continue;
     grpc::ClientContext context;
-    attachToken(context, impl->security);
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::minutes(2));
+    startCall(context, impl->security, std::chrono::minutes(2));
     WeightsRequest request;
     request.set_stage(stage);
     WeightsResponse response;
@@ -266,9 +260,7 @@ llvm::Error RemoteReplicas::setWeights(const WeightMap &weights) {
       return e;
   for (Impl::Worker &w : impl->workers) {
     grpc::ClientContext context;
-    attachToken(context, impl->security);
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::minutes(2));
+    startCall(context, impl->security, std::chrono::minutes(2));
     SetWeightsResponse unused;
     grpc::Status status = w.stub->SetWeights(&context, request, &unused);
     if (!status.ok())
@@ -296,10 +288,8 @@ llvm::Error RemoteReplicas::reset(const RegisterResponse &map) {
   *request.mutable_map() = map;
   for (Impl::Worker &w : impl->workers) {
     grpc::ClientContext context;
-    attachToken(context, impl->security);
     // A restarted worker answers once it has made its trainer.
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::minutes(2));
+    startCall(context, impl->security, std::chrono::minutes(2));
     ResetResponse unused;
     grpc::Status status = w.stub->Reset(&context, request, &unused);
     if (!status.ok())
@@ -311,9 +301,7 @@ llvm::Error RemoteReplicas::reset(const RegisterResponse &map) {
 void RemoteReplicas::shutdown() {
   for (Impl::Worker &w : impl->workers) {
     grpc::ClientContext context;
-    attachToken(context, impl->security);
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::seconds(5));
+    startCall(context, impl->security, std::chrono::seconds(5));
     ShutdownResponse unused;
     w.stub->Shutdown(&context, ShutdownRequest(), &unused);
   }

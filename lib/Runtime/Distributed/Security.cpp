@@ -182,6 +182,13 @@ void distributed::attachToken(grpc::ClientContext &context,
     context.AddMetadata(kTokenKey, security.token);
 }
 
+void distributed::startCall(grpc::ClientContext &context,
+                            const SecurityOptions &security,
+                            std::chrono::milliseconds within) {
+  attachToken(context, security);
+  context.set_deadline(std::chrono::system_clock::now() + within);
+}
+
 std::string distributed::checkToken(const grpc::ServerContext &context,
                                     const SecurityOptions &security) {
   const auto &metadata = context.client_metadata();

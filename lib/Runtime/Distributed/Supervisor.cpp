@@ -25,7 +25,7 @@ Supervisor::Supervisor(Coordinator &coordinator, GrpcTransport &server,
                        RemoteReplicas &workers, const RegisterResponse &map,
                        SupervisorOptions o)
     : coordinator(coordinator), server(server), workers(workers),
-      options(std::move(o)), epoch(map.epoch()) {
+      options(std::move(o)) {
   monitor = std::make_unique<HeartbeatMonitor>(
       options.security, options.heartbeatTimeout,
       [this](const std::string &name, const std::string &why) {
@@ -80,7 +80,7 @@ llvm::Error Supervisor::recover(
       options.heartbeatTimeout + std::chrono::milliseconds(1000));
   if (deaths.empty())
     return supervisorError(failure);
-  ++epoch;
+  int64_t epoch = current.epoch() + 1;
   std::vector<int> ranks, shards;
   std::string names;
   for (const auto &[rank, why] : deaths) {
@@ -179,10 +179,8 @@ static llvm::Error partCall(const Role &role, const std::string &address,
   auto channel = grpc::CreateCustomChannel(
       address, channelCredentials(security), channelArguments());
   grpc::ClientContext context;
-  attachToken(context, security);
   // A large table takes a while to write.
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::minutes(10));
+  startCall(context, security, std::chrono::minutes(10));
   grpc::Status status;
   if (role.kind == Role::ParameterServer) {
     auto stub = ParameterServerService::NewStub(channel);

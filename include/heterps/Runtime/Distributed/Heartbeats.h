@@ -78,6 +78,9 @@ private:
   struct Watched;
   void run();
   void ping(Watched &peer);
+  /// Cancels the pings in flight and waits for them: they point into the
+  /// peers.
+  void cancelPings(std::unique_lock<std::mutex> &lock);
   /// Makes a death known to waitForDeaths; under the lock.
   void die(Watched &peer, const std::string &why);
 

@@ -16,6 +16,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -79,6 +80,11 @@ std::vector<std::pair<const char *, int>> transferTuning();
 
 /// Adds the token to an outgoing call.
 void attachToken(grpc::ClientContext &context, const SecurityOptions &security);
+/// A unary call's start: the job's token, and its deadline `within` from
+/// now (every call has one: a peer that never answers must not hold a
+/// caller forever).
+void startCall(grpc::ClientContext &context, const SecurityOptions &security,
+               std::chrono::milliseconds within);
 /// Empty when the call carries the job's token, else why it is refused.
 std::string checkToken(const grpc::ServerContext &context,
                        const SecurityOptions &security);

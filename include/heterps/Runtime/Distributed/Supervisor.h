@@ -70,14 +70,13 @@ private:
       const std::function<llvm::Error(const Role &, const std::string &address)>
           &call);
 
-  /// Where the processes are now.
+  /// Where the processes are now, and the job's epoch.
   RegisterResponse current;
 
   Coordinator &coordinator;
   GrpcTransport &server;
   RemoteReplicas &workers;
   SupervisorOptions options;
-  int64_t epoch = 0;
   std::unique_ptr<HeartbeatMonitor> monitor;
 };
 
