@@ -68,6 +68,21 @@ Devices::create(const plan::Plan &plan, const DeviceOptions &options) {
       devices->emulatedTypes.push_back(type);
     }
     auto backend = make(backendKind, type);
+    if (!backend && backendKind != "emulated" &&
+        options.emulateMissingDevices) {
+      // A backend this runtime has, for a device this machine lacks (the
+      // CUDA backend without a GPU).
+      llvm::consumeError(backend.takeError());
+      devices->emulatedTypes.push_back(type);
+      backend = make("emulated", type);
+    }
+    if (!backend && backendKind == kind)
+      return devicesError(
+          describeOp(plan, i) + " is placed on device type '" + type +
+          "', of kind '" + kind + "', whose backend cannot start here: " +
+          llvm::toString(backend.takeError()) +
+          " (heterps-run --emulate-missing-devices runs it on the emulated "
+          "device)");
     if (!backend)
       return devicesError(describeOp(plan, i) + ": device type '" + type +
                           "': " + llvm::toString(backend.takeError()));
@@ -81,7 +96,22 @@ Backend &Devices::of(const plan::Op &op) const {
   auto it = byDeviceType.find(op.device());
   // Ops a rewrite added carry the device of the op they came from.
   assert(it != byDeviceType.end() && "op of a device type the plan lacked");
-  return it == byDeviceType.end() ? host() : *backends[it->second];
+  if (it == byDeviceType.end() || it->second == 0)
+    return host();
+  size_t b = it->second;
+  bool runs = trainers.empty()
+                  ? backends[b]->kernels().lookup(op.type()) != nullptr
+                  : trainers[b] && trainable[b].count(op.type());
+  if (runs)
+    return *backends[b];
+  std::lock_guard lock(fallbackMutex);
+  fellBack.insert(op.device() + ": " + op.type());
+  return host();
+}
+
+std::vector<std::string> Devices::fallbacks() const {
+  std::lock_guard lock(fallbackMutex);
+  return {fellBack.begin(), fellBack.end()};
 }
 
 Backend *Devices::owner(const MemorySpace &space) const {
@@ -106,22 +136,32 @@ void Devices::rewriteForTraining(plan::Plan &plan) const {
 llvm::Error
 Devices::prepareTraining(const train::TrainBackendOptions &options) {
   trainers.clear();
+  trainable.clear();
   for (const auto &b : backends) {
     auto trainer = b->createTrainBackend(options);
-    if (!trainer)
-      return trainer.takeError();
+    if (!trainer) {
+      // A device backend that cannot train leaves its ops to the host's.
+      if (b == backends.front())
+        return trainer.takeError();
+      llvm::consumeError(trainer.takeError());
+      trainers.emplace_back();
+      trainable.emplace_back();
+      continue;
+    }
+    std::vector<std::string> types = (*trainer)->opTypes();
+    trainable.emplace_back(types.begin(), types.end());
     trainers.push_back(std::move(*trainer));
   }
   return llvm::Error::success();
 }
 
 const train::TrainBackend &Devices::trainer(const plan::Op &op) const {
-  return *trainers[byDeviceType.at(op.device())];
+  return trainer(of(op).memory());
 }
 
 const train::TrainBackend &Devices::trainer(const MemorySpace &space) const {
   for (size_t i = 0; i < backends.size(); ++i)
-    if (&backends[i]->memory() == &space)
+    if (&backends[i]->memory() == &space && trainers[i])
       return *trainers[i];
   return *trainers.front();
 }

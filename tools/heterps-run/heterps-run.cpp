@@ -34,6 +34,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -303,6 +304,8 @@ int writeReport(llvm::json::Object report) {
 struct OpTimes {
   plan::Plan executed;
   std::vector<double> seconds;
+  /// Per op, the backend that ran it.
+  std::vector<std::string> backends;
 };
 
 /// Per op of the executed plan, seconds per run on `numThreads` threads
@@ -329,7 +332,10 @@ llvm::Expected<OpTimes> timeOps(const plan::Plan &plan,
   for (size_t i = 0; i < seconds.size(); ++i)
     seconds[i] = (seconds[i] - (i < before.size() ? before[i] : 0)) /
                  iterations.getValue();
-  return OpTimes{(*executor)->plan(), std::move(seconds)};
+  std::vector<std::string> backends;
+  for (int i = 0; i < (*executor)->plan().ops_size(); ++i)
+    backends.push_back((*executor)->backendOf(i));
+  return OpTimes{(*executor)->plan(), std::move(seconds), std::move(backends)};
 }
 
 /// --op-times: the fused ops' times by op type and the slowest ops.
@@ -343,9 +349,17 @@ int printOpTimes(const plan::Plan &plan, const std::vector<Tensor> &inputs,
   std::map<std::string, std::pair<double, int>> byType;
   std::vector<std::pair<double, int>> ops;
   double total = 0;
+  // Where devices are used, each op type is named with its backend (a GPU
+  // op type without a kernel there shows as "[cpu]").
+  bool devicesUsed = llvm::any_of(
+      times->backends, [](const std::string &b) { return b != "cpu"; });
+  auto label = [&](size_t i) {
+    const std::string &type = fused.ops(static_cast<int>(i)).type();
+    return devicesUsed ? type + " [" + times->backends[i] + "]" : type;
+  };
   for (size_t i = 0; i < times->seconds.size(); ++i) {
     double ms = times->seconds[i] * 1e3;
-    auto &[sum, count] = byType[fused.ops(static_cast<int>(i)).type()];
+    auto &[sum, count] = byType[label(i)];
     sum += ms;
     ++count;
     ops.push_back({ms, static_cast<int>(i)});
@@ -367,7 +381,7 @@ int printOpTimes(const plan::Plan &plan, const std::vector<Tensor> &inputs,
   for (size_t k = 0; k < std::min<size_t>(ops.size(), 10); ++k) {
     const plan::Op &op = fused.ops(ops[k].second);
     llvm::outs() << llvm::formatv("  {0,9:F3} ms  {1} ({2})\n", ops[k].first,
-                                  op.name(), op.type());
+                                  op.name(), label(ops[k].second));
   }
   return 0;
 }
@@ -602,6 +616,12 @@ static int runTool(int argc, char **argv) {
     return fail(modelPath + ": " + llvm::toString(executor.takeError()));
   for (const std::string &device : (*executor)->emulatedDevices())
     heterps::tools::noteEmulatedDevice(*plan, device, "run");
+  std::vector<std::string> fallbacks = (*executor)->fallbacks();
+  if (!fallbacks.empty())
+    llvm::errs() << kTool
+                 << ": note: op types without a kernel on their device run on "
+                    "the CPU: "
+                 << llvm::join(fallbacks, ", ") << "\n";
 
   // Inputs from files, by name.
   std::map<std::string, Tensor> inputs;
@@ -704,7 +724,8 @@ static int runTool(int argc, char **argv) {
                          {"threads", threads.getValue()},
                          {"p50_ms", p50},
                          {"p90_ms", p90},
-                         {"samples_per_s", throughput}});
+                         {"samples_per_s", throughput},
+                         {"cpu_fallbacks", llvm::json::Array(fallbacks)}});
 }
 
 /// After a run that used devices: the transfers into and out of each.

@@ -5,7 +5,9 @@
 
 #include "../../lib/Runtime/Backends/CPU/Fusion.h"
 #include "heterps/Runtime/Executor.h"
+
 #include "heterps/Runtime/Plan.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include "onnx/onnx_pb.h"
 #include "llvm/Support/FileSystem.h"
@@ -194,9 +196,10 @@ TEST(Executor, MissingDeviceTypesAreErrorsUnlessEmulated) {
   b.output("y", y);
   EXPECT_EQ(errorOf(Executor::create(b.build())),
             "op 0 'Relu0' (Relu) is placed on device type 'v100', whose kind "
-            "the plan does not give (this runtime has: cpu, emulated; "
-            "heterps-run --emulate-missing-devices runs it on the emulated "
-            "device)");
+            "the plan does not give (this runtime has: " +
+                llvm::join(backendKinds(), ", ") +
+                "; heterps-run --emulate-missing-devices runs it on the "
+                "emulated device)");
   ExecutorOptions options;
   options.emulateMissingDevices = true;
   auto exec = Executor::create(b.build(), options);

@@ -17,6 +17,8 @@
 #include "heterps/Runtime/Train/TrainKernel.h"
 
 #include <map>
+#include <mutex>
+#include <set>
 
 namespace heterps::runtime {
 
@@ -40,8 +42,14 @@ public:
 
   /// The CPU backend, whose memory is the host's.
   Backend &host() const { return *backends.front(); }
-  /// The backend that runs `op`.
+  /// The backend that runs `op`: its device type's, or the host's when
+  /// that backend has no kernel for the op's type (after prepareTraining:
+  /// no training kernel, or no training kernels at all). The op then runs
+  /// on the CPU, with transfers around it; fallbacks() lists such op types.
   Backend &of(const plan::Op &op) const;
+  /// "<device type>: <op type>" for every op type that fell back to the
+  /// CPU so far, sorted.
+  std::vector<std::string> fallbacks() const;
   /// The backend whose memory is `space`, or null.
   Backend *owner(const MemorySpace &space) const;
   /// Device types that run on the emulated device, in order of first use.
@@ -77,8 +85,12 @@ private:
   /// Device type name -> index into `backends`.
   std::map<std::string, size_t> byDeviceType;
   std::vector<std::string> emulatedTypes;
-  /// Per backend (same index): its training kernels.
+  /// Per backend (same index): its training kernels (null: it has none).
   std::vector<std::unique_ptr<train::TrainBackend>> trainers;
+  /// Per backend: the op types its training kernels take.
+  std::vector<std::set<std::string>> trainable;
+  mutable std::mutex fallbackMutex;
+  mutable std::set<std::string> fellBack;
 };
 
 /// The kind of `deviceType` in `plan` ("cpu", "cuda", ...): from the plan's

@@ -71,6 +71,13 @@ public:
   const std::vector<std::string> &emulatedDevices() const {
     return devices->emulated();
   }
+  /// "<device type>: <op type>" for ops whose device's backend has no
+  /// kernel for them, which run on the CPU instead (Devices::of).
+  std::vector<std::string> fallbacks() const { return devices->fallbacks(); }
+  /// The name of the backend that runs op `i` of plan() ("cpu", "cuda:0").
+  std::string backendOf(int i) const {
+    return devices->of(program.ops(i)).name().str();
+  }
   /// The backends' counter `name` (Backend::counters), summed.
   int64_t counter(llvm::StringRef name) const;
   /// Transfers between memory spaces per run (activations; weights moved

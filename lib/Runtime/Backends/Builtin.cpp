@@ -14,9 +14,15 @@ void registerCPUBackend();
 namespace emulated {
 void registerEmulatedBackend();
 } // namespace emulated
+namespace cuda {
+void registerCUDABackend();
+} // namespace cuda
 } // namespace heterps::runtime
 
 void heterps::runtime::registerBuiltinBackends() {
   cpu::registerCPUBackend();
   emulated::registerEmulatedBackend();
+#ifdef HETERPS_HAVE_CUDA_BACKEND
+  cuda::registerCUDABackend();
+#endif
 }

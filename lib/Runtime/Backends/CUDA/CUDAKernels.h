@@ -1,0 +1,56 @@
+//===- CUDAKernels.h - the CUDA backend's inference kernels -----*- C++ -*-===//
+//
+// Kernels read and write plain row-major tensors in their context's GPU
+// memory and queue their work on its stream; run() returns once the work
+// is queued. Each kernel family registers its op types here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_LIB_RUNTIME_BACKENDS_CUDA_CUDAKERNELS_H
+#define HETERPS_LIB_RUNTIME_BACKENDS_CUDA_CUDAKERNELS_H
+
+#include "CUDAContext.h"
+#include "DeviceKernels.h"
+
+#include "heterps/Runtime/Kernel.h"
+
+namespace heterps::runtime::cuda {
+
+using Factory = llvm::Expected<std::unique_ptr<Kernel>>;
+
+class CUDAKernel : public Kernel {
+public:
+  explicit CUDAKernel(CUDAContextPtr ctx) : ctx(std::move(ctx)) {}
+
+protected:
+  /// An error unless every given input is an f32 tensor (or i64 where
+  /// `allowI64`) in this GPU's memory.
+  llvm::Error checkInputs(llvm::ArrayRef<const Tensor *> inputs,
+                          bool allowI64 = false) const;
+  CUDAContextPtr ctx;
+};
+
+/// The values of a small i64 or f32 tensor in GPU memory, read back.
+llvm::Expected<std::vector<int64_t>> readInts(CUDAContext &ctx,
+                                              const Tensor &t);
+/// Row-major strides of `shape`, in elements.
+Dims stridesOf(llvm::ArrayRef<int64_t> shape);
+/// `shape` as Dims (an error above kMaxRank dimensions).
+llvm::Expected<Dims> dimsOf(llvm::ArrayRef<int64_t> shape);
+/// The element-wise function ONNX op `opType` computes, with attributes
+/// named `prefix` + "alpha", ...; an error for types it does not know.
+llvm::Expected<UnarySpec> unarySpecFor(llvm::StringRef opType,
+                                       const OpAttributes &attrs,
+                                       llvm::StringRef prefix = "");
+/// The activation an op fuses (attribute `activation`), Identity if none.
+llvm::Expected<UnarySpec> fusedActivation(const OpAttributes &attrs);
+
+void registerConvKernel(KernelRegistry &registry, CUDAContextPtr ctx);
+void registerMatMulKernels(KernelRegistry &registry, CUDAContextPtr ctx);
+void registerPoolKernels(KernelRegistry &registry, CUDAContextPtr ctx);
+void registerEltwiseKernels(KernelRegistry &registry, CUDAContextPtr ctx);
+void registerDataKernels(KernelRegistry &registry, CUDAContextPtr ctx);
+
+} // namespace heterps::runtime::cuda
+
+#endif // HETERPS_LIB_RUNTIME_BACKENDS_CUDA_CUDAKERNELS_H
