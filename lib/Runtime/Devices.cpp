@@ -100,7 +100,7 @@ Backend &Devices::of(const plan::Op &op) const {
     return host();
   size_t b = it->second;
   bool runs = trainers.empty()
-                  ? backends[b]->kernels().lookup(op.type()) != nullptr
+                  ? backends[b]->supports(op)
                   : trainers[b] && trainable[b].count(op.type());
   if (runs)
     return *backends[b];

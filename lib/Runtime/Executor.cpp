@@ -78,8 +78,9 @@ llvm::Expected<std::unique_ptr<Executor>>
 Executor::make(const plan::Plan &plan, WeightMap weights,
                ExecutorOptions options, bool passNaN) {
   DeviceOptions deviceOptions;
-  deviceOptions.backend = BackendOptions{options.numThreads, options.autotune,
-                                         passNaN, options.fuse && !passNaN};
+  deviceOptions.backend =
+      BackendOptions{options.numThreads, options.autotune, passNaN,
+                     options.fuse && !passNaN, options.timeOps};
   deviceOptions.cpuDeviceTypes = options.cpuDeviceTypes;
   deviceOptions.emulateMissingDevices = options.emulateMissingDevices;
   auto devices = Devices::create(plan, deviceOptions);

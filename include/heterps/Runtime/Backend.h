@@ -43,6 +43,10 @@ struct BackendOptions {
   /// Apply the backend's optional inference rewrites (fusions); rewrites
   /// that do not change results (constant folding) always run.
   bool fuse = true;
+  /// Each kernel's run() returns only once its work is done, so that the
+  /// time around it is the op's (ExecutorOptions::timeOps); asynchronous
+  /// devices otherwise return once the work is queued.
+  bool synchronous = false;
 };
 
 /// The end of asynchronous device work; default-constructed: done.
@@ -78,6 +82,12 @@ public:
   /// The memory the backend's kernels read and write.
   virtual MemorySpace &memory() const = 0;
   virtual const KernelRegistry &kernels() const = 0;
+  /// Whether the backend has a kernel for `op` (its type, and attributes
+  /// some kernels take only some values of); Devices runs the ops a device
+  /// backend does not support on the CPU.
+  virtual bool supports(const plan::Op &op) const {
+    return kernels().lookup(op.type()) != nullptr;
+  }
   /// Creates the kernel for `info.op`, whose constants live in memory(); an
   /// unsupported op type is an error.
   llvm::Expected<std::unique_ptr<Kernel>> createKernel(const OpInfo &info);

@@ -83,6 +83,9 @@ public:
   /// Value indices of the trainable parameters.
   llvm::ArrayRef<int32_t> parameterValues() const { return paths.paramValues; }
   const TrainerOptions &settings() const { return options; }
+  /// Op types placed on a device whose backend cannot train them, which
+  /// train on the CPU instead (Devices::fallbacks).
+  std::vector<std::string> fallbacks() const { return devices->fallbacks(); }
 
   /// Everything a step changes: the weights, the optimizer's state (by
   /// parameter value index), each kernel's random draws and, in pipelined

@@ -8,6 +8,25 @@
 using namespace heterps::runtime;
 using namespace heterps::runtime::cuda;
 
+namespace {
+/// A kernel that returns only once its work on the GPU is done.
+class SynchronousKernel : public Kernel {
+public:
+  SynchronousKernel(std::unique_ptr<Kernel> inner, CUDAContextPtr ctx)
+      : inner(std::move(inner)), ctx(std::move(ctx)) {}
+  llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                  llvm::MutableArrayRef<Tensor> outputs) override {
+    if (llvm::Error e = inner->run(inputs, outputs))
+      return e;
+    return ctx->synchronize();
+  }
+
+private:
+  std::unique_ptr<Kernel> inner;
+  CUDAContextPtr ctx;
+};
+} // namespace
+
 CUDABackend::CUDABackend(CUDAContextPtr context, std::unique_ptr<Backend> cpu,
                          BackendOptions options)
     : ctx(std::move(context)), cpu(std::move(cpu)), options(options) {
@@ -21,6 +40,30 @@ CUDABackend::CUDABackend(CUDAContextPtr context, std::unique_ptr<Backend> cpu,
   registerEltwiseKernels(registry, ctx);
   registerMatMulKernels(registry, ctx);
   registerPoolKernels(registry, ctx);
+  if (options.synchronous)
+    for (const std::string &type : registry.opTypes()) {
+      KernelFactory make = *registry.lookup(type);
+      registry.add(type, [make, ctx = ctx](const OpInfo &info) -> Factory {
+        Factory kernel = make(info);
+        if (!kernel)
+          return kernel;
+        return std::make_unique<SynchronousKernel>(std::move(*kernel), ctx);
+      });
+    }
+}
+
+bool CUDABackend::supports(const plan::Op &op) const {
+  if (!Backend::supports(op))
+    return false;
+  if (op.type() != "Pad")
+    return true;
+  llvm::Expected<std::string> mode =
+      OpAttributes(op).getString("mode", "constant");
+  if (!mode) {
+    llvm::consumeError(mode.takeError());
+    return false;
+  }
+  return *mode == "constant" && op.inputs_size() < 4;
 }
 
 // Kernels still queued may read buffers the context holds.

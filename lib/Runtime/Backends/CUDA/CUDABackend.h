@@ -10,8 +10,8 @@
 // buffers; a copy to the host waits for the stream. Op types without a
 // kernel here run on the CPU backend (Devices falls back and reports them).
 //
-// The GPU is the one CUDA_VISIBLE_DEVICES makes device 0 (or the device
-// type's `cuda_device` in a later version of the plan format).
+// The GPU is device 0: CUDA_VISIBLE_DEVICES picks which one that is. With
+// BackendOptions::synchronous each kernel waits for its work, for --op-times.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,8 +33,12 @@ public:
   llvm::StringRef name() const override { return memory().name(); }
   MemorySpace &memory() const override { return ctx->memory(); }
   const KernelRegistry &kernels() const override { return registry; }
+  /// Pad in constant mode only.
+  bool supports(const plan::Op &op) const override;
   void rewriteForInference(plan::Plan &plan, WeightMap &weights,
                            OpFilter mine) const override;
+  llvm::Expected<std::unique_ptr<train::TrainBackend>>
+  createTrainBackend(const train::TrainBackendOptions &options) const override;
   llvm::Expected<Transfer> copy(const Tensor &src, MemorySpace &to) override;
   void enterThread() override;
   std::vector<std::pair<std::string, int64_t>> counters() const override;

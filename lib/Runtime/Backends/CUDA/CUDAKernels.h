@@ -33,6 +33,12 @@ protected:
 /// The values of a small i64 or f32 tensor in GPU memory, read back.
 llvm::Expected<std::vector<int64_t>> readInts(CUDAContext &ctx,
                                               const Tensor &t);
+/// `x` reduced over the axes marked in `reduced` (kept as 1s with
+/// `keepDims`).
+llvm::Expected<Tensor> reduceAxes(CUDAContext &ctx, Reduction r,
+                                  const Tensor &x,
+                                  const std::vector<bool> &reduced,
+                                  bool keepDims);
 /// Row-major strides of `shape`, in elements.
 Dims stridesOf(llvm::ArrayRef<int64_t> shape);
 /// `shape` as Dims (an error above kMaxRank dimensions).

@@ -270,56 +270,18 @@ public:
     if (llvm::Error e = checkInputs(inputs))
       return e;
     const Tensor &x = *inputs[0];
-    int64_t rank = x.rank();
-    std::vector<bool> reduced(rank, axes.empty());
+    std::vector<bool> reduced(x.rank(), axes.empty());
     for (int64_t a : axes) {
-      llvm::Expected<int64_t> n = normalizedAxis(a, rank);
+      llvm::Expected<int64_t> n = normalizedAxis(a, x.rank());
       if (!n)
         return n.takeError();
       reduced[*n] = true;
     }
-    Shape shape, kept, gone;
-    for (int64_t d = 0; d < rank; ++d) {
-      if (reduced[d] ? keepDims : true)
-        shape.push_back(reduced[d] ? 1 : x.dim(d));
-      (reduced[d] ? gone : kept).push_back(d);
-    }
-    int64_t n = 1;
-    for (int64_t d : gone)
-      n *= x.dim(d);
-    Tensor y = ctx->make(DType::F32, shape);
-    // Contiguous reduced axes: [outer, n, inner] as it is.
-    bool contiguous = gone.empty() || gone.back() - gone.front() + 1 ==
-                                          static_cast<int64_t>(gone.size());
-    if (contiguous) {
-      int64_t outer = 1, inner = 1;
-      for (int64_t d : kept)
-        (gone.empty() || d < gone.front() ? outer : inner) *= x.dim(d);
-      launchReduce(ctx->stream(), r, devicePtr<float>(x), devicePtr<float>(y),
-                   outer, n, inner);
-      outputs[0] = std::move(y);
-      return ctx->launched("reduce kernel");
-    }
-    // Else the reduced axes move to the end first.
-    std::vector<int64_t> order = kept;
-    order.insert(order.end(), gone.begin(), gone.end());
-    Shape moved;
-    Dims xs = stridesOf(x.shape()), permuted;
-    for (size_t d = 0; d < order.size(); ++d) {
-      moved.push_back(x.dim(order[d]));
-      permuted.v[d] = xs.v[order[d]];
-    }
-    llvm::Expected<Dims> dims = dimsOf(moved);
-    if (!dims)
-      return dims.takeError();
-    Tensor t = ctx->make(DType::F32, moved);
-    launchStridedCopy(ctx->stream(), 4, devicePtr(x), devicePtr(t),
-                      static_cast<int>(rank), *dims, permuted,
-                      stridesOf(moved));
-    launchReduce(ctx->stream(), r, devicePtr<float>(t), devicePtr<float>(y),
-                 x.numElements() / std::max<int64_t>(n, 1), n, 1);
-    outputs[0] = std::move(y);
-    return ctx->launched("reduce kernel");
+    llvm::Expected<Tensor> y = reduceAxes(*ctx, r, x, reduced, keepDims);
+    if (!y)
+      return y.takeError();
+    outputs[0] = std::move(*y);
+    return llvm::Error::success();
   }
 
 private:
@@ -328,9 +290,149 @@ private:
   bool keepDims;
 };
 
+/// Pad in constant mode (CUDABackend::supports sends the other modes to
+/// the CPU): a fill, then the kept block of the input as one strided copy.
+/// Negative pads crop.
+class PadKernel : public CUDAKernel {
+public:
+  PadKernel(CUDAContextPtr ctx, std::vector<int64_t> pads, float value)
+      : CUDAKernel(std::move(ctx)), pads(std::move(pads)), value(value) {}
+
+  llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                  llvm::MutableArrayRef<Tensor> outputs) override {
+    if (llvm::Error e = checkInputs(inputs, /*allowI64=*/true))
+      return e;
+    const Tensor &x = *inputs[0];
+    if (x.dtype() != DType::F32)
+      return cudaFailure("Pad input " + x.typeString() + " is not f32");
+    std::vector<int64_t> p = pads;
+    if (inputs.size() > 1 && inputs[1] && p.empty()) {
+      llvm::Expected<std::vector<int64_t>> given = readInts(*ctx, *inputs[1]);
+      if (!given)
+        return given.takeError();
+      p = std::move(*given);
+    }
+    int64_t rank = x.rank();
+    if (static_cast<int64_t>(p.size()) != 2 * rank)
+      return cudaFailure("Pad has " + llvm::Twine(p.size()) + " pads for " +
+                         x.typeString());
+    Shape out(rank), kept(rank);
+    for (int64_t d = 0; d < rank; ++d) {
+      out[d] = x.dim(d) + p[d] + p[rank + d];
+      kept[d] = x.dim(d) - std::max<int64_t>(0, -p[d]) -
+                std::max<int64_t>(0, -p[rank + d]);
+      if (out[d] < 0 || kept[d] < 0)
+        return cudaFailure("pads " + shapeToString(p) + " crop more than " +
+                           x.typeString() + " holds");
+    }
+    Dims xs = stridesOf(x.shape()), ys = stridesOf(out);
+    int64_t from = 0, to = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      from += std::max<int64_t>(0, -p[d]) * xs.v[d];
+      to += std::max<int64_t>(0, p[d]) * ys.v[d];
+    }
+    llvm::Expected<Dims> dims = dimsOf(kept);
+    if (!dims)
+      return dims.takeError();
+    Tensor y = ctx->make(DType::F32, out);
+    launchFill(ctx->stream(), devicePtr<float>(y), value, y.numElements());
+    if (numElements(kept) > 0)
+      launchStridedCopy(ctx->stream(), 4, devicePtr<float>(x) + from,
+                        devicePtr<float>(y) + to, static_cast<int>(rank), *dims,
+                        xs, ys);
+    outputs[0] = std::move(y);
+    return ctx->launched("pad kernel");
+  }
+
+private:
+  /// Empty: from input 1 on every run.
+  std::vector<int64_t> pads;
+  float value;
+};
+
 } // namespace
 
+llvm::Expected<Tensor> cuda::reduceAxes(CUDAContext &ctx, Reduction r,
+                                        const Tensor &x,
+                                        const std::vector<bool> &reduced,
+                                        bool keepDims) {
+  int64_t rank = x.rank();
+  Shape shape, kept, gone;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (reduced[d] ? keepDims : true)
+      shape.push_back(reduced[d] ? 1 : x.dim(d));
+    (reduced[d] ? gone : kept).push_back(d);
+  }
+  int64_t n = 1;
+  for (int64_t d : gone)
+    n *= x.dim(d);
+  Tensor y = ctx.make(DType::F32, shape);
+  // Contiguous reduced axes: [outer, n, inner] as it is.
+  bool contiguous = gone.empty() || gone.back() - gone.front() + 1 ==
+                                        static_cast<int64_t>(gone.size());
+  if (contiguous) {
+    int64_t outer = 1, inner = 1;
+    for (int64_t d : kept)
+      (gone.empty() || d < gone.front() ? outer : inner) *= x.dim(d);
+    launchReduce(ctx.stream(), r, devicePtr<float>(x), devicePtr<float>(y),
+                 outer, n, inner);
+    if (llvm::Error e = ctx.launched("reduce kernel"))
+      return std::move(e);
+    return y;
+  }
+  // Else the reduced axes move to the end first.
+  std::vector<int64_t> order = kept;
+  order.insert(order.end(), gone.begin(), gone.end());
+  Shape moved;
+  Dims xs = stridesOf(x.shape()), permuted;
+  for (size_t d = 0; d < order.size(); ++d) {
+    moved.push_back(x.dim(order[d]));
+    permuted.v[d] = xs.v[order[d]];
+  }
+  llvm::Expected<Dims> dims = dimsOf(moved);
+  if (!dims)
+    return dims.takeError();
+  Tensor t = ctx.make(DType::F32, moved);
+  launchStridedCopy(ctx.stream(), 4, devicePtr(x), devicePtr(t),
+                    static_cast<int>(rank), *dims, permuted, stridesOf(moved));
+  launchReduce(ctx.stream(), r, devicePtr<float>(t), devicePtr<float>(y),
+               x.numElements() / std::max<int64_t>(n, 1), n, 1);
+  if (llvm::Error e = ctx.launched("reduce kernel"))
+    return std::move(e);
+  return y;
+}
+
 void cuda::registerDataKernels(KernelRegistry &registry, CUDAContextPtr ctx) {
+  registry.add("Pad", [ctx](const OpInfo &info) -> Factory {
+    if (llvm::Error e = info.checkArity(1, 3))
+      return e;
+    auto pads = info.attrs.getInts("pads", std::vector<int64_t>());
+    if (!pads)
+      return pads.takeError();
+    auto value = info.attrs.getFloat("value", 0.f);
+    if (!value)
+      return value.takeError();
+    float v = *value;
+    // Constant pads and value are read back once.
+    if (info.hasInput(1) && info.constants[1]) {
+      auto given = readInts(*ctx, *info.constants[1]);
+      if (!given)
+        return given.takeError();
+      *pads = std::move(*given);
+    }
+    if (info.hasInput(2) && info.constants[2]) {
+      const Tensor &c = *info.constants[2];
+      if (c.dtype() != DType::F32 || c.numElements() != 1)
+        return cudaFailure("Pad constant_value is " + c.typeString() +
+                           ", expected one f32");
+      if (llvm::Error e = ctx->toHost(devicePtr(c), &v, sizeof v))
+        return std::move(e);
+    } else if (info.hasInput(2)) {
+      return cudaFailure("a Pad value computed at run time has no cuda "
+                         "kernel");
+    }
+    return std::make_unique<PadKernel>(ctx, std::move(*pads), v);
+  });
   registry.add("Concat", [ctx](const OpInfo &info) -> Factory {
     if (info.numInputs() < 1 || info.numOutputs() != 1)
       return cudaFailure("Concat takes inputs and gives one output");

@@ -153,6 +153,48 @@ __global__ void binaryFlatKernel(Binary op, const float *a, const float *b,
   GRID_STRIDE(i, n) y[i] = combine(op, a[i], b[i]);
 }
 
+/// Where an operand is element (i / inner) % period of its buffer.
+struct Periodic {
+  int64_t inner, period;
+};
+
+/// Operands each broadcast along the axes before and after one block of
+/// axes (a bias over the last axis, a scale per channel, a scalar): two
+/// divisions per operand instead of one per axis.
+__global__ void binaryPeriodicKernel(Binary op, const float *a, Periodic pa,
+                                     const float *b, Periodic pb, float *y,
+                                     int64_t n) {
+  GRID_STRIDE(i, n) {
+    y[i] = combine(op, a[(i / pa.inner) % pa.period],
+                   b[(i / pb.inner) % pb.period]);
+  }
+}
+
+/// Whether `strides` over `dims` read one contiguous block of axes (and
+/// repeat it along the others); its period and inner size if so.
+bool periodic(int rank, const Dims &dims, const Dims &strides, Periodic &p) {
+  int first = -1, last = -1;
+  for (int d = 0; d < rank; ++d)
+    if (strides.v[d] != 0 && dims.v[d] != 1) {
+      if (first < 0)
+        first = d;
+      last = d;
+    }
+  p = {1, 1};
+  if (first < 0)
+    return true;
+  int64_t expected = 1;
+  for (int d = last; d >= first; --d) {
+    if (dims.v[d] != 1 && strides.v[d] != expected)
+      return false;
+    expected *= dims.v[d];
+  }
+  p.period = expected;
+  for (int d = last + 1; d < rank; ++d)
+    p.inner *= dims.v[d];
+  return true;
+}
+
 template <typename T>
 __global__ void stridedCopyKernel(const T *x, T *y, int rank, Dims dims,
                                   Dims xs, Dims ys, int64_t n) {
@@ -345,6 +387,133 @@ __global__ void fillKernel(float *y, float value, int64_t n) {
   GRID_STRIDE(i, n) y[i] = value;
 }
 
+__global__ void scaleKernel(const float *x, float *y, float a, int64_t n) {
+  GRID_STRIDE(i, n) y[i] = a * x[i];
+}
+
+__device__ __forceinline__ float derivative(UnarySpec f, float x, float y) {
+  switch (f.op) {
+  case Unary::Identity:
+    return 1.f;
+  case Unary::Relu:
+    return x > 0.f ? 1.f : 0.f;
+  case Unary::LeakyRelu:
+    return x > 0.f ? 1.f : f.alpha;
+  case Unary::Elu:
+    return x > 0.f ? 1.f : y + f.alpha;
+  case Unary::Clip:
+    return x > f.alpha && x < f.beta ? 1.f : 0.f;
+  case Unary::Sigmoid:
+    return y * (1.f - y);
+  case Unary::Tanh:
+    return 1.f - y * y;
+  case Unary::HardSigmoid: {
+    float v = f.alpha * x + f.beta;
+    return v > 0.f && v < 1.f ? f.alpha : 0.f;
+  }
+  case Unary::HardSwish:
+    return x < -3.f ? 0.f : x > 3.f ? 1.f : x / 3.f + 0.5f;
+  case Unary::Abs:
+    return x > 0.f ? 1.f : x < 0.f ? -1.f : 0.f;
+  case Unary::Exp:
+    return y;
+  case Unary::Log:
+    return 1.f / x;
+  case Unary::Sqrt:
+    return 0.5f / y;
+  case Unary::Neg:
+    return -1.f;
+  case Unary::Reciprocal:
+    return -y * y;
+  case Unary::Erf:
+    return 1.1283791670955126f * expf(-x * x);
+  case Unary::Softplus:
+    return 1.f / (1.f + expf(-x));
+  case Unary::Softsign: {
+    float d = 1.f + fabsf(x);
+    return 1.f / (d * d);
+  }
+  case Unary::Selu:
+    return x > 0.f ? f.beta : y + f.beta * f.alpha;
+  case Unary::Floor:
+  case Unary::Ceil:
+    return 0.f;
+  }
+  return 1.f;
+}
+
+__global__ void unaryBackwardKernel(UnarySpec f, const float *x, const float *y,
+                                    const float *dy, float *dx, int64_t n) {
+  GRID_STRIDE(i, n) dx[i] = dy[i] * derivative(f, x[i], y ? y[i] : 0.f);
+}
+
+__global__ void pool2dBackwardKernel(Pooling kind, Pool2D p, const float *x,
+                                     const float *dy, float *dx) {
+  int64_t n = p.batch * p.channels * p.oh * p.ow;
+  GRID_STRIDE(i, n) {
+    int64_t ox = i % p.ow, oy = (i / p.ow) % p.oh, nc = i / (p.ow * p.oh);
+    const float *plane = x + nc * p.h * p.w;
+    float *grad = dx + nc * p.h * p.w;
+    if (kind == Pooling::Max) {
+      float best = -FLT_MAX;
+      int64_t at = -1;
+      for (int64_t ky = 0; ky < p.kh; ++ky) {
+        int64_t iy = oy * p.sh - p.ph + ky * p.dh;
+        if (iy < 0 || iy >= p.h)
+          continue;
+        for (int64_t kx = 0; kx < p.kw; ++kx) {
+          int64_t ix = ox * p.sw - p.pw + kx * p.dw;
+          if (ix < 0 || ix >= p.w)
+            continue;
+          float v = plane[iy * p.w + ix];
+          if (at < 0 || v > best) {
+            best = v;
+            at = iy * p.w + ix;
+          }
+        }
+      }
+      if (at >= 0)
+        atomicAdd(grad + at, dy[i]);
+      continue;
+    }
+    // The divisor the forward pass used.
+    int64_t inside = 0;
+    for (int64_t ky = 0; ky < p.kh; ++ky) {
+      int64_t iy = oy * p.sh - p.ph + ky * p.dh;
+      for (int64_t kx = 0; kx < p.kw; ++kx) {
+        int64_t ix = ox * p.sw - p.pw + kx * p.dw;
+        inside += iy >= 0 && iy < p.h && ix >= 0 && ix < p.w;
+      }
+    }
+    float divisor = float(inside);
+    if (kind == Pooling::AverageWithPads) {
+      int64_t y0 = oy * p.sh - p.ph, x0 = ox * p.sw - p.pw;
+      int64_t y1 = y0 + (p.kh - 1) * p.dh + 1, x1 = x0 + (p.kw - 1) * p.dw + 1;
+      int64_t rows = (min(y1, p.h + p.peh) - y0 + p.dh - 1) / p.dh;
+      int64_t cols = (min(x1, p.w + p.pew) - x0 + p.dw - 1) / p.dw;
+      divisor = float(rows * cols);
+    }
+    if (divisor <= 0.f)
+      continue;
+    float g = dy[i] / divisor;
+    for (int64_t ky = 0; ky < p.kh; ++ky) {
+      int64_t iy = oy * p.sh - p.ph + ky * p.dh;
+      if (iy < 0 || iy >= p.h)
+        continue;
+      for (int64_t kx = 0; kx < p.kw; ++kx) {
+        int64_t ix = ox * p.sw - p.pw + kx * p.dw;
+        if (ix >= 0 && ix < p.w)
+          atomicAdd(grad + iy * p.w + ix, g);
+      }
+    }
+  }
+}
+
+__global__ void spreadKernel(const float *dy, float *dx, int64_t inner,
+                             float scale, int64_t n) {
+  GRID_STRIDE(i, n) dx[i] = dy[i / inner] * scale;
+}
+
 } // namespace
 
 namespace heterps::runtime::cuda {
@@ -386,8 +555,13 @@ void launchBinary(cudaStream_t s, Binary op, const float *a, const float *b,
     flat = flat && aStrides.v[d] == n && bStrides.v[d] == n;
     n *= dims.v[d];
   }
+  Periodic pa, pb;
   if (flat)
     binaryFlatKernel<<<blocksFor(n), kThreads, 0, s>>>(op, a, b, y, n);
+  else if (periodic(rank, dims, aStrides, pa) &&
+           periodic(rank, dims, bStrides, pb))
+    binaryPeriodicKernel<<<blocksFor(n), kThreads, 0, s>>>(op, a, pa, b, pb, y,
+                                                           n);
   else
     binaryKernel<<<blocksFor(n), kThreads, 0, s>>>(op, a, b, y, rank, dims,
                                                    aStrides, bStrides, n);
@@ -461,6 +635,28 @@ void launchPool2D(cudaStream_t s, Pooling kind, const Pool2D &p, const float *x,
 
 void launchFill(cudaStream_t s, float *y, float value, int64_t n) {
   fillKernel<<<blocksFor(n), kThreads, 0, s>>>(y, value, n);
+}
+
+void launchScale(cudaStream_t s, const float *x, float *y, float a, int64_t n) {
+  scaleKernel<<<blocksFor(n), kThreads, 0, s>>>(x, y, a, n);
+}
+
+void launchUnaryBackward(cudaStream_t s, UnarySpec f, const float *x,
+                         const float *y, const float *dy, float *dx,
+                         int64_t n) {
+  unaryBackwardKernel<<<blocksFor(n), kThreads, 0, s>>>(f, x, y, dy, dx, n);
+}
+
+void launchPool2DBackward(cudaStream_t s, Pooling kind, const Pool2D &p,
+                          const float *x, const float *dy, float *dx) {
+  int64_t n = p.batch * p.channels * p.oh * p.ow;
+  pool2dBackwardKernel<<<blocksFor(n), kThreads, 0, s>>>(kind, p, x, dy, dx);
+}
+
+void launchSpread(cudaStream_t s, const float *dy, float *dx, int64_t rows,
+                  int64_t inner, float scale) {
+  int64_t n = rows * inner;
+  spreadKernel<<<blocksFor(n), kThreads, 0, s>>>(dy, dx, inner, scale, n);
 }
 
 } // namespace heterps::runtime::cuda

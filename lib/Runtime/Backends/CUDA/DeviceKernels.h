@@ -110,6 +110,22 @@ void launchPool2D(cudaStream_t s, Pooling kind, const Pool2D &p, const float *x,
                   float *y);
 /// y[i] = value.
 void launchFill(cudaStream_t s, float *y, float value, int64_t n);
+/// y[i] = a * x[i]; x may be y.
+void launchScale(cudaStream_t s, const float *x, float *y, float a, int64_t n);
+
+// Backward passes (training).
+
+/// dx = dy * f'(x) (some functions' derivatives read the output y instead).
+void launchUnaryBackward(cudaStream_t s, UnarySpec f, const float *x,
+                         const float *y, const float *dy, float *dx, int64_t n);
+/// Adds each output's gradient into the inputs it came from: the window's
+/// maximum (recomputed from x) or, for averages, every counted element. dx
+/// must be zeroed first.
+void launchPool2DBackward(cudaStream_t s, Pooling kind, const Pool2D &p,
+                          const float *x, const float *dy, float *dx);
+/// dx[i] = dy[i / inner] * scale: a value spread back over what it reduced.
+void launchSpread(cudaStream_t s, const float *dy, float *dx, int64_t rows,
+                  int64_t inner, float scale);
 
 } // namespace heterps::runtime::cuda
 
