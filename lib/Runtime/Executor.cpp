@@ -371,9 +371,15 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
       const Tensor *t = nullptr;
       if (v >= 0) {
         auto dying = llvm::find(releaseAfter[i], v);
-        t = dying == releaseAfter[i].end()
-                ? &lookup(v)
-                : &lastReads[dying - releaseAfter[i].begin()];
+        if (dying != releaseAfter[i].end()) {
+          t = &lastReads[dying - releaseAfter[i].begin()];
+        } else {
+          // A second reference, so that the kernel does not take the
+          // buffer as its alone (Tensor::ownsBufferAlone): others read it
+          // later, or it is a weight.
+          plainArgs[k] = lookup(v);
+          t = &plainArgs[k];
+        }
       }
       if (t && !t->isPlain() && !kernel.acceptsLayouts()) {
         llvm::Expected<Tensor> plain = t->toPlain();

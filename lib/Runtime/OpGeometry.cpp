@@ -219,3 +219,20 @@ llvm::Expected<Window> heterps::runtime::poolWindow(const PoolAttrs &attrs,
   window.dilations = std::move(dilations);
   return window;
 }
+
+llvm::Expected<GemmAttrs>
+heterps::runtime::parseGemmAttrs(const OpAttributes &attrs) {
+  auto alpha = attrs.getFloat("alpha", 1.f);
+  if (!alpha)
+    return alpha.takeError();
+  auto beta = attrs.getFloat("beta", 1.f);
+  if (!beta)
+    return beta.takeError();
+  auto transA = attrs.getInt("trans_a", 0);
+  if (!transA)
+    return transA.takeError();
+  auto transB = attrs.getInt("trans_b", 0);
+  if (!transB)
+    return transB.takeError();
+  return GemmAttrs{*alpha, *beta, *transA != 0, *transB != 0};
+}

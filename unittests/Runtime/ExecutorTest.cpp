@@ -419,6 +419,35 @@ TEST(Executor, ResidualOfTheConvSourceDoesNotOverwriteIt) {
   checkResidualOfDyingValue(/*addendIsSource=*/true);
 }
 
+// The addend of a fused residual Add that a later op reads too keeps its
+// values: a kernel may write only into inputs it reads last.
+TEST(Executor, ResidualAddendReadLaterKeepsItsValues) {
+  std::mt19937 rng(8);
+  Tensor w0 = randomTensor({8, 8, 3, 3}, rng),
+         w1 = randomTensor({8, 8, 3, 3}, rng);
+  PlanBuilder b;
+  Attrs pads = Attrs().ints("pads", {1, 1, 1, 1});
+  int x = b.input("x", {-1, 8, 5, 5});
+  int a = b.op("Conv", {x, b.weight("w0", w0)}, {-1, 8, 5, 5}, pads);
+  int c = b.op("Conv", {a, b.weight("w1", w1)}, {-1, 8, 5, 5}, pads);
+  int sum = b.op("Add", {c, a}, {-1, 8, 5, 5});
+  int later = b.op("Sigmoid", {a}, {-1, 8, 5, 5});
+  b.output("sum", sum);
+  b.output("later", later);
+  ExecutorOptions plain;
+  plain.fuse = false;
+  auto unfused = llvm::cantFail(Executor::create(b.build(), plain));
+  auto fused = llvm::cantFail(Executor::create(b.build()));
+  ASSERT_EQ(fused->plan().ops(1).inputs_size(), 4);
+  Tensor in = randomTensor({2, 8, 5, 5}, rng);
+  for (int run = 0; run < 2; ++run) {
+    std::vector<Tensor> want = llvm::cantFail(unfused->run({in}));
+    std::vector<Tensor> got = llvm::cantFail(fused->run({in}));
+    for (size_t k = 0; k < want.size(); ++k)
+      EXPECT_TRUE(allClose(got[k], want[k], 1e-4f, 1e-4f)) << k;
+  }
+}
+
 /// x -> Pad(pads, value) -> `next` (AveragePool 3x3 or Conv 3x3, with
 /// `nextAttrs`): the fused plan's op count and whether its output matches
 /// the unfused executor's.

@@ -38,6 +38,13 @@ struct ConvTransposeAttrs : WindowAttrs {
 llvm::Error readConvTransposeAttrs(const OpAttributes &attrs,
                                    ConvTransposeAttrs &out);
 
+/// Gemm's alpha, beta, trans_a and trans_b (the plan's names).
+struct GemmAttrs {
+  float alpha = 1.f, beta = 1.f;
+  bool transA = false, transB = false;
+};
+llvm::Expected<GemmAttrs> parseGemmAttrs(const OpAttributes &attrs);
+
 enum class PoolKind { Max, AverageCountingPads, AverageNotCountingPads };
 
 struct PoolAttrs : WindowAttrs {

@@ -20,6 +20,8 @@
 
 #include "CPUKernels.h"
 
+#include "heterps/Runtime/OpGeometry.h"
+
 #include <algorithm>
 
 using namespace heterps::runtime;
@@ -123,14 +125,9 @@ memory::desc matrixDesc(int64_t rows, int64_t cols, bool transposed) {
                                  : memory::dims{cols, 1});
 }
 
-struct GemmParams {
-  float alpha = 1.f, beta = 1.f;
-  bool transA = false, transB = false;
-};
-
 class GemmKernel : public MatMulBase {
 public:
-  GemmKernel(CPUContextPtr ctx, GemmParams params, bool constantB)
+  GemmKernel(CPUContextPtr ctx, GemmAttrs params, bool constantB)
       : MatMulBase(std::move(ctx), constantB), params(params) {}
 
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
@@ -262,7 +259,7 @@ private:
     }
   }
 
-  GemmParams params;
+  GemmAttrs params;
 };
 
 class MatMulKernel : public MatMulBase {
@@ -331,21 +328,10 @@ void cpu::registerMatMulKernels(KernelRegistry &registry, CPUContextPtr ctx) {
       [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
         if (llvm::Error e = info.checkArity(2, 3))
           return e;
-        GemmParams p;
-        auto alpha = info.attrs.getFloat("alpha", 1.f);
-        if (!alpha)
-          return alpha.takeError();
-        auto beta = info.attrs.getFloat("beta", 1.f);
-        if (!beta)
-          return beta.takeError();
-        auto transA = info.attrs.getInt("trans_a", 0);
-        if (!transA)
-          return transA.takeError();
-        auto transB = info.attrs.getInt("trans_b", 0);
-        if (!transB)
-          return transB.takeError();
-        p = {*alpha, *beta, *transA != 0, *transB != 0};
-        return std::make_unique<GemmKernel>(ctx, p,
+        llvm::Expected<GemmAttrs> p = parseGemmAttrs(info.attrs);
+        if (!p)
+          return p.takeError();
+        return std::make_unique<GemmKernel>(ctx, *p,
                                             info.constants[1] != nullptr);
       });
   registry.add(

@@ -13,6 +13,7 @@
 #include "DeviceKernels.h"
 
 #include "heterps/Runtime/Kernel.h"
+#include "heterps/Runtime/OpGeometry.h"
 
 namespace heterps::runtime::cuda {
 
@@ -50,6 +51,11 @@ llvm::Expected<UnarySpec> unarySpecFor(llvm::StringRef opType,
                                        llvm::StringRef prefix = "");
 /// The activation an op fuses (attribute `activation`), Identity if none.
 llvm::Expected<UnarySpec> fusedActivation(const OpAttributes &attrs);
+
+/// The pooling kernels' form of pooling with `kind` over `window` of the
+/// 4-D `x`.
+Pooling poolingOf(PoolKind kind);
+Pool2D pool2DOf(const Tensor &x, const Window &window);
 
 void registerConvKernel(KernelRegistry &registry, CUDAContextPtr ctx);
 void registerMatMulKernels(KernelRegistry &registry, CUDAContextPtr ctx);

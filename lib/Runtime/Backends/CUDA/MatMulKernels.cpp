@@ -14,6 +14,8 @@
 #include "CUDAKernels.h"
 #include "LtMatmul.h"
 
+#include "heterps/Runtime/OpGeometry.h"
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::cuda;
 
@@ -21,10 +23,9 @@ namespace {
 
 class GemmKernel : public CUDAKernel {
 public:
-  GemmKernel(CUDAContextPtr ctx, float alpha, float beta, bool transA,
-             bool transB)
-      : CUDAKernel(ctx), lt(ctx), alpha(alpha), beta(beta), transA(transA),
-        transB(transB) {}
+  GemmKernel(CUDAContextPtr ctx, GemmAttrs attrs)
+      : CUDAKernel(ctx), lt(ctx), alpha(attrs.alpha), beta(attrs.beta),
+        transA(attrs.transA), transB(attrs.transB) {}
 
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override {
@@ -150,20 +151,10 @@ void cuda::registerMatMulKernels(KernelRegistry &registry, CUDAContextPtr ctx) {
   registry.add("Gemm", [ctx](const OpInfo &info) -> Factory {
     if (llvm::Error e = info.checkArity(2, 3))
       return e;
-    auto alpha = info.attrs.getFloat("alpha", 1.f);
-    if (!alpha)
-      return alpha.takeError();
-    auto beta = info.attrs.getFloat("beta", 1.f);
-    if (!beta)
-      return beta.takeError();
-    auto transA = info.attrs.getInt("trans_a", 0);
-    if (!transA)
-      return transA.takeError();
-    auto transB = info.attrs.getInt("trans_b", 0);
-    if (!transB)
-      return transB.takeError();
-    return std::make_unique<GemmKernel>(ctx, *alpha, *beta, *transA != 0,
-                                        *transB != 0);
+    llvm::Expected<GemmAttrs> g = parseGemmAttrs(info.attrs);
+    if (!g)
+      return g.takeError();
+    return std::make_unique<GemmKernel>(ctx, *g);
   });
   registry.add("MatMul", [ctx](const OpInfo &info) -> Factory {
     if (llvm::Error e = info.checkArity(2, 2))

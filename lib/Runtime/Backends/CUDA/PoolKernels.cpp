@@ -8,10 +8,21 @@
 
 #include "CUDAKernels.h"
 
-#include "heterps/Runtime/OpGeometry.h"
-
 using namespace heterps::runtime;
 using namespace heterps::runtime::cuda;
+
+Pooling cuda::poolingOf(PoolKind kind) {
+  return kind == PoolKind::Max                   ? Pooling::Max
+         : kind == PoolKind::AverageCountingPads ? Pooling::AverageWithPads
+                                                 : Pooling::AverageWithoutPads;
+}
+
+Pool2D cuda::pool2DOf(const Tensor &x, const Window &w) {
+  return Pool2D{x.dim(0),      x.dim(1),      x.dim(2),       x.dim(3),
+                w.outShape[2], w.outShape[3], w.kernel[0],    w.kernel[1],
+                w.strides[0],  w.strides[1],  w.dilations[0], w.dilations[1],
+                w.padBegin[0], w.padBegin[1], w.padEnd[0],    w.padEnd[1]};
+}
 
 namespace {
 
@@ -28,10 +39,7 @@ public:
     if (x.rank() < 3)
       return cudaFailure("pooling input " + x.typeString() +
                          " has no spatial axes");
-    Pooling kind = attrs.kind == PoolKind::Max ? Pooling::Max
-                   : attrs.kind == PoolKind::AverageCountingPads
-                       ? Pooling::AverageWithPads
-                       : Pooling::AverageWithoutPads;
+    Pooling kind = poolingOf(attrs.kind);
     if (attrs.global) {
       int64_t planes = x.dim(0) * x.dim(1);
       Shape shape(x.rank(), 1);
@@ -51,10 +59,7 @@ public:
     llvm::Expected<Window> w = poolWindow(attrs, x);
     if (!w)
       return w.takeError();
-    Pool2D p{x.dim(0),       x.dim(1),       x.dim(2),        x.dim(3),
-             w->outShape[2], w->outShape[3], w->kernel[0],    w->kernel[1],
-             w->strides[0],  w->strides[1],  w->dilations[0], w->dilations[1],
-             w->padBegin[0], w->padBegin[1], w->padEnd[0],    w->padEnd[1]};
+    Pool2D p = pool2DOf(x, *w);
     Tensor y = ctx->make(DType::F32, w->outShape);
     launchPool2D(ctx->stream(), kind, p, devicePtr<float>(x),
                  devicePtr<float>(y));

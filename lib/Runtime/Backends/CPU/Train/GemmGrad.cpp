@@ -9,6 +9,8 @@
 
 #include "TrainKernels.h"
 
+#include "heterps/Runtime/OpGeometry.h"
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
 using cpu::kernelError;
@@ -148,21 +150,11 @@ void train::registerGemmGrad(TrainRegistry &registry) {
       return e;
     if (info.attrs.has("activation"))
       return kernelError("a fused activation cannot be trained");
-    const OpAttributes &a = info.attrs;
-    auto transA = a.getInt("trans_a", 0);
-    if (!transA)
-      return transA.takeError();
-    auto transB = a.getInt("trans_b", 0);
-    if (!transB)
-      return transB.takeError();
-    auto alpha = a.getFloat("alpha", 1.f);
-    if (!alpha)
-      return alpha.takeError();
-    auto beta = a.getFloat("beta", 1.f);
-    if (!beta)
-      return beta.takeError();
-    return std::make_unique<GemmGradKernel>(env.ctx, false, *transA != 0,
-                                            *transB != 0, *alpha, *beta);
+    llvm::Expected<GemmAttrs> g = parseGemmAttrs(info.attrs);
+    if (!g)
+      return g.takeError();
+    return std::make_unique<GemmGradKernel>(env.ctx, false, g->transA,
+                                            g->transB, g->alpha, g->beta);
   };
   registry["MatMul"] = [](const OpInfo &info, const TrainKernelEnv &env)
       -> llvm::Expected<std::unique_ptr<TrainKernel>> {

@@ -12,6 +12,8 @@
 #include "../LtMatmul.h"
 #include "TrainKernels.h"
 
+#include "heterps/Runtime/OpGeometry.h"
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::cuda;
 
@@ -19,10 +21,9 @@ namespace {
 
 class GemmGrad : public CUDATrainKernel {
 public:
-  GemmGrad(std::unique_ptr<Kernel> forward, CUDAContextPtr ctx, float alpha,
-           float beta, bool transA, bool transB)
-      : CUDATrainKernel(std::move(forward), ctx), lt(ctx), alpha(alpha),
-        beta(beta), transA(transA), transB(transB) {}
+  GemmGrad(std::unique_ptr<Kernel> forward, CUDAContextPtr ctx, GemmAttrs attrs)
+      : CUDATrainKernel(std::move(forward), ctx), lt(ctx), alpha(attrs.alpha),
+        beta(attrs.beta), transA(attrs.transA), transB(attrs.transB) {}
 
   bool differentiable(int i) const override { return i <= 2; }
 
@@ -95,19 +96,9 @@ void cuda::registerGemmGrad(TrainRegistry &registry) {
     auto forward = forwardKernelFor(info, env);
     if (!forward)
       return forward.takeError();
-    auto alpha = info.attrs.getFloat("alpha", 1.f);
-    if (!alpha)
-      return alpha.takeError();
-    auto beta = info.attrs.getFloat("beta", 1.f);
-    if (!beta)
-      return beta.takeError();
-    auto transA = info.attrs.getInt("trans_a", 0);
-    if (!transA)
-      return transA.takeError();
-    auto transB = info.attrs.getInt("trans_b", 0);
-    if (!transB)
-      return transB.takeError();
-    return std::make_unique<GemmGrad>(std::move(*forward), env.ctx, *alpha,
-                                      *beta, *transA != 0, *transB != 0);
+    llvm::Expected<GemmAttrs> g = parseGemmAttrs(info.attrs);
+    if (!g)
+      return g.takeError();
+    return std::make_unique<GemmGrad>(std::move(*forward), env.ctx, *g);
   };
 }

@@ -9,8 +9,6 @@
 
 #include "TrainKernels.h"
 
-#include "heterps/Runtime/OpGeometry.h"
-
 using namespace heterps::runtime;
 using namespace heterps::runtime::cuda;
 
@@ -43,14 +41,8 @@ public:
     llvm::Expected<Window> w = poolWindow(attrs, x);
     if (!w)
       return w.takeError();
-    Pool2D p{x.dim(0),       x.dim(1),       x.dim(2),        x.dim(3),
-             w->outShape[2], w->outShape[3], w->kernel[0],    w->kernel[1],
-             w->strides[0],  w->strides[1],  w->dilations[0], w->dilations[1],
-             w->padBegin[0], w->padBegin[1], w->padEnd[0],    w->padEnd[1]};
-    Pooling kind = attrs.kind == PoolKind::Max ? Pooling::Max
-                   : attrs.kind == PoolKind::AverageCountingPads
-                       ? Pooling::AverageWithPads
-                       : Pooling::AverageWithoutPads;
+    Pool2D p = pool2DOf(x, *w);
+    Pooling kind = poolingOf(attrs.kind);
     HPS_CUDA_CHECK(
         cudaMemsetAsync(devicePtr(dx), 0, dx.bytes(), ctx->stream()));
     launchPool2DBackward(ctx->stream(), kind, p, devicePtr<float>(x),
