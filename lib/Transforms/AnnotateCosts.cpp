@@ -5,8 +5,6 @@
 #include "heterps/Support/PrintableLine.h"
 #include "heterps/Transforms/Passes.h"
 
-#include "llvm/Support/FileSystem.h"
-
 namespace mlir::hps {
 #define GEN_PASS_DEF_ANNOTATECOSTS
 #include "heterps/Transforms/Passes.h.inc"
@@ -87,9 +85,10 @@ struct AnnotateCostsPass
       }
       op->setAttr(HPSDialect::kCostsAttrName, b.getDictionaryAttr(costs));
     }
-    llvm::SmallString<256> path(cluster);
-    llvm::sys::fs::make_absolute(path);
-    module->setAttr(HPSDialect::kClusterAttrName, b.getStringAttr(path));
+    // The spec itself, not its path: the passes after this one and a
+    // saved module need no file.
+    module->setAttr(HPSDialect::kClusterAttrName,
+                    clusterAttrOf(b.getContext(), *spec));
   }
 };
 

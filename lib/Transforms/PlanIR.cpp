@@ -46,20 +46,45 @@ SmallVector<LayerOpInterface> mlir::hps::collectLayers(func::FuncOp func) {
   return layers;
 }
 
+ClusterAttr mlir::hps::clusterAttrOf(MLIRContext *context,
+                                     const planner::ClusterSpec &spec) {
+  SmallVector<Attribute> types;
+  for (const planner::DeviceType &t : spec.deviceTypes)
+    types.push_back(DeviceTypeAttr::get(
+        context, t.name, t.kind, APFloat(t.pricePerHour), t.maxCount,
+        APFloat(t.gflops), APFloat(t.memoryBandwidthGBs),
+        APFloat(t.networkBandwidthGBs), APFloat(t.alpha)));
+  const planner::Job &job = spec.job;
+  return ClusterAttr::get(context, ArrayAttr::get(context, types),
+                          job.batchSize, job.samplesPerEpoch, job.epochs,
+                          APFloat(job.throughputLimit));
+}
+
 FailureOr<planner::ClusterSpec> mlir::hps::loadRecordedSpec(ModuleOp module,
                                                             StringRef pass) {
-  auto path = module->getAttrOfType<StringAttr>(HPSDialect::kClusterAttrName);
-  if (!path)
+  auto cluster =
+      module->getAttrOfType<ClusterAttr>(HPSDialect::kClusterAttrName);
+  if (!cluster)
     return emitError(module.getLoc())
            << pass
            << ": no cluster spec recorded on the module; "
               "run hps-annotate-costs first";
-  llvm::Expected<planner::ClusterSpec> spec =
-      planner::loadClusterSpec(path.getValue());
-  if (!spec)
-    return emitError(module.getLoc())
-           << pass << ": " << llvm::toString(spec.takeError());
-  return std::move(*spec);
+  // The attribute verified what the YAML reader checks.
+  planner::ClusterSpec spec;
+  for (Attribute a : cluster.getDeviceTypes()) {
+    auto t = cast<DeviceTypeAttr>(a);
+    spec.deviceTypes.push_back({t.getName().str(), t.getKind().str(),
+                                t.getPricePerHour().convertToDouble(),
+                                t.getMaxCount(),
+                                t.getGflops().convertToDouble(),
+                                t.getMemoryBandwidthGbs().convertToDouble(),
+                                t.getNetworkBandwidthGbs().convertToDouble(),
+                                t.getAlpha().convertToDouble()});
+  }
+  spec.job = {cluster.getBatchSize(), cluster.getSamplesPerEpoch(),
+              cluster.getEpochs(),
+              cluster.getThroughputLimit().convertToDouble()};
+  return spec;
 }
 
 FailureOr<std::vector<planner::Layer>>

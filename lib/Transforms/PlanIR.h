@@ -32,6 +32,9 @@ FailureOr<func::FuncOp> getModelFunction(ModuleOp module, StringRef pass);
 /// weights and constants.
 SmallVector<LayerOpInterface> collectLayers(func::FuncOp func);
 
+/// `spec` as the attribute hps-annotate-costs records on the module.
+ClusterAttr clusterAttrOf(MLIRContext *context,
+                          const heterps::planner::ClusterSpec &spec);
 /// The cluster spec recorded on the module by hps-annotate-costs.
 FailureOr<heterps::planner::ClusterSpec> loadRecordedSpec(ModuleOp module,
                                                           StringRef pass);

@@ -11,11 +11,12 @@
 //   beta = 8.8e-07 / 8.88e-06 = 0.0990990990...
 // relu1 (no parameters, so beta = 1): cpu OCT = 10 * 20 / 1e9 = 2e-07,
 //   ODT = 80 * 20 / 1e9 = 1.6e-06; gpu ten times less.
-// CHECK: module attributes {hps.cluster = "{{.*}}two-types.yaml"}
+// The spec itself travels on the module, not its path.
+// CHECK: module attributes {hps.cluster = #hps.cluster<device_types = [#hps.device_type<name = "cpu", kind = "cpu", price_per_hour = 36.0, max_count = 4, gflops = 1.0, memory_bandwidth_gbs = 1.0, network_bandwidth_gbs = 1.0, alpha = 0.5>, #hps.device_type<name = "gpu", kind = "cuda", price_per_hour = 360.0, max_count = 2, gflops = 10.0, memory_bandwidth_gbs = 10.0, network_bandwidth_gbs = 1.0, alpha = 1.0>], batch_size = 20, samples_per_epoch = 1000, epochs = 2, throughput_limit = 40.0>}
 // CHECK: hps.gemm
-// CHECK-SAME: hps.costs = {cpu = #hps.cost<oct = 4e-05, odt = 1.6800000000000002e-05, alpha = 0.5, beta = 0.5238095238095238, b0 = 20.0>, gpu = #hps.cost<oct = 4e-06, odt = 8.88e-06, alpha = 1.0, beta = 0.09909909909909911, b0 = 20.0>}
+// CHECK-SAME: hps.costs = {cpu = #hps.cost<oct = 4.0e-05, odt = 1.6800000000000002e-05, alpha = 0.5, beta = 0.5238095238095238, b0 = 20.0>, gpu = #hps.cost<oct = 4.0e-06, odt = 8.88e-06, alpha = 1.0, beta = 0.09909909909909911, b0 = 20.0>}
 // CHECK: hps.relu
-// CHECK-SAME: hps.costs = {cpu = #hps.cost<oct = 2e-07, odt = 1.6e-06, alpha = 0.5, beta = 1.0, b0 = 20.0>, gpu = #hps.cost<oct = 2e-08, odt = 1.6e-07, alpha = 1.0, beta = 1.0, b0 = 20.0>}
+// CHECK-SAME: hps.costs = {cpu = #hps.cost<oct = 2.0e-07, odt = 1.6e-06, alpha = 0.5, beta = 1.0, b0 = 20.0>, gpu = #hps.cost<oct = 2.0e-08, odt = 1.6e-07, alpha = 1.0, beta = 1.0, b0 = 20.0>}
 
 // The profile's measured values replace the analytic ones.
 // PROFILE: hps.gemm

@@ -39,8 +39,10 @@ def AnnotateCosts : Pass<"hps-annotate-costs", "::mlir::ModuleOp"> {
     with one `#hps.cost` per device type. Costs are analytic (from the
     layer's FLOPs and bytes and the device's figures, for a batch of the
     job's batch size) unless the profile has measured values for the layer's
-    node name and the device type. Records the spec's path on the module as
-    `hps.cluster` for the passes that follow. See docs/cost-model.md.
+    node name and the device type. Records the spec itself on the module as
+    `hps.cluster` (a `#hps.cluster`) for the passes that follow, which read
+    no file: a saved module plans and lowers wherever it is moved. See
+    docs/cost-model.md.
   }];
   let options = [
     Option<"cluster", "cluster", "std::string", /*default=*/"",

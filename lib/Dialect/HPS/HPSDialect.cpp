@@ -7,10 +7,12 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
 #include <cstdlib>
 
 using namespace mlir;
@@ -72,8 +74,12 @@ void mlir::hps::detail::printF64(AsmPrinter &printer, const APFloat &value) {
     if (std::strtod(text.c_str(), nullptr) == v)
       break;
   }
-  if (text.find_first_of(".en") == std::string::npos)
-    text += ".0"; // Keep it a float literal.
+  // Keep it a float literal, which MLIR writes with a point: "4e-05" would
+  // read back as the integer 4 and a stray "e-05".
+  if (std::isfinite(v) && text.find('.') == std::string::npos) {
+    size_t exponent = text.find('e');
+    text.insert(exponent == std::string::npos ? text.size() : exponent, ".0");
+  }
   printer << text;
 }
 
@@ -90,6 +96,62 @@ LogicalResult CostAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "'alpha' and 'beta' must be in [0, 1]";
   if (!(b0 > 0))
     return emitError() << "'b0' must be positive";
+  return success();
+}
+
+LogicalResult DeviceTypeAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, StringRef name,
+    StringRef kind, APFloat price, int64_t maxCount, APFloat gflops,
+    APFloat memoryBandwidth, APFloat networkBandwidth, APFloat alphaValue) {
+  if (name.empty())
+    return emitError() << "device type 'name' must not be empty";
+  if (kind != "cpu" && kind != "cuda")
+    return emitError() << "device type '" << name
+                       << "': 'kind' must be cpu or cuda, got '" << kind << "'";
+  auto finite = [](APFloat v) { return std::isfinite(v.convertToDouble()); };
+  if (!(price.convertToDouble() >= 0) || !finite(price))
+    return emitError() << "device type '" << name
+                       << "': 'price_per_hour' must be a non-negative number";
+  if (maxCount < 1)
+    return emitError() << "device type '" << name
+                       << "': 'max_count' must be at least 1";
+  auto positive = [&](APFloat v) {
+    return v.convertToDouble() > 0 && finite(v);
+  };
+  if (!positive(gflops) || !positive(memoryBandwidth) ||
+      !positive(networkBandwidth))
+    return emitError() << "device type '" << name
+                       << "': 'gflops', 'memory_bandwidth_gbs' and "
+                          "'network_bandwidth_gbs' must be positive";
+  double alpha = alphaValue.convertToDouble();
+  if (!(alpha >= 0 && alpha <= 1))
+    return emitError() << "device type '" << name
+                       << "': 'alpha' must be in [0, 1]";
+  return success();
+}
+
+LogicalResult ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  ArrayAttr deviceTypes, int64_t batchSize,
+                                  int64_t samplesPerEpoch, int64_t epochs,
+                                  APFloat throughputLimit) {
+  if (!deviceTypes || deviceTypes.empty())
+    return emitError() << "'device_types' must list at least one device type";
+  llvm::StringSet<> names;
+  for (Attribute a : deviceTypes) {
+    auto type = llvm::dyn_cast<DeviceTypeAttr>(a);
+    if (!type)
+      return emitError() << "'device_types' must hold #hps.device_type "
+                            "attributes";
+    if (!names.insert(type.getName()).second)
+      return emitError() << "device type '" << type.getName()
+                         << "' is listed twice";
+  }
+  if (batchSize < 1 || samplesPerEpoch < 1 || epochs < 1)
+    return emitError() << "'batch_size', 'samples_per_epoch' and 'epochs' "
+                          "must be at least 1";
+  double limit = throughputLimit.convertToDouble();
+  if (!(limit >= 0) || !std::isfinite(limit))
+    return emitError() << "'throughput_limit' must be a non-negative number";
   return success();
 }
 
@@ -161,9 +223,9 @@ LogicalResult HPSDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == kClusterAttrName) {
-    if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
-      return op->emitError()
-             << "'" << kClusterAttrName << "' must be a string on the module";
+    if (!isa<ModuleOp>(op) || !isa<ClusterAttr>(attr.getValue()))
+      return op->emitError() << "'" << kClusterAttrName
+                             << "' must be a #hps.cluster on the module";
     return success();
   }
   if (name == kReplicasAttrName) {

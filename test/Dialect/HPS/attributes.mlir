@@ -155,9 +155,9 @@ func.func @kind_on_op(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // Planning attributes round-trip: per-device costs on a layer (doubles print
 // in their shortest exact form), and the module's plan.
-// CHECK: module attributes {hps.cluster = "/tmp/c.yaml", hps.replicas = array<i64: 3, 1>, hps.throughput_limit = 1.000000e+02 : f64}
+// CHECK: module attributes {hps.cluster = #hps.cluster<device_types = [#hps.device_type<name = "cpu", kind = "cpu", price_per_hour = 0.04, max_count = 10, gflops = 1000.0, memory_bandwidth_gbs = 100.0, network_bandwidth_gbs = 1.25, alpha = 0.95>, #hps.device_type<name = "v100", kind = "cuda", price_per_hour = 2.42, max_count = 32, gflops = 10000.0, memory_bandwidth_gbs = 900.0, network_bandwidth_gbs = 3.125, alpha = 1.0>], batch_size = 256, samples_per_epoch = 1281167, epochs = 1, throughput_limit = 1000.0>, hps.replicas = array<i64: 3, 1>, hps.throughput_limit = 1.000000e+02 : f64}
 // CHECK: hps.relu %{{.*}} {hps.costs = {cpu = #hps.cost<oct = 0.001, odt = 2.5e-05, alpha = 0.95, beta = 1.0, b0 = 32.0>, v100 = #hps.cost<oct = 0.0001, odt = 0.1, alpha = 1.0, beta = 0.5, b0 = 256.0>}}
-module attributes {hps.cluster = "/tmp/c.yaml", hps.replicas = array<i64: 3, 1>, hps.throughput_limit = 100.0 : f64} {
+module attributes {hps.cluster = #hps.cluster<device_types = [#hps.device_type<name = "cpu", kind = "cpu", price_per_hour = 0.04, max_count = 10, gflops = 1000, memory_bandwidth_gbs = 100, network_bandwidth_gbs = 1.25, alpha = 0.95>, #hps.device_type<name = "v100", kind = "cuda", price_per_hour = 2.42, max_count = 32, gflops = 10000.0, memory_bandwidth_gbs = 900, network_bandwidth_gbs = 3.125, alpha = 1>], batch_size = 256, samples_per_epoch = 1281167, epochs = 1, throughput_limit = 1000>, hps.replicas = array<i64: 3, 1>, hps.throughput_limit = 100.0 : f64} {
   func.func @costs(%x: tensor<2xf32>) -> tensor<2xf32> {
     %0 = hps.relu %x {hps.costs = {cpu = #hps.cost<oct = 1.0e-3, odt = 2.5e-5, alpha = 0.95, beta = 1.0, b0 = 32.0>, v100 = #hps.cost<oct = 0.0001, odt = 0.1, alpha = 1, beta = 0.5, b0 = 256>}} : tensor<2xf32>
     return %0 : tensor<2xf32>

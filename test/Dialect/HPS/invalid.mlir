@@ -1585,8 +1585,73 @@ func.func @costs_not_cost(%x: tensor<2xf32>) {
 
 // -----
 
-// expected-error @+1 {{'hps.cluster' must be a string on the module}}
-module attributes {hps.cluster = 1 : i64} {
+// expected-error @+1 {{'hps.cluster' must be a #hps.cluster on the module}}
+module attributes {hps.cluster = "/tmp/spec.yaml"} {
+}
+
+// -----
+
+// expected-error @+1 {{'device_types' must list at least one device type}}
+module attributes {hps.cluster = #hps.cluster<device_types = [], batch_size = 1, samples_per_epoch = 1, epochs = 1, throughput_limit = 0.0>} {
+}
+
+// -----
+
+// expected-error @+1 {{device type 'cpu' is listed twice}}
+module attributes {hps.cluster = #hps.cluster<device_types = [#hps.device_type<name = "cpu", kind = "cpu", price_per_hour = 1.0, max_count = 1, gflops = 1.0, memory_bandwidth_gbs = 1.0, network_bandwidth_gbs = 1.0, alpha = 0.5>, #hps.device_type<name = "cpu", kind = "cpu", price_per_hour = 1.0, max_count = 1, gflops = 1.0, memory_bandwidth_gbs = 1.0, network_bandwidth_gbs = 1.0, alpha = 0.5>], batch_size = 1, samples_per_epoch = 1, epochs = 1, throughput_limit = 0.0>} {
+}
+
+// -----
+
+// expected-error @+1 {{'device_types' must hold #hps.device_type attributes}}
+module attributes {hps.cluster = #hps.cluster<device_types = [1 : i64], batch_size = 1, samples_per_epoch = 1, epochs = 1, throughput_limit = 0.0>} {
+}
+
+// -----
+
+// expected-error @+1 {{'batch_size', 'samples_per_epoch' and 'epochs' must be at least 1}}
+module attributes {hps.cluster = #hps.cluster<device_types = [#hps.device_type<name = "cpu", kind = "cpu", price_per_hour = 1.0, max_count = 1, gflops = 1.0, memory_bandwidth_gbs = 1.0, network_bandwidth_gbs = 1.0, alpha = 0.5>], batch_size = 0, samples_per_epoch = 1, epochs = 1, throughput_limit = 0.0>} {
+}
+
+// -----
+
+// expected-error @+1 {{'throughput_limit' must be a non-negative number}}
+module attributes {hps.cluster = #hps.cluster<device_types = [#hps.device_type<name = "cpu", kind = "cpu", price_per_hour = 1.0, max_count = 1, gflops = 1.0, memory_bandwidth_gbs = 1.0, network_bandwidth_gbs = 1.0, alpha = 0.5>], batch_size = 1, samples_per_epoch = 1, epochs = 1, throughput_limit = -1.0>} {
+}
+
+// -----
+
+// expected-error @+2 {{device type 'tpu0': 'kind' must be cpu or cuda, got 'tpu'}}
+// expected-error @+1 {{failed to parse HPS_ClusterAttr parameter 'device_types'}}
+module attributes {hps.cluster = #hps.cluster<device_types = [#hps.device_type<name = "tpu0", kind = "tpu", price_per_hour = 1.0, max_count = 1, gflops = 1.0, memory_bandwidth_gbs = 1.0, network_bandwidth_gbs = 1.0, alpha = 0.5>], batch_size = 1, samples_per_epoch = 1, epochs = 1, throughput_limit = 0.0>} {
+}
+
+// -----
+
+// expected-error @+2 {{device type 'cpu': 'max_count' must be at least 1}}
+// expected-error @+1 {{failed to parse HPS_ClusterAttr parameter 'device_types'}}
+module attributes {hps.cluster = #hps.cluster<device_types = [#hps.device_type<name = "cpu", kind = "cpu", price_per_hour = 1.0, max_count = 0, gflops = 1.0, memory_bandwidth_gbs = 1.0, network_bandwidth_gbs = 1.0, alpha = 0.5>], batch_size = 1, samples_per_epoch = 1, epochs = 1, throughput_limit = 0.0>} {
+}
+
+// -----
+
+// expected-error @+2 {{device type 'cpu': 'gflops', 'memory_bandwidth_gbs' and 'network_bandwidth_gbs' must be positive}}
+// expected-error @+1 {{failed to parse HPS_ClusterAttr parameter 'device_types'}}
+module attributes {hps.cluster = #hps.cluster<device_types = [#hps.device_type<name = "cpu", kind = "cpu", price_per_hour = 1.0, max_count = 1, gflops = 0.0, memory_bandwidth_gbs = 1.0, network_bandwidth_gbs = 1.0, alpha = 0.5>], batch_size = 1, samples_per_epoch = 1, epochs = 1, throughput_limit = 0.0>} {
+}
+
+// -----
+
+// expected-error @+2 {{device type 'cpu': 'alpha' must be in [0, 1]}}
+// expected-error @+1 {{failed to parse HPS_ClusterAttr parameter 'device_types'}}
+module attributes {hps.cluster = #hps.cluster<device_types = [#hps.device_type<name = "cpu", kind = "cpu", price_per_hour = 1.0, max_count = 1, gflops = 1.0, memory_bandwidth_gbs = 1.0, network_bandwidth_gbs = 1.0, alpha = 1.5>], batch_size = 1, samples_per_epoch = 1, epochs = 1, throughput_limit = 0.0>} {
+}
+
+// -----
+
+// expected-error @+2 {{device type 'cpu': 'price_per_hour' must be a non-negative number}}
+// expected-error @+1 {{failed to parse HPS_ClusterAttr parameter 'device_types'}}
+module attributes {hps.cluster = #hps.cluster<device_types = [#hps.device_type<name = "cpu", kind = "cpu", price_per_hour = -1.0, max_count = 1, gflops = 1.0, memory_bandwidth_gbs = 1.0, network_bandwidth_gbs = 1.0, alpha = 0.5>], batch_size = 1, samples_per_epoch = 1, epochs = 1, throughput_limit = 0.0>} {
 }
 
 // -----

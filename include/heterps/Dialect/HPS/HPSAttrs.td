@@ -87,4 +87,61 @@ def HPS_CostAttr : AttrDef<HPS_Dialect, "Cost"> {
   let genVerifyDecl = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Cluster spec
+//===----------------------------------------------------------------------===//
+
+def HPS_DeviceTypeAttr : AttrDef<HPS_Dialect, "DeviceType"> {
+  let mnemonic = "device_type";
+  let summary = "One device type of the cluster spec";
+  let description = [{
+    A device type as the cluster spec's YAML gives it (docs/cost-model.md):
+    its kind picks the runtime backend, its price and count limit bound the
+    plan, its rates give the analytic costs.
+
+    ```mlir
+    #hps.device_type<name = "v100", kind = "cuda", price_per_hour = 2.42,
+                     max_count = 32, gflops = 10000.0,
+                     memory_bandwidth_gbs = 900.0,
+                     network_bandwidth_gbs = 3.125, alpha = 0.95>
+    ```
+  }];
+  let parameters = (ins
+    StringRefParameter<"device type name">:$name,
+    StringRefParameter<"kind of device: cpu or cuda">:$kind,
+    HPS_F64Parameter<"dollars per device per hour">:$price_per_hour,
+    "int64_t":$max_count,
+    HPS_F64Parameter<"effective GFLOP/s of one device">:$gflops,
+    HPS_F64Parameter<"GB/s between device memory and compute">:$memory_bandwidth_gbs,
+    HPS_F64Parameter<"GB/s to the parameter server">:$network_bandwidth_gbs,
+    HPS_F64Parameter<"parallel fraction of compute time">:$alpha);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def HPS_ClusterAttr : AttrDef<HPS_Dialect, "Cluster"> {
+  let mnemonic = "cluster";
+  let summary = "The cluster spec a module was planned for";
+  let description = [{
+    The whole cluster spec, which `hps-annotate-costs` records on the
+    module as `hps.cluster` so that the passes after it and a saved module
+    need no file: the device types (`#hps.device_type`) and the job.
+
+    ```mlir
+    module attributes {hps.cluster = #hps.cluster<
+        device_types = [#hps.device_type<name = "cpu", kind = "cpu", ...>],
+        batch_size = 256, samples_per_epoch = 1281167, epochs = 1,
+        throughput_limit = 1000.0>} { ... }
+    ```
+  }];
+  let parameters = (ins
+    "::mlir::ArrayAttr":$device_types,
+    "int64_t":$batch_size,
+    "int64_t":$samples_per_epoch,
+    "int64_t":$epochs,
+    HPS_F64Parameter<"samples per second the pipeline must sustain">:$throughput_limit);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // HETERPS_DIALECT_HPS_HPSATTRS_TD

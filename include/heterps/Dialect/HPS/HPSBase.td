@@ -32,7 +32,8 @@ def HPS_Dialect : Dialect {
       along a block and every op of one stage has the same device type.
 
     Cost passes add `hps.costs = {<device type> = #hps.cost<...>, ...}` to
-    layers and, on the module, `hps.cluster` (the cluster spec file) and
+    layers and, on the module, `hps.cluster` (the whole cluster spec, a
+    `#hps.cluster`, so that a saved module needs no spec file) and
     `hps.replicas` (devices per stage, chosen by `hps-provision` for the
     throughput limit it records as `hps.throughput_limit`).
   }];

@@ -8,7 +8,8 @@
 // device-neutral ones (batch norms folded into convolutions, pads, residual
 // adds and activations fused into them). Copies go through pinned staging
 // buffers; a copy to the host waits for the stream. Op types without a
-// kernel here run on the CPU backend (Devices falls back and reports them).
+// kernel (or training kernel) here run on the CPU backend (Devices falls
+// back and reports them). Training kernels are in Train/.
 //
 // The GPU is device 0: CUDA_VISIBLE_DEVICES picks which one that is. With
 // BackendOptions::synchronous each kernel waits for its work, for --op-times.
