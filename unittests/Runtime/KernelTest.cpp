@@ -369,12 +369,18 @@ TEST_F(KernelTest, BinaryOpsWithBroadcasting) {
   struct Shapes {
     Shape a, b;
   };
-  // Same shape; rhs broadcast per channel; lhs broadcast (swapped when
-  // commutative, a loop otherwise); both broadcast.
+  // Same shape; rhs broadcast per channel; lhs broadcast; both broadcast;
+  // a value per row (LayerNorm's mean), small and large enough to run in
+  // parallel; a broadcast in the middle; a scalar.
   std::vector<Shapes> shapes = {{{2, 3, 4, 5}, {2, 3, 4, 5}},
                                 {{2, 3, 4, 5}, {3, 1, 1}},
                                 {{5}, {2, 3, 4, 5}},
-                                {{3, 1}, {1, 4}}};
+                                {{3, 1}, {1, 4}},
+                                {{2, 5, 6, 7}, {2, 5, 6, 1}},
+                                {{4, 16, 32, 33}, {4, 16, 32, 1}},
+                                {{2, 3, 4, 5}, {2, 1, 4, 5}},
+                                {{1, 1}, {3, 4, 1}},
+                                {{3, 4}, {}}};
   for (const Op &op : ops)
     for (const Shapes &s : shapes) {
       // Positive bases keep Pow real; divisors stay away from 0.

@@ -1,11 +1,9 @@
 //===- BinaryKernels.cpp - element-wise binary ops with broadcasting ------===//
 //
-// Add, Sub, Mul, Div, Max and Min on oneDNN's binary primitive. Same-shape
-// operands stay in their layout (the second is reordered to the first's);
-// with broadcasting the full-shape operand comes first (oneDNN broadcasts
-// only its second source; commutative ops swap) and the other is plain.
-// The rest (Pow, PRelu and broadcasts of both operands) is a loop over plain
-// tensors.
+// Add, Sub, Mul, Div, Max and Min of same-shape operands on oneDNN's binary
+// primitive, in their layout (the second is reordered to the first's).
+// Broadcasts, and Pow and PRelu, are a loop of our own over plain tensors
+// (broadcastLoop), parallel and vectorised.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,12 +14,37 @@
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
 
-using BinaryFn = float (*)(float, float);
+/// The element-wise functions, inlined into the loops below.
+enum class BinaryOp { Add, Sub, Mul, Div, Max, Min, Pow, PRelu };
 
-/// out = fn(a, b) with numpy broadcasting; a, b and out are plain.
-static void broadcastLoop(const Tensor &a, const Tensor &b, Tensor &out,
-                          BinaryFn fn) {
-  int64_t rank = out.rank();
+template <BinaryOp Op> static inline float apply(float x, float y) {
+  if constexpr (Op == BinaryOp::Add)
+    return x + y;
+  else if constexpr (Op == BinaryOp::Sub)
+    return x - y;
+  else if constexpr (Op == BinaryOp::Mul)
+    return x * y;
+  else if constexpr (Op == BinaryOp::Div)
+    return x / y;
+  else if constexpr (Op == BinaryOp::Max)
+    return std::max(x, y);
+  else if constexpr (Op == BinaryOp::Min)
+    return std::min(x, y);
+  else if constexpr (Op == BinaryOp::Pow)
+    return y == 2.f ? x * x : std::pow(x, y); // variances square
+  else
+    return x < 0 ? y * x : x;
+}
+
+/// out = op(a, b) with numpy broadcasting over plain tensors, at memory
+/// speed: axes along which both operands step alike are merged (a bias over
+/// the last axis of [N, H, W, C] becomes rows of C), then each row is one
+/// loop the compiler vectorises, rows in parallel.
+template <BinaryOp Op>
+static void broadcastLoop(const Tensor &a, const Tensor &b, Tensor &out) {
+  int64_t rank = out.rank(), n = out.numElements();
+  if (n == 0)
+    return;
   // Element strides of a and b over out's index space (0 on broadcast axes).
   std::vector<int64_t> sa(rank, 0), sb(rank, 0);
   auto strides = [&](const Tensor &t, std::vector<int64_t> &s) {
@@ -33,52 +56,90 @@ static void broadcastLoop(const Tensor &a, const Tensor &b, Tensor &out,
   };
   strides(a, sa);
   strides(b, sb);
+  // Merged axes, outermost first, without those of size 1.
+  std::vector<int64_t> dims, da, db;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (out.dim(d) == 1)
+      continue;
+    if (!dims.empty() && da.back() == sa[d] * out.dim(d) &&
+        db.back() == sb[d] * out.dim(d)) {
+      dims.back() *= out.dim(d);
+      da.back() = sa[d];
+      db.back() = sb[d];
+      continue;
+    }
+    dims.push_back(out.dim(d));
+    da.push_back(sa[d]);
+    db.push_back(sb[d]);
+  }
+  if (dims.empty()) {
+    dims = {1};
+    da = db = {0};
+  }
+  int64_t cols = dims.back(), rows = n / cols;
+  int64_t ca = da.back(), cb = db.back();
   const float *pa = a.data<float>(), *pb = b.data<float>();
   float *po = out.data<float>();
-  int64_t n = out.numElements();
-  if (n == 0)
-    return;
-  std::vector<int64_t> index(rank, 0);
-  int64_t ia = 0, ib = 0;
-  for (int64_t k = 0; k < n; ++k) {
-    po[k] = fn(pa[ia], pb[ib]);
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      ia += sa[d];
-      ib += sb[d];
-      if (++index[d] < out.dim(d))
-        break;
-      ia -= sa[d] * out.dim(d);
-      ib -= sb[d] * out.dim(d);
-      index[d] = 0;
+#pragma omp parallel for schedule(static) if (n > 32768)
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t oa = 0, ob = 0, rest = r;
+    for (int64_t d = static_cast<int64_t>(dims.size()) - 2; d >= 0; --d) {
+      int64_t k = rest % dims[d];
+      rest /= dims[d];
+      oa += k * da[d];
+      ob += k * db[d];
     }
+    const float *x = pa + oa, *y = pb + ob;
+    float *z = po + r * cols;
+    if (ca && cb)
+      for (int64_t c = 0; c < cols; ++c)
+        z[c] = apply<Op>(x[c], y[c]);
+    else if (ca)
+      for (int64_t c = 0; c < cols; ++c)
+        z[c] = apply<Op>(x[c], y[0]);
+    else if (cb)
+      for (int64_t c = 0; c < cols; ++c)
+        z[c] = apply<Op>(x[0], y[c]);
+    else
+      for (int64_t c = 0; c < cols; ++c)
+        z[c] = apply<Op>(x[0], y[0]);
   }
 }
 
-/// `shape` with leading 1s up to `rank`.
-static Shape padRank(llvm::ArrayRef<int64_t> shape, size_t rank) {
-  Shape out(rank - shape.size(), 1);
-  out.insert(out.end(), shape.begin(), shape.end());
-  return out;
+static void broadcastLoop(BinaryOp op, const Tensor &a, const Tensor &b,
+                          Tensor &out) {
+  switch (op) {
+  case BinaryOp::Add:
+    return broadcastLoop<BinaryOp::Add>(a, b, out);
+  case BinaryOp::Sub:
+    return broadcastLoop<BinaryOp::Sub>(a, b, out);
+  case BinaryOp::Mul:
+    return broadcastLoop<BinaryOp::Mul>(a, b, out);
+  case BinaryOp::Div:
+    return broadcastLoop<BinaryOp::Div>(a, b, out);
+  case BinaryOp::Max:
+    return broadcastLoop<BinaryOp::Max>(a, b, out);
+  case BinaryOp::Min:
+    return broadcastLoop<BinaryOp::Min>(a, b, out);
+  case BinaryOp::Pow:
+    return broadcastLoop<BinaryOp::Pow>(a, b, out);
+  case BinaryOp::PRelu:
+    return broadcastLoop<BinaryOp::PRelu>(a, b, out);
+  }
 }
 
 namespace {
 
 struct BinaryEntry {
   dnnl::binary primitive;
-  /// Swap the operands (the second has the full shape).
-  bool swap = false;
-  /// Keep the first operand's layout (same shapes); else all plain.
-  bool keepLayout = false;
   Shape outShape;
   memory::desc src0Md, src1Md, dstMd;
 };
 
 class BinaryKernel : public Kernel {
 public:
-  BinaryKernel(CPUContextPtr ctx, dnnl::algorithm algorithm, bool commutative,
-               BinaryFn fallback)
-      : cache(std::move(ctx)), algorithm(algorithm), commutative(commutative),
-        fallback(fallback) {}
+  BinaryKernel(CPUContextPtr ctx, dnnl::algorithm algorithm, BinaryOp op)
+      : cache(std::move(ctx)), algorithm(algorithm), op(op) {}
   bool acceptsLayouts() const override { return true; }
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override;
@@ -89,14 +150,13 @@ private:
 
   PrimitiveCache<BinaryEntry> cache;
   dnnl::algorithm algorithm;
-  bool commutative;
-  BinaryFn fallback;
+  BinaryOp op;
 };
 
 /// Pow, PRelu: loops only.
 class LoopBinaryKernel : public Kernel {
 public:
-  explicit LoopBinaryKernel(BinaryFn fn) : fn(fn) {}
+  explicit LoopBinaryKernel(BinaryOp op) : op(op) {}
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override {
     if (llvm::Error e = checkF32(inputs))
@@ -105,13 +165,13 @@ public:
     if (!shape)
       return shape.takeError();
     Tensor out(DType::F32, *shape);
-    broadcastLoop(*inputs[0], *inputs[1], out, fn);
+    broadcastLoop(op, *inputs[0], *inputs[1], out);
     outputs[0] = std::move(out);
     return llvm::Error::success();
   }
 
 private:
-  BinaryFn fn;
+  BinaryOp op;
 };
 
 } // namespace
@@ -126,21 +186,14 @@ llvm::Expected<BinaryEntry> BinaryKernel::make(const Tensor &a,
   const dnnl::engine &engine = cache.context()->engine;
   if (shape->empty() || numElements(*shape) == 0)
     return entry; // oneDNN has no 0-d or empty tensors: loop.
-  if (a.shape() == b.shape()) {
-    entry.keepLayout = true;
-    memory::desc md = a.isPlain() ? descOf(b) : descOf(a);
-    entry.src0Md = entry.src1Md = entry.dstMd = md;
-  } else {
-    size_t rank = shape->size();
-    Shape pa = padRank(a.shape(), rank), pb = padRank(b.shape(), rank);
-    if (pa != *shape && !(commutative && pb == *shape))
-      return entry; // Both operands broadcast: loop.
-    entry.swap = pa != *shape;
-    if (entry.swap)
-      std::swap(pa, pb);
-    entry.src0Md = entry.dstMd = plainDesc(pa);
-    entry.src1Md = plainDesc(pb);
-  }
+  // Broadcasts run on plain tensors either way, and oneDNN 2.6 has jit
+  // kernels for some patterns only (per channel, scalar): the reference
+  // kernel it falls back to took 14 ms on a [1, 56, 56, 96] minus
+  // [1, 56, 56, 1] (ConvNeXt's LayerNorm) on 2 threads.
+  if (a.shape() != b.shape())
+    return entry;
+  memory::desc md = a.isPlain() ? descOf(b) : descOf(a);
+  entry.src0Md = entry.src1Md = entry.dstMd = md;
   dnnl::binary::desc d(algorithm, entry.src0Md, entry.src1Md, entry.dstMd);
   entry.primitive = dnnl::binary(dnnl::binary::primitive_desc(d, engine));
   return entry;
@@ -159,18 +212,12 @@ llvm::Error BinaryKernel::run(llvm::ArrayRef<const Tensor *> inputs,
     BinaryEntry &e = **entry;
     if (!e.primitive) {
       Tensor out(DType::F32, e.outShape);
-      broadcastLoop(plainOf(a, ctx), plainOf(b, ctx), out, fallback);
+      broadcastLoop(op, plainOf(a, ctx), plainOf(b, ctx), out);
       outputs[0] = std::move(out);
       return llvm::Error::success();
     }
-    Tensor src0, src1;
-    if (e.keepLayout) {
-      src0 = reorderTo(a, e.src0Md, ctx);
-      src1 = reorderTo(b, e.src1Md, ctx);
-    } else {
-      src0 = plainOf(e.swap ? b : a, ctx);
-      src1 = plainOf(e.swap ? a : b, ctx);
-    }
+    Tensor src0 = reorderTo(a, e.src0Md, ctx);
+    Tensor src1 = reorderTo(b, e.src1Md, ctx);
     Tensor dst = allocate(e.dstMd, e.outShape, ctx);
     e.primitive.execute(
         ctx->stream,
@@ -187,22 +234,15 @@ void cpu::registerBinaryKernels(KernelRegistry &registry, CPUContextPtr ctx) {
   struct Op {
     const char *type;
     dnnl::algorithm algorithm;
-    bool commutative;
-    BinaryFn fn;
+    BinaryOp op;
   };
   static const Op ops[] = {
-      {"Add", dnnl::algorithm::binary_add, true,
-       [](float x, float y) { return x + y; }},
-      {"Sub", dnnl::algorithm::binary_sub, false,
-       [](float x, float y) { return x - y; }},
-      {"Mul", dnnl::algorithm::binary_mul, true,
-       [](float x, float y) { return x * y; }},
-      {"Div", dnnl::algorithm::binary_div, false,
-       [](float x, float y) { return x / y; }},
-      {"Max", dnnl::algorithm::binary_max, true,
-       [](float x, float y) { return std::max(x, y); }},
-      {"Min", dnnl::algorithm::binary_min, true,
-       [](float x, float y) { return std::min(x, y); }},
+      {"Add", dnnl::algorithm::binary_add, BinaryOp::Add},
+      {"Sub", dnnl::algorithm::binary_sub, BinaryOp::Sub},
+      {"Mul", dnnl::algorithm::binary_mul, BinaryOp::Mul},
+      {"Div", dnnl::algorithm::binary_div, BinaryOp::Div},
+      {"Max", dnnl::algorithm::binary_max, BinaryOp::Max},
+      {"Min", dnnl::algorithm::binary_min, BinaryOp::Min},
   };
   for (const Op &op : ops)
     registry.add(op.type,
@@ -211,21 +251,15 @@ void cpu::registerBinaryKernels(KernelRegistry &registry, CPUContextPtr ctx) {
                    if (llvm::Error e = info.checkArity(2, 2))
                      return e;
                    return std::make_unique<BinaryKernel>(ctx, op.algorithm,
-                                                         op.commutative, op.fn);
+                                                         op.op);
                  });
-  registry.add(
-      "Pow", [](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
-        if (llvm::Error e = info.checkArity(2, 2))
-          return e;
-        return std::make_unique<LoopBinaryKernel>(
-            [](float x, float y) { return std::pow(x, y); });
-      });
-  registry.add(
-      "PRelu",
-      [](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
-        if (llvm::Error e = info.checkArity(2, 2))
-          return e;
-        return std::make_unique<LoopBinaryKernel>(
-            [](float x, float slope) { return x < 0 ? slope * x : x; });
-      });
+  for (auto [type, op] : {std::pair("Pow", BinaryOp::Pow),
+                          std::pair("PRelu", BinaryOp::PRelu)})
+    registry.add(type,
+                 [op = op](const OpInfo &info)
+                     -> llvm::Expected<std::unique_ptr<Kernel>> {
+                   if (llvm::Error e = info.checkArity(2, 2))
+                     return e;
+                   return std::make_unique<LoopBinaryKernel>(op);
+                 });
 }
