@@ -448,6 +448,46 @@ TEST(Executor, ResidualAddendReadLaterKeepsItsValues) {
   }
 }
 
+/// x -> Tanh -> GELU as PyTorch exports it (x / sqrt(2), Erf, + 1, * x,
+/// * 0.5) -> output, and with `erfRead` the Erf's output a graph output too.
+static plan::Plan geluPlan(bool erfRead) {
+  PlanBuilder b;
+  int x = b.input("x", {-1, 6, 7});
+  int t = b.op("Tanh", {x}, {-1, 6, 7});
+  int d =
+      b.op("Div", {t, b.weight("sqrt2", Tensor::fromFloats({}, {1.4142135f}))},
+           {-1, 6, 7});
+  int e = b.op("Erf", {d}, {-1, 6, 7});
+  int a = b.op("Add", {b.weight("one", Tensor::fromFloats({}, {1.f})), e},
+               {-1, 6, 7});
+  int m = b.op("Mul", {t, a}, {-1, 6, 7});
+  b.output("y",
+           b.op("Mul", {m, b.weight("half", Tensor::fromFloats({}, {0.5f}))},
+                {-1, 6, 7}));
+  if (erfRead)
+    b.output("erf", e);
+  return b.build();
+}
+
+TEST(Executor, FusesGeluAndKeepsItsOutputs) {
+  std::mt19937 rng(4);
+  Tensor in = randomTensor({3, 6, 7}, rng, -3.f, 3.f);
+  for (bool erfRead : {false, true}) {
+    ExecutorOptions plain;
+    plain.fuse = false;
+    auto unfused = llvm::cantFail(Executor::create(geluPlan(erfRead), plain));
+    auto fused = llvm::cantFail(Executor::create(geluPlan(erfRead)));
+    // Fused into one op, unless an intermediate is read elsewhere.
+    ASSERT_EQ(fused->plan().ops_size(), erfRead ? 6 : 2);
+    if (!erfRead)
+      EXPECT_EQ(fused->plan().ops(1).type(), "Gelu");
+    std::vector<Tensor> want = llvm::cantFail(unfused->run({in}));
+    std::vector<Tensor> got = llvm::cantFail(fused->run({in}));
+    for (size_t k = 0; k < want.size(); ++k)
+      EXPECT_TRUE(allClose(got[k], want[k], 1e-5f, 1e-6f)) << k;
+  }
+}
+
 /// x -> Pad(pads, value) -> `next` (AveragePool 3x3 or Conv 3x3, with
 /// `nextAttrs`): the fused plan's op count and whether its output matches
 /// the unfused executor's.

@@ -40,6 +40,7 @@ void CPUBackend::rewriteForInference(plan::Plan &plan, WeightMap &weights,
   if (!options.fuse || options.propagateNaN)
     return;
   fusePads(plan, weights, mine);
+  fuseGelus(plan, weights, mine);
   fuseResidualAdds(plan, mine);
   fuseActivations(plan, mine);
   fuseDepthwiseConvs(plan, weights, mine);

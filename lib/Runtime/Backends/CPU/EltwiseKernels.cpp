@@ -59,6 +59,8 @@ llvm::Expected<EltwiseSpec> cpu::eltwiseSpecFor(llvm::StringRef opType,
     return spec(algorithm::eltwise_sqrt);
   if (opType == "Softplus")
     return spec(algorithm::eltwise_soft_relu);
+  if (opType == "Gelu")
+    return spec(algorithm::eltwise_gelu_erf);
   if (opType == "Neg")
     return spec(algorithm::eltwise_linear, -1.f, 0.f);
   if (opType == "Reciprocal")
@@ -209,7 +211,7 @@ llvm::Expected<LoopEltwiseKernel::Fn> loopFunction(const OpInfo &info) {
 void cpu::registerEltwiseKernels(KernelRegistry &registry, CPUContextPtr ctx) {
   for (const char *type :
        {"Relu", "LeakyRelu", "Elu", "Clip", "Sigmoid", "Tanh", "Abs", "Exp",
-        "Log", "Sqrt", "Softplus", "Neg", "Reciprocal"})
+        "Log", "Sqrt", "Softplus", "Neg", "Reciprocal", "Gelu"})
     registry.add(
         type,
         [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {

@@ -628,3 +628,80 @@ int heterps::runtime::splitConcatConvs(plan::Plan &plan, OpFilter mine) {
   plan.mutable_ops()->Swap(&ops);
   return static_cast<int>(matches.size());
 }
+
+/// The value of a one-element f32 weight, if input `k` of `op` is one.
+static std::optional<float> scalarWeight(const WeightMap &weights,
+                                         const plan::Op &op, int k) {
+  const Tensor *t = weightInput(weights, op, k);
+  if (!t || t->dtype() != DType::F32 || t->numElements() != 1)
+    return std::nullopt;
+  return t->data<float>()[0];
+}
+
+int heterps::runtime::fuseGelus(plan::Plan &plan, const WeightMap &weights,
+                                OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  auto near = [](std::optional<float> v, double want) {
+    return v && std::abs(*v - want) <= 1e-6 * want;
+  };
+  // The sole reader of `op`'s output, if it has type `type` and joins it.
+  auto next = [&](int op, llvm::StringRef type) {
+    const plan::Op &from = plan.ops(op);
+    if (from.outputs_size() != 1)
+      return -1;
+    int j = uses.soleReader(from.outputs(0));
+    if (j < 0 || dead[j] || plan.ops(j).type() != type ||
+        plan.ops(j).inputs_size() != 2 || plan.ops(j).outputs_size() != 1 ||
+        !fusable(mine, from, plan.ops(j)))
+      return -1;
+    return j;
+  };
+  // The other input of binary `op` than `v`, or -1.
+  auto other = [&](int op, int32_t v) {
+    const plan::Op &o = plan.ops(op);
+    return o.inputs(0) == v ? 1 : o.inputs(1) == v ? 0 : -1;
+  };
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    const plan::Op &div = plan.ops(i);
+    if (dead[i] || div.type() != "Div" || div.inputs_size() != 2 ||
+        div.outputs_size() != 1 ||
+        !near(scalarWeight(weights, div, 1), std::sqrt(2.0)))
+      continue;
+    int32_t x = div.inputs(0);
+    int erf = uses.soleReader(div.outputs(0));
+    if (erf < 0 || plan.ops(erf).type() != "Erf" ||
+        plan.ops(erf).outputs_size() != 1 || !fusable(mine, div, plan.ops(erf)))
+      continue;
+    int add = next(erf, "Add");
+    if (add < 0)
+      continue;
+    int k = other(add, plan.ops(erf).outputs(0));
+    if (k < 0 || !near(scalarWeight(weights, plan.ops(add), k), 1.0))
+      continue;
+    int byX = next(add, "Mul");
+    if (byX < 0 || other(byX, plan.ops(add).outputs(0)) < 0 ||
+        plan.ops(byX).inputs(other(byX, plan.ops(add).outputs(0))) != x)
+      continue;
+    int half = next(byX, "Mul");
+    if (half < 0)
+      continue;
+    k = other(half, plan.ops(byX).outputs(0));
+    if (k < 0 || !near(scalarWeight(weights, plan.ops(half), k), 0.5))
+      continue;
+    plan::Op &gelu = *plan.mutable_ops(i);
+    int32_t out = plan.ops(half).outputs(0);
+    gelu.set_type("Gelu");
+    gelu.clear_attributes();
+    gelu.clear_inputs();
+    gelu.add_inputs(x);
+    gelu.set_outputs(0, out);
+    for (int j : {erf, add, byX, half})
+      dead[j] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}

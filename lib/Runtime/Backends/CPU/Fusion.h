@@ -72,6 +72,13 @@ int fuseResidualAdds(plan::Plan &plan, OpFilter mine = anyOp);
 int fuseDepthwiseConvs(plan::Plan &plan, const WeightMap &weights,
                        OpFilter mine = anyOp);
 
+/// Replaces GELU as PyTorch exports it, x * (erf(x / sqrt(2)) + 1) * 0.5
+/// (Div by a constant sqrt(2), Erf, Add of a constant 1, Mul by x, Mul by a
+/// constant 0.5, each intermediate read only by the next), with one op of
+/// type Gelu (oneDNN's gelu_erf). Returns the number of fused patterns.
+int fuseGelus(plan::Plan &plan, const WeightMap &weights,
+              OpFilter mine = anyOp);
+
 /// Folds a Pad with zeros on the spatial axes (constant mode, pads a
 /// weight) into the Conv or AveragePool that is its only reader, as extra
 /// `pads` (an AveragePool then counts them: count_include_pad = 1; not in
