@@ -488,6 +488,42 @@ TEST(Executor, FusesGeluAndKeepsItsOutputs) {
   }
 }
 
+// x * Sigmoid(x) and x * HardSigmoid(x) become Swish and HardSwish, folded
+// into the Conv before them; a gate read elsewhere stays as it is.
+TEST(Executor, FusesSelfGatedActivations) {
+  std::mt19937 rng(6);
+  Tensor w = randomTensor({4, 4, 3, 3}, rng);
+  for (const char *gate : {"Sigmoid", "HardSigmoid"})
+    for (bool gateRead : {false, true}) {
+      SCOPED_TRACE(std::string(gate) + (gateRead ? ", read elsewhere" : ""));
+      PlanBuilder b;
+      int x = b.input("x", {-1, 4, 5, 5});
+      int c = b.op("Conv", {x, b.weight("w", w)}, {-1, 4, 5, 5},
+                   Attrs().ints("pads", {1, 1, 1, 1}));
+      Attrs attrs;
+      if (std::string(gate) == "HardSigmoid")
+        attrs.f("alpha", 1.f / 6).f("beta", 0.5f);
+      int g = b.op(gate, {c}, {-1, 4, 5, 5}, attrs);
+      int y = b.op("Mul", {g, c}, {-1, 4, 5, 5});
+      // The same on an input, which no Conv produces.
+      int g2 = b.op(gate, {x}, {-1, 4, 5, 5}, attrs);
+      b.output("y", y);
+      b.output("z", b.op("Mul", {x, g2}, {-1, 4, 5, 5}));
+      if (gateRead)
+        b.output("gate", g);
+      ExecutorOptions plain;
+      plain.fuse = false;
+      auto unfused = llvm::cantFail(Executor::create(b.build(), plain));
+      auto fused = llvm::cantFail(Executor::create(b.build()));
+      EXPECT_EQ(fused->plan().ops_size(), gateRead ? 4 : 2);
+      Tensor in = randomTensor({2, 4, 5, 5}, rng, -4.f, 4.f);
+      std::vector<Tensor> want = llvm::cantFail(unfused->run({in}));
+      std::vector<Tensor> got = llvm::cantFail(fused->run({in}));
+      for (size_t k = 0; k < want.size(); ++k)
+        EXPECT_TRUE(allClose(got[k], want[k], 1e-5f, 1e-5f)) << k;
+    }
+}
+
 /// x -> Pad(pads, value) -> `next` (AveragePool 3x3 or Conv 3x3, with
 /// `nextAttrs`): the fused plan's op count and whether its output matches
 /// the unfused executor's.

@@ -61,6 +61,10 @@ llvm::Expected<EltwiseSpec> cpu::eltwiseSpecFor(llvm::StringRef opType,
     return spec(algorithm::eltwise_soft_relu);
   if (opType == "Gelu")
     return spec(algorithm::eltwise_gelu_erf);
+  if (opType == "Swish")
+    return spec(algorithm::eltwise_swish, 1.f);
+  if (opType == "HardSwish")
+    return spec(algorithm::eltwise_hardswish);
   if (opType == "Neg")
     return spec(algorithm::eltwise_linear, -1.f, 0.f);
   if (opType == "Reciprocal")
@@ -209,9 +213,9 @@ llvm::Expected<LoopEltwiseKernel::Fn> loopFunction(const OpInfo &info) {
 } // namespace
 
 void cpu::registerEltwiseKernels(KernelRegistry &registry, CPUContextPtr ctx) {
-  for (const char *type :
-       {"Relu", "LeakyRelu", "Elu", "Clip", "Sigmoid", "Tanh", "Abs", "Exp",
-        "Log", "Sqrt", "Softplus", "Neg", "Reciprocal", "Gelu"})
+  for (const char *type : {"Relu", "LeakyRelu", "Elu", "Clip", "Sigmoid",
+                           "Tanh", "Abs", "Exp", "Log", "Sqrt", "Softplus",
+                           "Neg", "Reciprocal", "Gelu", "Swish", "HardSwish"})
     registry.add(
         type,
         [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {

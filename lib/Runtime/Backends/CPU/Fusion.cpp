@@ -146,6 +146,7 @@ int heterps::runtime::fuseActivations(plan::Plan &plan, OpFilter mine) {
       [](llvm::StringRef type) {
         return llvm::StringSwitch<bool>(type)
             .Cases("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Elu", true)
+            .Cases("Swish", "HardSwish", "Gelu", true)
             .Default(false);
       },
       mine);
@@ -699,6 +700,50 @@ int heterps::runtime::fuseGelus(plan::Plan &plan, const WeightMap &weights,
     gelu.set_outputs(0, out);
     for (int j : {erf, add, byX, half})
       dead[j] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}
+
+/// The float attribute `name` of `op`, or `dflt`.
+static float floatAttr(const plan::Op &op, llvm::StringRef name, float dflt) {
+  for (const plan::Attribute &a : op.attributes())
+    if (a.name() == name)
+      return a.value_case() == plan::Attribute::kI ? static_cast<float>(a.i())
+                                                   : a.f();
+  return dflt;
+}
+
+int heterps::runtime::fuseSelfGates(plan::Plan &plan, OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    const plan::Op &gate = plan.ops(i);
+    bool sigmoid = gate.type() == "Sigmoid";
+    bool hard = gate.type() == "HardSigmoid" &&
+                std::abs(floatAttr(gate, "alpha", 0.2f) - 1.f / 6) < 1e-6f &&
+                floatAttr(gate, "beta", 0.5f) == 0.5f;
+    if (!(sigmoid || hard) || gate.inputs_size() != 1 ||
+        gate.outputs_size() != 1)
+      continue;
+    int32_t x = gate.inputs(0), s = gate.outputs(0);
+    int j = uses.soleReader(s);
+    if (j < 0)
+      continue;
+    const plan::Op &mul = plan.ops(j);
+    if (mul.type() != "Mul" || mul.inputs_size() != 2 ||
+        mul.outputs_size() != 1 || !fusable(mine, gate, mul) ||
+        !((mul.inputs(0) == x && mul.inputs(1) == s) ||
+          (mul.inputs(0) == s && mul.inputs(1) == x)))
+      continue;
+    plan::Op &fusedOp = *plan.mutable_ops(i);
+    fusedOp.set_type(sigmoid ? "Swish" : "HardSwish");
+    fusedOp.clear_attributes();
+    fusedOp.set_outputs(0, mul.outputs(0));
+    dead[j] = true;
     ++fused;
   }
   if (fused)

@@ -18,7 +18,8 @@ namespace heterps::runtime {
 /// An OpFilter that accepts every op.
 inline bool anyOp(const plan::Op &) { return true; }
 
-/// Folds an activation (Relu, LeakyRelu, Clip, Sigmoid, Tanh, Elu) into the
+/// Folds an activation (Relu, LeakyRelu, Clip, Sigmoid, Tanh, Elu, Swish,
+/// HardSwish, Gelu) into the
 /// Conv whose output only it reads: the
 /// Conv gets the attribute `activation` (and `activation_<attr>` copies) and
 /// the activation's output. Returns the number of fused ops.
@@ -78,6 +79,13 @@ int fuseDepthwiseConvs(plan::Plan &plan, const WeightMap &weights,
 /// type Gelu (oneDNN's gelu_erf). Returns the number of fused patterns.
 int fuseGelus(plan::Plan &plan, const WeightMap &weights,
               OpFilter mine = anyOp);
+
+/// Replaces x * Sigmoid(x) (SiLU) with one op of type Swish and
+/// x * HardSigmoid(x) with alpha 1/6 and beta 1/2 (HardSwish as PyTorch
+/// exports it at opset 13) with one HardSwish, where the gate's output only
+/// the Mul reads. Run before fuseActivations, which then folds them into
+/// the Conv before them. Returns the number of fused pairs.
+int fuseSelfGates(plan::Plan &plan, OpFilter mine = anyOp);
 
 /// Folds a Pad with zeros on the spatial axes (constant mode, pads a
 /// weight) into the Conv or AveragePool that is its only reader, as extra
