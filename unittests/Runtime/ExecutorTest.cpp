@@ -488,6 +488,58 @@ TEST(Executor, FusesGeluAndKeepsItsOutputs) {
   }
 }
 
+/// Layer normalisation over the last axis as PyTorch exports it, with a
+/// bias unless `noBias`, and with the centred value a graph output too when
+/// `centredRead`.
+static plan::Plan layerNormPlan(bool noBias, bool centredRead) {
+  std::mt19937 rng(12);
+  PlanBuilder b;
+  int x = b.input("x", {-1, 3, 8});
+  int t = b.op("Tanh", {x}, {-1, 3, 8});
+  Attrs last = Attrs().ints("axes", {-1}).i("keepdims", 1);
+  int m = b.op("ReduceMean", {t}, {-1, 3, 1}, last);
+  int d = b.op("Sub", {t, m}, {-1, 3, 8});
+  int p = b.op("Pow", {d, b.weight("two", Tensor::fromFloats({}, {2.f}))},
+               {-1, 3, 8});
+  int v = b.op("ReduceMean", {p}, {-1, 3, 1}, last);
+  int e = b.op("Add", {v, b.weight("eps", Tensor::fromFloats({}, {1e-6f}))},
+               {-1, 3, 1});
+  int s = b.op("Sqrt", {e}, {-1, 3, 1});
+  int n = b.op("Div", {d, s}, {-1, 3, 8});
+  int y =
+      b.op("Mul", {n, b.weight("gamma", randomTensor({8}, rng))}, {-1, 3, 8});
+  if (!noBias)
+    y = b.op("Add", {b.weight("beta", randomTensor({8}, rng)), y}, {-1, 3, 8});
+  b.output("y", y);
+  if (centredRead)
+    b.output("centred", d);
+  return b.build();
+}
+
+TEST(Executor, FusesDecomposedLayerNorms) {
+  std::mt19937 rng(13);
+  Tensor in = randomTensor({4, 3, 8}, rng, -2.f, 2.f);
+  for (bool noBias : {false, true})
+    for (bool centredRead : {false, true}) {
+      SCOPED_TRACE(std::string(noBias ? "no bias" : "bias") +
+                   (centredRead ? ", centred read elsewhere" : ""));
+      ExecutorOptions plain;
+      plain.fuse = false;
+      auto unfused = llvm::cantFail(
+          Executor::create(layerNormPlan(noBias, centredRead), plain));
+      auto fused =
+          llvm::cantFail(Executor::create(layerNormPlan(noBias, centredRead)));
+      int ops = unfused->plan().ops_size();
+      EXPECT_EQ(fused->plan().ops_size(), centredRead ? ops : 2);
+      if (!centredRead)
+        EXPECT_EQ(fused->plan().ops(1).type(), "LayerNormalization");
+      std::vector<Tensor> want = llvm::cantFail(unfused->run({in}));
+      std::vector<Tensor> got = llvm::cantFail(fused->run({in}));
+      for (size_t k = 0; k < want.size(); ++k)
+        EXPECT_TRUE(allClose(got[k], want[k], 1e-5f, 1e-5f)) << k;
+    }
+}
+
 // x * Sigmoid(x) and x * HardSigmoid(x) become Swish and HardSwish, folded
 // into the Conv before them; a gate read elsewhere stays as it is.
 TEST(Executor, FusesSelfGatedActivations) {

@@ -41,6 +41,7 @@ void CPUBackend::rewriteForInference(plan::Plan &plan, WeightMap &weights,
     return;
   fusePads(plan, weights, mine);
   fuseGelus(plan, weights, mine);
+  fuseLayerNorms(plan, weights, mine);
   fuseSelfGates(plan, mine);
   fuseResidualAdds(plan, mine);
   fuseActivations(plan, mine);

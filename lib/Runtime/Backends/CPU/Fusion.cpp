@@ -750,3 +750,116 @@ int heterps::runtime::fuseSelfGates(plan::Plan &plan, OpFilter mine) {
     eraseOps(plan, dead);
   return fused;
 }
+
+int heterps::runtime::fuseLayerNorms(plan::Plan &plan, const WeightMap &weights,
+                                     OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  // The sole reader of op `from`'s output if it has type `type` and joins it.
+  auto next = [&](int from, llvm::StringRef type) {
+    int j = uses.soleReader(plan.ops(from).outputs(0));
+    if (j < 0 || dead[j] || plan.ops(j).type() != type ||
+        plan.ops(j).outputs_size() != 1 ||
+        !fusable(mine, plan.ops(from), plan.ops(j)))
+      return -1;
+    return j;
+  };
+  // Whether op `i` is a ReduceMean over the last axis keeping it.
+  auto meanOfLastAxis = [&](int i) {
+    const plan::Op &op = plan.ops(i);
+    if (op.type() != "ReduceMean" || op.inputs_size() != 1 ||
+        op.outputs_size() != 1)
+      return false;
+    int64_t rank = plan.values(op.inputs(0)).dims_size();
+    std::vector<int64_t> axes = intsOf(op, "axes"),
+                         keep = intsOf(op, "keepdims");
+    return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1) &&
+           (keep.empty() || keep[0] == 1);
+  };
+  // The input of binary op `i` other than `v` when it is a weight of
+  // `elements` elements (0: any count), else null.
+  auto weightBeside = [&](int i, int32_t v, int64_t elements) -> int {
+    const plan::Op &op = plan.ops(i);
+    if (op.inputs_size() != 2 || (op.inputs(0) != v && op.inputs(1) != v))
+      return -1;
+    int k = op.inputs(0) == v ? 1 : 0;
+    const Tensor *t = weightInput(weights, op, k);
+    if (!t || t->dtype() != DType::F32 ||
+        (elements ? t->rank() != 1 || t->numElements() != elements
+                  : t->numElements() != 1))
+      return -1;
+    return k;
+  };
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    if (dead[i] || !meanOfLastAxis(i))
+      continue;
+    const plan::Op &mean = plan.ops(i);
+    int32_t x = mean.inputs(0);
+    const plan::Value &xv = plan.values(x);
+    int64_t channels = xv.dims_size() ? xv.dims(xv.dims_size() - 1) : -1;
+    int sub = next(i, "Sub");
+    if (channels < 1 || sub < 0 || plan.ops(sub).inputs(0) != x)
+      continue;
+    int32_t centred = plan.ops(sub).outputs(0);
+    const std::vector<int> &readers = uses.readers[centred];
+    if (uses.isOutput[centred] || readers.size() != 2)
+      continue;
+    int pow = plan.ops(readers[0]).type() == "Pow" ? readers[0] : readers[1];
+    int div = pow == readers[0] ? readers[1] : readers[0];
+    if (plan.ops(pow).type() != "Pow" || plan.ops(pow).inputs(0) != centred ||
+        scalarWeight(weights, plan.ops(pow), 1) != 2.f ||
+        !fusable(mine, mean, plan.ops(pow)))
+      continue;
+    int variance = next(pow, "ReduceMean");
+    if (variance < 0 || !meanOfLastAxis(variance))
+      continue;
+    int addEps = next(variance, "Add");
+    if (addEps < 0)
+      continue;
+    int k = weightBeside(addEps, plan.ops(variance).outputs(0), 0);
+    std::optional<float> eps =
+        k < 0 ? std::nullopt : scalarWeight(weights, plan.ops(addEps), k);
+    if (!eps || !(*eps > 0))
+      continue;
+    int sqrt = next(addEps, "Sqrt");
+    if (sqrt < 0 || next(sqrt, "Div") != div ||
+        plan.ops(div).inputs(0) != centred)
+      continue;
+    int scale = next(div, "Mul");
+    int s = scale < 0 ? -1
+                      : weightBeside(scale, plan.ops(div).outputs(0), channels);
+    if (s < 0)
+      continue;
+    int bias = next(scale, "Add");
+    int b = bias < 0 ? -1
+                     : weightBeside(bias, plan.ops(scale).outputs(0), channels);
+    if (b < 0)
+      bias = -1;
+    plan::Op &norm = *plan.mutable_ops(i);
+    int32_t out = plan.ops(bias >= 0 ? bias : scale).outputs(0);
+    int32_t gamma = plan.ops(scale).inputs(s);
+    int32_t beta = bias >= 0 ? plan.ops(bias).inputs(b) : -1;
+    norm.set_type("LayerNormalization");
+    norm.clear_attributes();
+    plan::Attribute *axis = norm.add_attributes();
+    axis->set_name("axis");
+    axis->set_i(-1);
+    plan::Attribute *epsilon = norm.add_attributes();
+    epsilon->set_name("epsilon");
+    epsilon->set_f(*eps);
+    norm.clear_inputs();
+    norm.add_inputs(x);
+    norm.add_inputs(gamma);
+    if (beta >= 0)
+      norm.add_inputs(beta);
+    norm.set_outputs(0, out);
+    for (int j : {sub, pow, variance, addEps, sqrt, div, scale, bias})
+      if (j >= 0)
+        dead[j] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}

@@ -80,6 +80,14 @@ int fuseDepthwiseConvs(plan::Plan &plan, const WeightMap &weights,
 int fuseGelus(plan::Plan &plan, const WeightMap &weights,
               OpFilter mine = anyOp);
 
+/// Replaces layer normalisation over the last axis as PyTorch exports it
+/// (ReduceMean, Sub, Pow 2, ReduceMean, Add epsilon, Sqrt, Div, then Mul by
+/// a [C] scale and optionally Add of a [C] bias, each intermediate read
+/// only within the pattern) with one LayerNormalization. Returns the number
+/// of fused patterns.
+int fuseLayerNorms(plan::Plan &plan, const WeightMap &weights,
+                   OpFilter mine = anyOp);
+
 /// Replaces x * Sigmoid(x) (SiLU) with one op of type Swish and
 /// x * HardSigmoid(x) with alpha 1/6 and beta 1/2 (HardSwish as PyTorch
 /// exports it at opset 13) with one HardSwish, where the gate's output only
