@@ -99,9 +99,8 @@ Backend &Devices::of(const plan::Op &op) const {
   if (it == byDeviceType.end() || it->second == 0)
     return host();
   size_t b = it->second;
-  bool runs = trainers.empty()
-                  ? backends[b]->supports(op)
-                  : trainers[b] && trainable[b].count(op.type());
+  bool runs = trainers.empty() ? backends[b]->supports(op)
+                               : trainers[b] && trainable[b].count(op.type());
   if (runs)
     return *backends[b];
   std::lock_guard lock(fallbackMutex);
