@@ -236,3 +236,13 @@ heterps::runtime::parseGemmAttrs(const OpAttributes &attrs) {
     return transB.takeError();
   return GemmAttrs{*alpha, *beta, *transA != 0, *transB != 0};
 }
+
+llvm::Expected<int64_t> heterps::runtime::normalizeAxis(int64_t axis,
+                                                        int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "axis " + llvm::Twine(axis) +
+                                       " is out of range for rank " +
+                                       llvm::Twine(rank));
+  return axis < 0 ? axis + rank : axis;
+}

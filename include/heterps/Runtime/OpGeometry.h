@@ -38,6 +38,10 @@ struct ConvTransposeAttrs : WindowAttrs {
 llvm::Error readConvTransposeAttrs(const OpAttributes &attrs,
                                    ConvTransposeAttrs &out);
 
+/// A possibly negative axis of a rank-`rank` tensor, counted from 0; an
+/// error when it is out of range.
+llvm::Expected<int64_t> normalizeAxis(int64_t axis, int64_t rank);
+
 /// Gemm's alpha, beta, trans_a and trans_b (the plan's names).
 struct GemmAttrs {
   float alpha = 1.f, beta = 1.f;

@@ -181,13 +181,6 @@ llvm::Expected<Shape> cpu::broadcastShapes(llvm::ArrayRef<int64_t> a,
   return out;
 }
 
-llvm::Expected<int64_t> cpu::normalizeAxis(int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank)
-    return kernelError("axis " + llvm::Twine(axis) +
-                       " is out of range for rank " + llvm::Twine(rank));
-  return axis < 0 ? axis + rank : axis;
-}
-
 double cpu::reorderSeconds(const Tensor &x, const memory::desc &md,
                            const CPUContextPtr &ctx) {
   if (descOf(x) == md)

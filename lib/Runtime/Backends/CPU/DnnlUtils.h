@@ -10,6 +10,7 @@
 #define HETERPS_LIB_RUNTIME_BACKENDS_CPU_DNNLUTILS_H
 
 #include "heterps/Runtime/Backends/CPU/CPUBackend.h"
+#include "heterps/Runtime/OpGeometry.h"
 
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -176,9 +177,6 @@ double reorderSeconds(const Tensor &x, const memory::desc &md,
 /// Numpy broadcast of two shapes, or an error naming both.
 llvm::Expected<Shape> broadcastShapes(llvm::ArrayRef<int64_t> a,
                                       llvm::ArrayRef<int64_t> b);
-
-/// Normalises a possibly negative axis of a rank-`rank` tensor.
-llvm::Expected<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
 } // namespace heterps::runtime::cpu
 

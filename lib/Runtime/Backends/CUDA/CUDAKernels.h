@@ -31,7 +31,7 @@ protected:
   CUDAContextPtr ctx;
 };
 
-/// The values of a small i64 or f32 tensor in GPU memory, read back.
+/// The values of a small i64 tensor in GPU memory, read back.
 llvm::Expected<std::vector<int64_t>> readInts(CUDAContext &ctx,
                                               const Tensor &t);
 /// `x` reduced over the axes marked in `reduced` (kept as 1s with
@@ -40,6 +40,8 @@ llvm::Expected<Tensor> reduceAxes(CUDAContext &ctx, Reduction r,
                                   const Tensor &x,
                                   const std::vector<bool> &reduced,
                                   bool keepDims);
+/// The elements of `shape` before and after axis `axis` (0-based).
+std::pair<int64_t, int64_t> aroundAxis(const Shape &shape, int64_t axis);
 /// Row-major strides of `shape`, in elements.
 Dims stridesOf(llvm::ArrayRef<int64_t> shape);
 /// `shape` as Dims (an error above kMaxRank dimensions).

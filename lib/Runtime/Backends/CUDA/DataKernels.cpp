@@ -18,22 +18,15 @@
 using namespace heterps::runtime;
 using namespace heterps::runtime::cuda;
 
-namespace {
-
-llvm::Expected<int64_t> normalizedAxis(int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank)
-    return cudaFailure("axis " + llvm::Twine(axis) +
-                       " is out of range for rank " + llvm::Twine(rank));
-  return axis < 0 ? axis + rank : axis;
-}
-
-/// Elements before and after `axis`.
-std::pair<int64_t, int64_t> aroundAxis(const Shape &shape, int64_t axis) {
+std::pair<int64_t, int64_t> cuda::aroundAxis(const Shape &shape, int64_t axis) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
-    (d < axis ? outer : d > axis ? inner : outer) *= d == axis ? 1 : shape[d];
+    if (d != axis)
+      (d < axis ? outer : inner) *= shape[d];
   return {outer, inner};
 }
+
+namespace {
 
 class ConcatKernel : public CUDAKernel {
 public:
@@ -45,7 +38,7 @@ public:
     if (llvm::Error e = checkInputs(inputs, /*allowI64=*/true))
       return e;
     const Tensor &first = *inputs[0];
-    llvm::Expected<int64_t> a = normalizedAxis(axis, first.rank());
+    llvm::Expected<int64_t> a = normalizeAxis(axis, first.rank());
     if (!a)
       return a.takeError();
     Shape shape = first.shape();
@@ -92,7 +85,7 @@ public:
     if (llvm::Error e = checkInputs(inputs, /*allowI64=*/true))
       return e;
     const Tensor &x = *inputs[0];
-    llvm::Expected<int64_t> a = normalizedAxis(axis, x.rank());
+    llvm::Expected<int64_t> a = normalizeAxis(axis, x.rank());
     if (!a)
       return a.takeError();
     int64_t n = static_cast<int64_t>(outputs.size());
@@ -227,7 +220,7 @@ public:
     if (indices.dtype() != DType::I64)
       return cudaFailure("Gather indices are " + indices.typeString() +
                          ", not i64");
-    llvm::Expected<int64_t> a = normalizedAxis(axis, data.rank());
+    llvm::Expected<int64_t> a = normalizeAxis(axis, data.rank());
     if (!a)
       return a.takeError();
     Shape shape(data.shape().begin(), data.shape().begin() + *a);
@@ -272,7 +265,7 @@ public:
     const Tensor &x = *inputs[0];
     std::vector<bool> reduced(x.rank(), axes.empty());
     for (int64_t a : axes) {
-      llvm::Expected<int64_t> n = normalizedAxis(a, x.rank());
+      llvm::Expected<int64_t> n = normalizeAxis(a, x.rank());
       if (!n)
         return n.takeError();
       reduced[*n] = true;

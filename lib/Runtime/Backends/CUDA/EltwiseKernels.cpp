@@ -33,17 +33,11 @@ llvm::Error CUDAKernel::checkInputs(llvm::ArrayRef<const Tensor *> inputs,
 
 llvm::Expected<std::vector<int64_t>> cuda::readInts(CUDAContext &ctx,
                                                     const Tensor &t) {
+  if (t.dtype() != DType::I64)
+    return cudaFailure("expected i64 values, got " + t.typeString());
   std::vector<int64_t> values(t.numElements());
-  if (t.dtype() == DType::I64) {
-    if (llvm::Error e = ctx.toHost(devicePtr(t), values.data(), t.bytes()))
-      return std::move(e);
-    return values;
-  }
-  std::vector<float> floats(values.size());
-  if (llvm::Error e = ctx.toHost(devicePtr(t), floats.data(), t.bytes()))
+  if (llvm::Error e = ctx.toHost(devicePtr(t), values.data(), t.bytes()))
     return std::move(e);
-  for (size_t i = 0; i < floats.size(); ++i)
-    values[i] = static_cast<int64_t>(floats[i]);
   return values;
 }
 

@@ -44,7 +44,7 @@ public:
       Tensor x = cpu::plainOf(*inputs[0], ctx);
       Tensor scale = cpu::plainOf(*inputs[1], ctx);
       Tensor g = cpu::plainOf(dOutput, ctx);
-      auto a = cpu::normalizeAxis(axis, x.rank());
+      auto a = normalizeAxis(axis, x.rank());
       if (!a)
         return a.takeError();
       int64_t n = 1;

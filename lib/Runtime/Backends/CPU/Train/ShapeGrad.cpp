@@ -261,7 +261,7 @@ llvm::Error ConcatGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
                                        llvm::ArrayRef<bool> needGrad,
                                        llvm::MutableArrayRef<Tensor> dInputs) {
   return cpu::guardDnnl([&]() -> llvm::Error {
-    auto a = cpu::normalizeAxis(axis, dOutput.rank());
+    auto a = normalizeAxis(axis, dOutput.rank());
     if (!a)
       return a.takeError();
     // Each input's slice of `g`, or nothing when oneDNN cannot view one

@@ -42,7 +42,7 @@ public:
                        llvm::MutableArrayRef<Tensor> dInputs) override {
     return cpu::guardDnnl([&]() -> llvm::Error {
       Tensor y = cpu::plainOf(output, ctx), g = cpu::plainOf(dOutput, ctx);
-      auto a = cpu::normalizeAxis(axis, std::max<int64_t>(y.rank(), 1));
+      auto a = normalizeAxis(axis, std::max<int64_t>(y.rank(), 1));
       if (!a)
         return a.takeError();
       int64_t outer = 1, n = y.rank() ? y.dim(*a) : 1, inner = 1;

@@ -35,14 +35,13 @@ public:
   llvm::Error backward(llvm::ArrayRef<const Tensor *> inputs, const Tensor &,
                        const Tensor &dOutput, llvm::ArrayRef<bool> needGrad,
                        llvm::MutableArrayRef<Tensor> dInputs) override {
-    int64_t rank = dOutput.rank();
-    int64_t a = axis < 0 ? axis + rank : axis;
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < rank; ++d)
-      (d < a ? outer : inner) *= d == a ? 1 : dOutput.dim(d);
-    size_t rowBytes = dOutput.dim(a) * inner * sizeof(float), offset = 0;
+    llvm::Expected<int64_t> a = normalizeAxis(axis, dOutput.rank());
+    if (!a)
+      return a.takeError();
+    auto [outer, inner] = aroundAxis(dOutput.shape(), *a);
+    size_t rowBytes = dOutput.dim(*a) * inner * sizeof(float), offset = 0;
     for (size_t k = 0; k < inputs.size(); ++k) {
-      size_t part = inputs[k]->dim(a) * inner * sizeof(float);
+      size_t part = inputs[k]->dim(*a) * inner * sizeof(float);
       if (needGrad[k]) {
         Tensor dx = ctx->make(DType::F32, inputs[k]->shape());
         if (part && outer)
