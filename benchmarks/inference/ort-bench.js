@@ -1,14 +1,16 @@
 // Times ONNX Runtime (CPU, npm onnxruntime-node) on one model and batch.
 //
 // Usage: node ort-bench.js MODEL.onnx INPUT.bin DIMS WARMUP ITERS THREADS OUT.bin
-//   INPUT.bin: the input as raw little-endian float32; DIMS: "1,3,224,224".
+//                          [DTYPE]
+//   INPUT.bin: the input as raw little-endian DTYPE (float32, the default, or
+//   int64 for token ids); DIMS: "1,3,224,224".
 // Writes the first output as raw float32 to OUT.bin and prints
 // {"p50_ms": ..., "p90_ms": ...} on stdout.
 const fs = require('fs');
 const ort = require('onnxruntime-node');
 
 async function main() {
-  const [model, input, dims, warmup, iters, threads, out] =
+  const [model, input, dims, warmup, iters, threads, out, dtype = 'float32'] =
       process.argv.slice(2);
   const session = await ort.InferenceSession.create(model, {
     intraOpNumThreads: Number(threads),
@@ -17,11 +19,14 @@ async function main() {
     graphOptimizationLevel: 'all',
   });
   const buffer = fs.readFileSync(input);
-  const data = new Float32Array(buffer.buffer, buffer.byteOffset,
-                                buffer.byteLength / 4);
+  const data = dtype === 'int64'
+      ? new BigInt64Array(buffer.buffer.slice(
+            buffer.byteOffset, buffer.byteOffset + buffer.byteLength))
+      : new Float32Array(buffer.buffer, buffer.byteOffset,
+                         buffer.byteLength / 4);
   const feeds = {
     [session.inputNames[0]]:
-        new ort.Tensor('float32', data, dims.split(',').map(Number)),
+        new ort.Tensor(dtype, data, dims.split(',').map(Number)),
   };
   let result;
   const times = [];

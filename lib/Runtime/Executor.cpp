@@ -17,14 +17,13 @@ static llvm::Error runError(const llvm::Twine &what) {
 }
 
 static std::string valueType(const plan::Value &v) {
-  return std::string(v.dtype() == plan::INT64 ? "i64" : "f32") +
+  return std::string(dtypeName(dtypeOf(v))) +
          shapeToString(llvm::ArrayRef<int64_t>(v.dims().data(), v.dims_size()));
 }
 
 /// Whether `t` has `v`'s type; -1 dimensions match any size.
 static bool matches(const Tensor &t, const plan::Value &v) {
-  DType dtype = v.dtype() == plan::INT64 ? DType::I64 : DType::F32;
-  if (t.dtype() != dtype || t.rank() != v.dims_size())
+  if (t.dtype() != dtypeOf(v) || t.rank() != v.dims_size())
     return false;
   for (int i = 0; i < v.dims_size(); ++i)
     if (v.dims(i) >= 0 && v.dims(i) != t.dim(i))
@@ -38,8 +37,17 @@ Executor::Executor(plan::Plan plan, WeightMap weights, ExecutorOptions options,
   if (options.propagateNaN) {
     source = program;
     sourceWeights = weights; // shares the buffers: rewrites copy, never edit
-    nonFiniteWeights = llvm::any_of(
-        weights, [](const auto &entry) { return hasNonFinite(entry.second); });
+    // A fill value that only Where selects (the -inf of an attention mask)
+    // is copied, never computed with: it cannot become a NaN a fused
+    // kernel would lose.
+    std::vector<bool> computedWith(program.values_size(), false);
+    for (const plan::Op &op : program.ops())
+      for (auto [k, v] : llvm::enumerate(op.inputs()))
+        if (v >= 0 && !(op.type() == "Where" && k > 0))
+          computedWith[v] = true;
+    nonFiniteWeights = llvm::any_of(weights, [&](const auto &entry) {
+      return computedWith[entry.first] && hasNonFinite(entry.second);
+    });
   }
   this->devices->rewriteForInference(program, weights);
   constants.resize(program.values_size());
@@ -103,7 +111,7 @@ llvm::Error Executor::prepare() {
       llvm::ArrayRef<int64_t> dims(value.dims().data(), value.dims_size());
       if (llvm::any_of(dims, [](int64_t d) { return d < 0; }))
         continue;
-      DType type = value.dtype() == plan::INT64 ? DType::I64 : DType::F32;
+      DType type = dtypeOf(value);
       llvm::Expected<uint64_t> bytes = checkedByteSize(dims, dtypeSize(type));
       if (!bytes)
         return runError(describeOp(program, i) +
@@ -258,6 +266,29 @@ llvm::Error Executor::checkInput(int index, const Tensor &t) const {
   return llvm::Error::success();
 }
 
+llvm::Error Executor::checkNamedDims(llvm::ArrayRef<Tensor> inputs) const {
+  // Name -> (input, dimension) that gave it its size first.
+  llvm::StringMap<std::pair<int, int>> first;
+  for (int i = 0; i < program.inputs_size(); ++i) {
+    const plan::Binding &b = program.inputs(i);
+    for (int d = 0; d < b.dim_names_size() && d < inputs[i].rank(); ++d) {
+      const std::string &name = b.dim_names(d);
+      if (name.empty())
+        continue;
+      auto [it, added] = first.try_emplace(name, i, d);
+      auto [j, e] = it->second;
+      if (added || inputs[j].dim(e) == inputs[i].dim(d))
+        continue;
+      return runError("inputs '" + program.inputs(j).name() + "' " +
+                      inputs[j].typeString() + " and '" + b.name() + "' " +
+                      inputs[i].typeString() + " disagree on dimension '" +
+                      name + "' (" + llvm::Twine(inputs[j].dim(e)) + " and " +
+                      llvm::Twine(inputs[i].dim(d)) + ")");
+    }
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error Executor::checkOutput(int op, const Tensor &t,
                                   int32_t value) const {
   const plan::Value &v = program.values(value);
@@ -320,6 +351,8 @@ Executor::run(llvm::ArrayRef<Tensor> inputs) {
       return e;
     values[program.inputs(i).value()] = inputs[i];
   }
+  if (llvm::Error e = checkNamedDims(inputs))
+    return e;
   auto lookup = [&](int32_t v) -> const Tensor & {
     return constants[v].isNull() ? values[v] : constants[v];
   };

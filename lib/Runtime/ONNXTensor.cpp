@@ -30,11 +30,13 @@ heterps::runtime::tensorFromProto(const TensorProto &proto,
   };
   int32_t type = proto.data_type();
   if (type != TensorProto::FLOAT && type != TensorProto::INT64 &&
-      type != TensorProto::INT32)
+      type != TensorProto::INT32 && type != TensorProto::BOOL)
     return fail("element type " + typeName(type) +
-                " is not supported by the runtime (FLOAT, INT64, INT32)");
+                " is not supported by the runtime (FLOAT, INT64, INT32, BOOL)");
   Shape shape(proto.dims().begin(), proto.dims().end());
-  DType dtype = type == TensorProto::FLOAT ? DType::F32 : DType::I64;
+  DType dtype = type == TensorProto::FLOAT  ? DType::F32
+                : type == TensorProto::BOOL ? DType::Bool
+                                            : DType::I64;
   int64_t elemSize = type == TensorProto::INT32 ? 4 : dtypeSize(dtype);
   // Sizes are checked against the data before the tensor is allocated.
   llvm::Expected<uint64_t> stored = checkedByteSize(shape, elemSize);
@@ -59,6 +61,7 @@ heterps::runtime::tensorFromProto(const TensorProto &proto,
                  : type == TensorProto::FLOAT ? proto.float_data_size()
                  : type == TensorProto::INT64 ? proto.int64_data_size()
                                               : proto.int32_data_size();
+  // ONNX keeps BOOL elements in int32_data, one per element.
   if (have != n)
     return fail("holds " + llvm::Twine(have) + " values, expected " +
                 llvm::Twine(n));
@@ -85,6 +88,8 @@ heterps::runtime::tensorFromProto(const TensorProto &proto,
       out.data<float>()[i] = proto.float_data(i);
     else if (type == TensorProto::INT64)
       out.data<int64_t>()[i] = proto.int64_data(i);
+    else if (type == TensorProto::BOOL)
+      out.data<uint8_t>()[i] = proto.int32_data(i) != 0;
     else
       out.data<int64_t>()[i] = proto.int32_data(i);
   }
@@ -98,8 +103,7 @@ heterps::runtime::tensorToProto(const Tensor &t, llvm::StringRef name) {
     return plain.takeError();
   TensorProto proto;
   proto.set_name(name.str());
-  proto.set_data_type(t.dtype() == DType::F32 ? TensorProto::FLOAT
-                                              : TensorProto::INT64);
+  proto.set_data_type(static_cast<int32_t>(t.dtype()));
   for (int64_t d : t.shape())
     proto.add_dims(d);
   proto.set_raw_data(plain->rawData(),

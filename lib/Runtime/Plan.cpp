@@ -22,6 +22,17 @@ static llvm::Error planError(llvm::StringRef where, const llvm::Twine &what) {
                                  where + ": " + what);
 }
 
+DType heterps::runtime::dtypeOf(const plan::Value &value) {
+  switch (value.dtype()) {
+  case plan::INT64:
+    return DType::I64;
+  case plan::BOOL:
+    return DType::Bool;
+  default:
+    return DType::F32;
+  }
+}
+
 std::string heterps::runtime::describeOp(const plan::Plan &plan, int index) {
   const plan::Op &op = plan.ops(index);
   std::string s = "op " + std::to_string(index);
@@ -76,11 +87,12 @@ llvm::Error PlanVerifier::define(int32_t value, const llvm::Twine &by) {
 llvm::Error PlanVerifier::verifyValues() {
   for (int i = 0; i < plan.values_size(); ++i) {
     const plan::Value &v = plan.values(i);
-    if (v.dtype() != plan::FLOAT && v.dtype() != plan::INT64)
+    if (v.dtype() != plan::FLOAT && v.dtype() != plan::INT64 &&
+        v.dtype() != plan::BOOL)
       return fail("value " + llvm::Twine(i) + " '" + v.name() +
                   "' has unsupported element type " +
                   llvm::Twine(static_cast<int>(v.dtype())) +
-                  " (FLOAT and INT64 are supported)");
+                  " (FLOAT, INT64 and BOOL are supported)");
     for (int64_t d : v.dims())
       if (d < -1)
         return fail("value " + llvm::Twine(i) + " '" + v.name() +
@@ -138,7 +150,7 @@ llvm::Error PlanVerifier::verifyWeights() {
     case plan::Weight::kRawData: {
       int64_t expected =
           numElements(llvm::ArrayRef<int64_t>(v.dims().data(), v.dims_size())) *
-          (v.dtype() == plan::INT64 ? 8 : 4);
+          dtypeSize(dtypeOf(v));
       if (static_cast<int64_t>(w.raw_data().size()) != expected)
         return fail(what + " holds " + llvm::Twine(w.raw_data().size()) +
                     " bytes, expected " + llvm::Twine(expected));

@@ -19,6 +19,8 @@ size_t heterps::runtime::dtypeSize(DType type) {
     return 4;
   case DType::I64:
     return 8;
+  case DType::Bool:
+    return 1;
   }
   return 0;
 }
@@ -29,6 +31,8 @@ const char *heterps::runtime::dtypeName(DType type) {
     return "f32";
   case DType::I64:
     return "i64";
+  case DType::Bool:
+    return "bool";
   }
   return "?";
 }

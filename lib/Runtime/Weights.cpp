@@ -1,6 +1,7 @@
 //===- Weights.cpp - the constant tensors of a plan -----------------------===//
 
 #include "heterps/Runtime/Weights.h"
+#include "heterps/Runtime/Plan.h"
 #include "heterps/Runtime/NonFinite.h"
 
 #include <cmath>
@@ -50,7 +51,7 @@ static llvm::Error readModel(llvm::StringRef path, ModelConstants &out) {
 }
 
 static bool sameType(const Tensor &t, const plan::Value &v) {
-  DType expected = v.dtype() == plan::INT64 ? DType::I64 : DType::F32;
+  DType expected = dtypeOf(v);
   return t.dtype() == expected &&
          llvm::ArrayRef<int64_t>(t.shape()) ==
              llvm::ArrayRef<int64_t>(v.dims().data(), v.dims_size());
@@ -68,7 +69,7 @@ heterps::runtime::loadWeights(const plan::Plan &plan,
       continue;
     const plan::Value &v = plan.values(w.value());
     Shape shape(v.dims().begin(), v.dims().end());
-    DType dtype = v.dtype() == plan::INT64 ? DType::I64 : DType::F32;
+    DType dtype = dtypeOf(v);
     if (w.source_case() == plan::Weight::kRawData) {
       Tensor t(dtype, shape);
       std::memcpy(t.rawData(), w.raw_data().data(), w.raw_data().size());
@@ -114,7 +115,9 @@ llvm::Error heterps::runtime::checkFiniteWeights(const plan::Plan &plan,
       nan += std::isnan(p[i]);
       inf += std::isinf(p[i]);
     }
-    if (nan + inf == 0)
+    // A weight of infinities only is a fill value (an attention mask's
+    // -inf), a constant that training never changes.
+    if (nan + inf == 0 || (nan == 0 && inf == n))
       continue;
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),

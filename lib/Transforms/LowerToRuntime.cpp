@@ -38,7 +38,11 @@ std::string onnxOpType(Operation *op) {
       {"prelu", "PRelu"},
       {"lrn", "LRN"},
       {"batch_norm", "BatchNormalization"},
-      {"layer_norm", "LayerNormalization"}};
+      {"layer_norm", "LayerNormalization"},
+      // Bounds computed at run time: inputs of the same ONNX op.
+      {"dynamic_reshape", "Reshape"},
+      {"dynamic_slice", "Slice"},
+      {"dynamic_pad", "Pad"}};
   StringRef mnemonic = op->getName().stripDialect();
   if (auto it = exceptions.find(mnemonic); it != exceptions.end())
     return it->second;
@@ -81,6 +85,10 @@ public:
       plan::Binding *b = result.add_inputs();
       b->set_name(n);
       b->set_value(*id);
+      if (auto dims = func.getArgAttrOfType<ArrayAttr>(
+              arg.getArgNumber(), HPSDialect::kDimNamesAttrName))
+        for (Attribute d : dims)
+          b->add_dim_names(cast<StringAttr>(d).str());
     }
     for (Operation &op : func.getBody().front())
       if (failed(lower(&op)))
@@ -201,6 +209,9 @@ private:
     };
     if (dense.getElementType().isF32())
       append(dense.getValues<float>());
+    else if (dense.getElementType().isInteger(1))
+      for (bool b : dense.getValues<bool>())
+        bytes.push_back(b ? 1 : 0);
     else
       append(dense.getValues<int64_t>());
     plan::Weight *w = result.add_weights();
@@ -209,7 +220,7 @@ private:
     return success();
   }
 
-  /// A new plan value for `v` (f32 or i64, ranked; -1 for dynamic dims).
+  /// A new plan value for `v` (f32, i64 or i1, ranked; -1 for dynamic dims).
   FailureOr<int> addValue(Value v, const std::string &name, Location loc) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
     plan::DataType dtype = plan::DATA_TYPE_UNDEFINED;
@@ -217,11 +228,13 @@ private:
       dtype = plan::FLOAT;
     else if (type && type.getElementType().isInteger(64))
       dtype = plan::INT64;
+    else if (type && type.getElementType().isInteger(1))
+      dtype = plan::BOOL;
     if (dtype == plan::DATA_TYPE_UNDEFINED)
       return emitError(loc) << "hps-lower-to-runtime: value '" << name
                             << "' has type " << v.getType()
                             << ", which runtime plans do not support (ranked "
-                               "f32 and i64 tensors only)";
+                               "f32, i64 and i1 tensors only)";
     plan::Value *value = result.add_values();
     value->set_name(name);
     value->set_dtype(dtype);

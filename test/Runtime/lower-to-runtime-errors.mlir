@@ -2,7 +2,7 @@
 
 // Element types the runtime has no kernels for are refused.
 module {
-  // expected-error @+1 {{hps-lower-to-runtime: value 'x' has type 'tensor<4xf64>', which runtime plans do not support (ranked f32 and i64 tensors only)}}
+  // expected-error @+1 {{hps-lower-to-runtime: value 'x' has type 'tensor<4xf64>', which runtime plans do not support (ranked f32, i64 and i1 tensors only)}}
   func.func @main(%x: tensor<4xf64> {hps.name = "x"}) -> tensor<4xf64> {
     return %x : tensor<4xf64>
   }

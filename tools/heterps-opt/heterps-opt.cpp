@@ -25,6 +25,13 @@ using namespace mlir;
 
 static constexpr const char *kTool = "heterps-opt";
 
+static llvm::cl::list<std::string> onnxDims(
+    "onnx-dim",
+    llvm::cl::desc("NAME=SIZE: import an .onnx input as if its dynamic "
+                   "dimension NAME (e.g. seq) had SIZE, so the shapes that "
+                   "depend on it are static (repeatable)"),
+    llvm::cl::value_desc("NAME=SIZE"));
+
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), kTool) << message << "\n";
   return 1;
@@ -33,9 +40,20 @@ static int fail(const llvm::Twine &message) {
 /// The ONNX model as MLIR text with locations, for MlirOptMain to parse.
 static llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 importToBuffer(llvm::StringRef path, DialectRegistry &registry) {
+  hps::ONNXImportOptions options;
+  for (llvm::StringRef spec : onnxDims) {
+    auto [name, size] = spec.split('=');
+    int64_t n = 0;
+    if (name.empty() || size.getAsInteger(10, n) || n <= 0)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "--onnx-dim expects NAME=SIZE with a positive SIZE, got '" + spec +
+              "'");
+    options.dimSizes[name.str()] = n;
+  }
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
-  auto module = hps::importONNXFile(path, &context);
+  auto module = hps::importONNXFile(path, &context, options);
   if (!module)
     return module.takeError();
   std::string text;

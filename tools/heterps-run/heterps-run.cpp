@@ -6,8 +6,9 @@
 // An ONNX model is imported and lowered in-process (hps-lower-to-runtime);
 // any other file is read as a plan. With inputs (ONNX TensorProto .pb, the
 // ONNX test-data format, or .npy) the model runs once and its outputs are
-// written as DIR/output_<k>.pb. Without inputs it runs on random inputs
-// (--batch for dynamic dims) --warmup + --iterations times and prints the
+// written as DIR/output_<k>.pb. Without inputs (or with inputs and an
+// explicit --iterations) it runs on random inputs (--batch for dynamic
+// dims) and the given ones --warmup + --iterations times and prints the
 // latency percentiles and throughput. Every failure is one line on stderr
 // and exit code 1.
 //
@@ -73,7 +74,7 @@ cl::opt<int64_t> batch("batch",
                        cl::init(1), cl::cat(category));
 cl::opt<int> warmup("warmup", cl::desc("Untimed runs first (default 3)"),
                     cl::init(3), cl::cat(category));
-cl::opt<int> iterations("iterations", cl::desc("Timed runs (default 10)"),
+cl::opt<int> iterations("iterations", cl::desc("Timed runs (default 10); given with --input, the runs are timed on those inputs"),
                         cl::init(10), cl::cat(category));
 cl::opt<bool> emulateMissing(
     "emulate-missing-devices",
@@ -275,7 +276,7 @@ llvm::Expected<Tensor> randomInput(const plan::Binding &input,
     std::uniform_real_distribution<float> uniform(-1, 1);
     std::generate_n(t.data<float>(), n, [&] { return uniform(rng); });
   } else {
-    std::fill_n(t.data<int64_t>(), n, 0);
+    std::fill_n(static_cast<char *>(t.rawData()), n * dtypeSize(type), 0);
   }
   return std::move(*made);
 }
@@ -641,7 +642,11 @@ static int runTool(int argc, char **argv) {
     inputs[name.str()] = std::move(*t);
   }
 
-  if (!inputs.empty() || !outputDir.empty()) {
+  // Given inputs with --iterations: timed runs on them (token ids, say,
+  // whose sequence length --batch cannot give).
+  bool timeGivenInputs = !inputs.empty() && outputDir.empty() &&
+                         iterations.getNumOccurrences() > 0;
+  if ((!inputs.empty() || !outputDir.empty()) && !timeGivenInputs) {
     // One run; inputs not given get random values.
     std::mt19937 rng(0);
     for (const plan::Binding &b : plan->inputs())
@@ -671,10 +676,17 @@ static int runTool(int argc, char **argv) {
     return 0;
   }
 
-  // No inputs: a timed run on random ones.
+  // A timed run on random inputs (and the given ones).
   std::mt19937 rng(0);
   std::vector<Tensor> random;
+  int64_t samples = batch;
   for (const plan::Binding &b : plan->inputs()) {
+    if (auto given = inputs.find(b.name()); given != inputs.end()) {
+      if (random.empty() && given->second.rank() > 0)
+        samples = given->second.dim(0);
+      random.push_back(given->second);
+      continue;
+    }
     llvm::Expected<Tensor> t = randomInput(b, plan->values(b.value()), rng);
     if (!t)
       return fail(modelPath + ": " + llvm::toString(t.takeError()) +
@@ -708,18 +720,18 @@ static int runTool(int argc, char **argv) {
       ms.push_back(took.count());
   }
   double p50 = percentile(ms, 0.5), p90 = percentile(ms, 0.9);
-  double throughput = static_cast<double>(batch) * 1000.0 / p50;
+  double throughput = static_cast<double>(samples) * 1000.0 / p50;
   llvm::outs() << llvm::formatv(
       "{0}: batch {1}, {2} iterations: p50 {3:F3} ms, p90 {4:F3} ms, "
       "{5:F1} samples/s\n",
-      llvm::sys::path::filename(modelPath), batch.getValue(), ms.size(), p50,
-      p90, throughput);
+      llvm::sys::path::filename(modelPath), samples, ms.size(), p50, p90,
+      throughput);
   if (opTimes)
     if (int code = printOpTimes(*plan, random, options))
       return code;
   return writeReport(
       llvm::json::Object{{"model", modelPath},
-                         {"batch", batch.getValue()},
+                         {"batch", samples},
                          {"iterations", static_cast<int64_t>(ms.size())},
                          {"threads", threads.getValue()},
                          {"p50_ms", p50},

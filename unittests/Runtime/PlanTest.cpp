@@ -45,8 +45,8 @@ TEST(Plan, VerifierMessages) {
   EXPECT_EQ(errorAfter([](plan::Plan &p) {
               p.mutable_values(0)->set_dtype(plan::DATA_TYPE_UNDEFINED);
             }),
-            "p.plan: value 0 'x' has unsupported element type 0 (FLOAT and "
-            "INT64 are supported)");
+            "p.plan: value 0 'x' has unsupported element type 0 (FLOAT, INT64 "
+            "and BOOL are supported)");
   EXPECT_EQ(
       errorAfter([](plan::Plan &p) { p.mutable_values(0)->set_dims(1, -2); }),
       "p.plan: value 0 'x' has invalid dimension -2");

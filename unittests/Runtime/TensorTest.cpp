@@ -72,7 +72,7 @@ TEST(ONNXTensor, ConvertsTypedFieldsAndRejectsOtherTypes) {
   p.set_data_type(onnx::TensorProto::DOUBLE);
   EXPECT_EQ(llvm::toString(tensorFromProto(p, "").takeError()),
             "tensor 'idx': element type DOUBLE is not supported by the "
-            "runtime (FLOAT, INT64, INT32)");
+            "runtime (FLOAT, INT64, INT32, BOOL)");
 }
 
 TEST(Tensor, CreateChecksTheShapeBeforeAllocating) {

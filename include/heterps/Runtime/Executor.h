@@ -101,6 +101,8 @@ private:
   llvm::Error placeValues();
   void planInPlaceJoins();
   llvm::Error checkInput(int index, const Tensor &t) const;
+  /// Inputs whose dimensions share a name (Binding::dim_names) agree.
+  llvm::Error checkNamedDims(llvm::ArrayRef<Tensor> inputs) const;
   llvm::Error checkOutput(int op, const Tensor &t, int32_t value) const;
 
   plan::Plan program;
@@ -135,8 +137,8 @@ private:
   std::vector<double> opTimes;
 
   /// ExecutorOptions::propagateNaN: the plan and weights as given (none when
-  /// they can be read from the plan's model again), whether a weight is not
-  /// finite, and the unfused executor made from them on the first run that
+  /// they can be read from the plan's model again), whether a weight that an
+  /// op computes with is not finite, and the unfused executor made from them on the first run that
   /// needs it.
   plan::Plan source;
   std::optional<WeightMap> sourceWeights;

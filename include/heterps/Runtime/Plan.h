@@ -10,6 +10,7 @@
 #define HETERPS_RUNTIME_PLAN_H
 
 #include "heterps/Runtime/Plan.pb.h"
+#include "heterps/Runtime/Tensor.h"
 
 #include "llvm/Support/Error.h"
 
@@ -21,6 +22,9 @@ constexpr int32_t kPlanVersion = 1;
 /// Checks that `plan` is well formed: indices in range, every value defined
 /// once and before use, bindings named uniquely, weights consistent with
 /// their values, stages ordered. `where` prefixes the messages.
+/// The runtime element type of a (verified) plan value.
+DType dtypeOf(const plan::Value &value);
+
 llvm::Error verifyPlan(const plan::Plan &plan, llvm::StringRef where);
 
 /// Parses a plan from `bytes` (binary, or text when `text`) and verifies it.

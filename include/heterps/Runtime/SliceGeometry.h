@@ -35,6 +35,21 @@ struct SliceGeometry {
         index[a] = 0;
     }
   }
+
+  /// Like forEach, in runs: fn(outIndex, inIndex, length) for `length`
+  /// consecutive elements of both, which a last axis of step 1 gives.
+  template <typename Fn> void forEachRun(const Shape &shape, Fn &&fn) const {
+    if (shape.empty() || step.back() != 1 || count.back() == 0) {
+      forEach(shape, [&](int64_t k, int64_t offset) { fn(k, offset, 1); });
+      return;
+    }
+    SliceGeometry rows = *this;
+    int64_t length = count.back();
+    rows.count.back() = 1;
+    rows.forEach(shape, [&](int64_t k, int64_t offset) {
+      fn(k * length, offset, length);
+    });
+  }
 };
 
 /// A Slice's attributes: `axes` and `steps` may be empty (all axes from 0,
@@ -52,6 +67,34 @@ inline llvm::Expected<SliceParams> readSliceParams(const OpAttributes &a) {
     if (!values)
       return values.takeError();
     *field = std::move(*values);
+  }
+  size_t n = p.starts.size();
+  if (p.ends.size() != n || (!p.axes.empty() && p.axes.size() != n) ||
+      (!p.steps.empty() && p.steps.size() != n))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "Slice needs as many ends, axes and steps as starts");
+  return p;
+}
+
+/// A Slice's bounds given as its inputs 1 to 4 (1-D i64 tensors, computed
+/// at run time), when it has them; std::nullopt when it has only input 0.
+inline llvm::Expected<std::optional<SliceParams>>
+sliceParamsOfInputs(llvm::ArrayRef<const Tensor *> inputs) {
+  if (inputs.size() < 3)
+    return std::nullopt;
+  SliceParams p;
+  std::vector<int64_t> *fields[] = {&p.starts, &p.ends, &p.axes, &p.steps};
+  for (size_t i = 1; i < inputs.size() && i <= 4; ++i) {
+    const Tensor *t = inputs[i];
+    if (!t)
+      continue;
+    if (t->dtype() != DType::I64 || t->rank() != 1)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "Slice bounds must be 1-D i64 tensors, not " + t->typeString());
+    fields[i - 1]->assign(t->data<int64_t>(),
+                          t->data<int64_t>() + t->numElements());
   }
   size_t n = p.starts.size();
   if (p.ends.size() != n || (!p.axes.empty() && p.axes.size() != n) ||

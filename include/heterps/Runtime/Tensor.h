@@ -32,11 +32,12 @@
 namespace heterps::runtime {
 
 /// Element types; the numbers are ONNX's TensorProto.DataType.
-enum class DType : int32_t { F32 = 1, I64 = 7 };
+/// Bool holds one byte per element, 0 or 1 (comparisons, masks).
+enum class DType : int32_t { F32 = 1, I64 = 7, Bool = 9 };
 
 /// Bytes per element.
 size_t dtypeSize(DType type);
-/// "f32", "i64".
+/// "f32", "i64", "bool".
 const char *dtypeName(DType type);
 
 using Shape = std::vector<int64_t>;

@@ -31,7 +31,8 @@ loadWeights(const plan::Plan &plan,
 /// An error naming the first f32 weight that holds a NaN or an infinity,
 /// and how many of its values do: trained weights are checked before they
 /// are saved, since a Relu or a MaxPool can keep such weights out of the
-/// loss.
+/// loss. Weights of infinities only (mask fill values) are constants, not
+/// checked.
 llvm::Error checkFiniteWeights(const plan::Plan &plan,
                                const WeightMap &weights);
 

@@ -266,9 +266,19 @@ LogicalResult HPSDialect::verifyOperationAttribute(Operation *op,
 }
 
 /// Function arguments and results may carry `hps.name` (the ONNX graph
-/// input or output name) and nothing else of this dialect.
+/// input or output name), arguments also `hps.dim_names`, and nothing else
+/// of this dialect.
 static LogicalResult verifyValueAttribute(Operation *op, NamedAttribute attr,
                                           StringRef what) {
+  if (attr.getName() == HPSDialect::kDimNamesAttrName && what == "argument") {
+    auto names = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!names || !llvm::all_of(names, [](Attribute a) {
+          return isa<StringAttr>(a);
+        }))
+      return op->emitError() << "'" << HPSDialect::kDimNamesAttrName
+                             << "' must be an array of strings";
+    return success();
+  }
   if (attr.getName() != HPSDialect::kNameAttrName)
     return op->emitError() << "unknown hps " << what << " attribute '"
                            << attr.getName().getValue() << "'";
@@ -279,9 +289,20 @@ static LogicalResult verifyValueAttribute(Operation *op, NamedAttribute attr,
 }
 
 LogicalResult HPSDialect::verifyRegionArgAttribute(Operation *op, unsigned,
-                                                   unsigned,
+                                                   unsigned arg,
                                                    NamedAttribute attr) {
-  return verifyValueAttribute(op, attr, "argument");
+  if (failed(verifyValueAttribute(op, attr, "argument")))
+    return failure();
+  auto func = dyn_cast<func::FuncOp>(op);
+  auto names = dyn_cast<ArrayAttr>(attr.getValue());
+  if (func && names && attr.getName() == kDimNamesAttrName) {
+    auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[arg]);
+    if (!type || type.getRank() != static_cast<int64_t>(names.size()))
+      return op->emitError()
+             << "'" << kDimNamesAttrName << "' of argument " << arg
+             << " needs one name per dimension of " << func.getArgumentTypes()[arg];
+  }
+  return success();
 }
 
 LogicalResult HPSDialect::verifyRegionResultAttribute(Operation *op, unsigned,

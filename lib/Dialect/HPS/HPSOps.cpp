@@ -24,24 +24,6 @@ static constexpr int64_t kDyn = ShapedType::kDynamic;
 // Shared checks
 //===----------------------------------------------------------------------===//
 
-/// Compares a result type with the shape the op computes. Dimensions unknown
-/// on either side are accepted.
-static LogicalResult verifyResultShape(Operation *op, Value result,
-                                       ArrayRef<int64_t> expected) {
-  std::optional<Shape> actual = rankedShape(result);
-  if (!actual)
-    return success();
-  bool mismatch = actual->size() != expected.size();
-  for (size_t i = 0; !mismatch && i < expected.size(); ++i)
-    mismatch = !isDyn((*actual)[i]) && !isDyn(expected[i]) &&
-               (*actual)[i] != expected[i];
-  if (mismatch)
-    return op->emitOpError("result shape ")
-           << formatShape(*actual) << " does not match the computed shape "
-           << formatShape(expected);
-  return success();
-}
-
 static LogicalResult verifyRankBetween(Operation *op, StringRef what,
                                        ArrayRef<int64_t> shape, int64_t lo,
                                        int64_t hi) {
@@ -381,19 +363,6 @@ LogicalResult MatMulOp::verify() {
 //===----------------------------------------------------------------------===//
 // Element-wise ops
 //===----------------------------------------------------------------------===//
-
-static LogicalResult verifyBroadcastOp(Operation *op) {
-  std::optional<Shape> l = rankedShape(op->getOperand(0));
-  std::optional<Shape> r = rankedShape(op->getOperand(1));
-  if (!l || !r)
-    return success();
-  std::optional<Shape> shape = broadcastShapes(*l, *r);
-  if (!shape)
-    return op->emitOpError("operands of shapes ")
-           << formatShape(*l) << " and " << formatShape(*r)
-           << " are not broadcastable";
-  return verifyResultShape(op, op->getResult(0), *shape);
-}
 
 LogicalResult AddOp::verify() { return verifyBroadcastOp(*this); }
 LogicalResult SubOp::verify() { return verifyBroadcastOp(*this); }

@@ -2,6 +2,7 @@
 
 #include "ShapeUtils.h"
 
+#include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -74,4 +75,35 @@ std::optional<int64_t> mlir::hps::normalizeAxis(int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
     return std::nullopt;
   return axis < 0 ? axis + rank : axis;
+}
+
+/// Compares a result type with the shape the op computes. Dimensions unknown
+/// on either side are accepted.
+LogicalResult mlir::hps::verifyResultShape(Operation *op, Value result,
+                                       ArrayRef<int64_t> expected) {
+  std::optional<Shape> actual = rankedShape(result);
+  if (!actual)
+    return success();
+  bool mismatch = actual->size() != expected.size();
+  for (size_t i = 0; !mismatch && i < expected.size(); ++i)
+    mismatch = !isDyn((*actual)[i]) && !isDyn(expected[i]) &&
+               (*actual)[i] != expected[i];
+  if (mismatch)
+    return op->emitOpError("result shape ")
+           << formatShape(*actual) << " does not match the computed shape "
+           << formatShape(expected);
+  return success();
+}
+
+LogicalResult mlir::hps::verifyBroadcastOp(Operation *op) {
+  std::optional<Shape> l = rankedShape(op->getOperand(0));
+  std::optional<Shape> r = rankedShape(op->getOperand(1));
+  if (!l || !r)
+    return success();
+  std::optional<Shape> shape = broadcastShapes(*l, *r);
+  if (!shape)
+    return op->emitOpError("operands of shapes ")
+           << formatShape(*l) << " and " << formatShape(*r)
+           << " are not broadcastable";
+  return verifyResultShape(op, op->getResult(0), *shape);
 }

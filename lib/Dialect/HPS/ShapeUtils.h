@@ -41,6 +41,13 @@ std::optional<int64_t> windowOutputSize(int64_t in, int64_t kernel,
 /// Normalises `axis` into [0, rank); nullopt when out of [-rank, rank).
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
+/// Compares a result type with the shape the op computes. Dimensions unknown
+/// on either side are accepted.
+LogicalResult verifyResultShape(Operation *op, Value result,
+                                llvm::ArrayRef<int64_t> expected);
+/// Checks that the two operands broadcast to the first result's shape.
+LogicalResult verifyBroadcastOp(Operation *op);
+
 } // namespace mlir::hps
 
 #endif // HETERPS_LIB_DIALECT_HPS_SHAPEUTILS_H

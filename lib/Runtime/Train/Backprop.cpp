@@ -3,6 +3,7 @@
 #include "heterps/Runtime/Train/Backprop.h"
 
 #include "heterps/Runtime/MemoryLimit.h"
+#include "heterps/Runtime/NonFinite.h"
 #include "heterps/Runtime/Plan.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -129,7 +130,8 @@ OpSequence::create(const plan::Plan &plan, const WeightMap &weights, int begin,
       }
       step.args.push_back(it->second);
     }
-    int32_t out = op.outputs(output);
+    // A Split piece's output is output `output` of the Split.
+    int32_t out = plan.ops(i).outputs(output);
     producedHere[out] = true;
     home[out] = step.space;
     step.out = out;
@@ -344,10 +346,14 @@ llvm::Expected<GradientPaths> heterps::runtime::train::findGradientPaths(
                           " (running statistics) must be a weight");
       if (!kernel.differentiable(j))
         continue;
+      // A weight holding an infinity (an attention mask's fill value) is
+      // a constant of the model, not a parameter.
       auto name = initializerOf.find(in);
+      auto weight = weights.find(in);
       if (name != initializerOf.end() &&
           plan.values(in).dtype() == plan::FLOAT &&
-          !frozenNames.count(name->second)) {
+          !frozenNames.count(name->second) &&
+          !(weight != weights.end() && hasNonFinite(weight->second))) {
         trainable.insert(in);
         paths.requiresGrad[in] = true;
       }

@@ -52,13 +52,28 @@ llvm::Error train::checkLossFits(LossKind kind, const Shape &outputShape,
   Shape sample(outputShape.begin() + std::min<size_t>(1, outputShape.size()),
                outputShape.end());
   if (kind == LossKind::SoftmaxCrossEntropy) {
-    if (outputShape.size() != 2)
+    // [batch, classes] with a label per sample, or [batch, positions...,
+    // classes] (a language model's tokens) with a label per position.
+    if (outputShape.size() < 2)
       return lossError(llvm::Twine("loss softmax-ce needs a model output of "
-                                   "[batch, classes], the model gives ") +
+                                   "[batch, classes] or [batch, positions..., "
+                                   "classes], the model gives ") +
                        shapeToString(outputShape));
-    if (targetType != DType::I64 || !targetSample.empty())
+    Shape positions(outputShape.begin() + 1, outputShape.end() - 1);
+    bool fits = targetType == DType::I64 &&
+                targetSample.size() == positions.size();
+    for (size_t i = 0; fits && i < positions.size(); ++i)
+      fits = positions[i] < 0 || positions[i] == targetSample[i];
+    if (!fits && positions.empty())
       return lossError(llvm::Twine("loss softmax-ce needs one i64 class label "
                                    "per sample, the data has ") +
+                       dtypeName(targetType) + shapeToString(targetSample));
+    if (!fits)
+      return lossError(llvm::Twine("loss softmax-ce needs i64 class labels "
+                                   "shaped ") +
+                       shapeToString(positions) +
+                       " per sample (the model output without its batch and "
+                       "classes), the data has " +
                        dtypeName(targetType) + shapeToString(targetSample));
     return llvm::Error::success();
   }
@@ -78,7 +93,10 @@ train::computeLoss(LossKind kind, const Tensor &output, const Tensor &targets) {
   float *g = r.grad.data<float>();
   int64_t n = output.numElements();
   if (kind == LossKind::SoftmaxCrossEntropy) {
-    int64_t batch = output.dim(0), classes = output.dim(1);
+    // One row of classes per label (per sample, or per token); the mean
+    // over all of them, as PyTorch's cross_entropy.
+    int64_t classes = output.dim(output.rank() - 1);
+    int64_t batch = classes ? n / classes : 0;
     if (targets.dtype() != DType::I64 || targets.numElements() != batch)
       return lossError("softmax-ce needs " + llvm::Twine(batch) +
                        " i64 labels, got " + targets.typeString());

@@ -111,13 +111,16 @@ llvm::Error heterps::runtime::train::checkTrainingData(
                       "': " + llvm::toString(std::move(e)));
   // Labels are checked up front too, not at the step that meets them.
   int64_t classes = outShape.back();
-  if (loss == LossKind::SoftmaxCrossEntropy && classes > 0)
-    for (int64_t i = 0; i < data.size(); ++i) {
+  if (loss == LossKind::SoftmaxCrossEntropy && classes > 0) {
+    int64_t labels = data.targets.numElements();
+    int64_t perSample = data.size() ? labels / data.size() : 1;
+    for (int64_t i = 0; i < labels; ++i) {
       int64_t label = data.targets.data<int64_t>()[i];
       if (label < 0 || label >= classes)
-        return trainError(llvm::Twine("data '") + data.name +
-                          "': " + outOfRangeLabel(label, i, classes));
+        return trainError(llvm::Twine("data '") + data.name + "': " +
+                          outOfRangeLabel(label, i / perSample, classes));
     }
+  }
   return llvm::Error::success();
 }
 

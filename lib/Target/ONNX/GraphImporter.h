@@ -145,6 +145,16 @@ private:
 using NodeConverter = LogicalResult (*)(NodeImporter &);
 /// The converter for an op type of the default domain, or null.
 NodeConverter lookupConverter(llvm::StringRef opType);
+/// Converters of the ops of run-time shapes, index tensors and masks
+/// (DynamicConverters.cpp); lookupConverter searches them too.
+const llvm::StringMap<NodeConverter> &dynamicShapeConverters();
+/// Slice and Pad whose bounds are computed at run time.
+LogicalResult convertDynamicSlice(NodeImporter &node);
+LogicalResult convertDynamicPad(NodeImporter &node);
+/// Clip whose bounds are computed at run time (Decompositions.cpp).
+LogicalResult convertClipOfTensors(NodeImporter &node);
+/// BatchNormalization with training_mode=1 (Decompositions.cpp).
+LogicalResult convertBatchNormTraining(NodeImporter &node);
 /// The target of a Reshape from its folded shape input: dynamic dimensions
 /// that stay in place become 0. Fails (with the node's error set) otherwise.
 FailureOr<llvm::SmallVector<int64_t>>
@@ -178,6 +188,11 @@ private:
   llvm::Error error(const llvm::Twine &message) const;
   Type typeOf(const onnx::TypeProto &type);
   FailureOr<Value> materialize(llvm::StringRef name, std::string &err);
+  /// Converts the node that computes the symbolic value `name` into ops
+  /// that compute it at run time.
+  LogicalResult convertAtRunTime(llvm::StringRef name, int node,
+                                 std::string &err);
+  Location locationOf(const onnx::NodeProto &node);
   const ConstTensor *constant(llvm::StringRef name, std::string &err);
 
   const onnx::ModelProto &model;
@@ -193,6 +208,9 @@ private:
   llvm::StringMap<const onnx::TensorProto *> initializers;
   llvm::StringMap<const onnx::TypeProto *> inferredTypes;
   llvm::StringMap<std::string> aliases;
+  /// Folded values that depend on a dynamic dimension -> the index of the
+  /// node that computes them, converted only when a tensor is needed.
+  llvm::StringMap<int> symbolicProducers;
   llvm::StringSet<> consumed;
   std::string nodeErrorText;
   std::string unsupportedFeature; // set by NodeImporter::unsupported

@@ -28,6 +28,7 @@
 
 #include <exception>
 #include <optional>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::hps;
@@ -272,6 +273,42 @@ static void removeDeadNodes(onnx::GraphProto &graph) {
   }
 }
 
+/// Gives the graph inputs' dimensions named in `sizes` those sizes.
+static llvm::Error fixDimSizes(onnx::ModelProto &model, llvm::StringRef path,
+                               const std::map<std::string, int64_t> &sizes) {
+  std::set<std::string> named, used;
+  for (auto &input : *model.mutable_graph()->mutable_input()) {
+    if (!input.type().has_tensor_type() ||
+        !input.type().tensor_type().has_shape())
+      continue;
+    for (auto &dim : *input.mutable_type()
+                          ->mutable_tensor_type()
+                          ->mutable_shape()
+                          ->mutable_dim()) {
+      if (!dim.has_dim_param())
+        continue;
+      named.insert(dim.dim_param());
+      auto it = sizes.find(dim.dim_param());
+      if (it == sizes.end())
+        continue;
+      used.insert(it->first);
+      dim.set_dim_value(it->second);
+    }
+  }
+  for (const auto &[name, size] : sizes) {
+    if (size <= 0)
+      return makeError(path + ": dimension '" + name + "' given size " +
+                       llvm::Twine(size) + "; sizes must be positive");
+    if (!used.count(name))
+      return makeError(path + ": no input dimension is named '" + name +
+                       "' (named ones: " +
+                       (named.empty() ? std::string("none")
+                                      : llvm::join(named, ", ")) +
+                       ")");
+  }
+  return llvm::Error::success();
+}
+
 /// ONNX shape inference, repeated while import-time folding resolves more
 /// computed shape inputs. Exporters compute Reshape targets, Slice bounds,
 /// ... with Shape ops; ONNX 1.12 does not see through most of them, and every
@@ -374,6 +411,8 @@ mlir::hps::importONNXBuffer(llvm::StringRef bytes, llvm::StringRef path,
   } catch (const std::exception &e) {
     return makeError(path + ": invalid ONNX model: " + firstLine(e.what()));
   }
+  if (llvm::Error err = fixDimSizes(model, path, options.dimSizes))
+    return std::move(err);
   if (llvm::Error err = inferShapes(model, path, context, options))
     return std::move(err);
 
@@ -495,9 +534,15 @@ FailureOr<Value> GraphImporter::materialize(llvm::StringRef name,
                                       RankedTensorType::get(dims, elem), name);
   } else if ((folded = constant(name, err))) {
     if (!folded->allKnown()) {
-      err = "value '" + name.str() +
-            "' depends on a dynamic dimension and cannot be a constant";
-      return failure();
+      auto producer = symbolicProducers.find(name);
+      if (producer == symbolicProducers.end()) {
+        err = "value '" + name.str() +
+              "' depends on a dynamic dimension and cannot be a constant";
+        return failure();
+      }
+      if (failed(convertAtRunTime(name, producer->second, err)))
+        return failure();
+      return values[name];
     }
     if (!convertElementType(folded->elemType, context)) {
       err = "constant '" + name.str() + "' has unsupported element type " +
@@ -552,25 +597,53 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
           builder.getStringAttr(graph.name().empty() ? "main" : graph.name())),
       "main", builder.getFunctionType(argTypes, {}));
   Block *entry = func.addEntryBlock();
+  // Named dynamic dimensions ("batch", "seq") that several input
+  // dimensions share: the runtime checks that they agree.
+  auto dimParams = [&](llvm::StringRef input) {
+    SmallVector<std::string> names;
+    if (auto it = inferredTypes.find(input);
+        it != inferredTypes.end() && it->second->has_tensor_type() &&
+        it->second->tensor_type().has_shape())
+      for (const auto &dim : it->second->tensor_type().shape().dim())
+        names.push_back(dim.has_dim_param() ? dim.dim_param() : "");
+    return names;
+  };
+  llvm::StringMap<int> uses;
+  for (const std::string &name : argNames)
+    for (const std::string &d : dimParams(name))
+      if (!d.empty())
+        ++uses[d];
   for (auto [i, name] : llvm::enumerate(argNames)) {
     values[name] = entry->getArgument(i);
     entry->getArgument(i).setLoc(NameLoc::get(builder.getStringAttr(name)));
     func.setArgAttr(i, HPSDialect::kNameAttrName, builder.getStringAttr(name));
+    SmallVector<std::string> dims = dimParams(name);
+    auto type = dyn_cast<RankedTensorType>(argTypes[i]);
+    bool shared = llvm::any_of(dims, [&](const std::string &d) {
+      return !d.empty() && uses[d] > 1;
+    });
+    if (shared && type && type.getRank() == static_cast<int64_t>(dims.size()))
+      func.setArgAttr(i, HPSDialect::kDimNamesAttrName,
+                      builder.getStrArrayAttr(SmallVector<StringRef>(
+                          dims.begin(), dims.end())));
   }
   builder.setInsertionPointToEnd(entry);
 
   int index = 0;
   for (const auto &node : graph.node()) {
-    Location loc = NameLoc::get(builder.getStringAttr(
-        !node.name().empty()                            ? node.name()
-        : node.output_size() && !node.output(0).empty() ? node.output(0)
-                                                        : node.op_type()));
-    NodeImporter ctx(*this, node, opset, loc);
+    NodeImporter ctx(*this, node, opset, locationOf(node));
     nodeErrorText.clear();
     unsupportedFeature.clear();
     bool folded = false;
-    if (failed(tryFold(ctx, folded)) ||
-        (!folded && failed(lookupConverter(node.op_type())(ctx)))) {
+    LogicalResult converted = tryFold(ctx, folded);
+    if (succeeded(converted) && folded)
+      for (const std::string &out : node.output())
+        if (auto it = constants.find(out);
+            it != constants.end() && !it->second.allKnown())
+          symbolicProducers[out] = index;
+    if (succeeded(converted) && !folded)
+      converted = lookupConverter(node.op_type())(ctx);
+    if (failed(converted)) {
       llvm::Error err = nodeError(node, index, nodeErrorText);
       if (unsupportedFeature.empty())
         return std::move(err);
@@ -615,6 +688,31 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
       return error("imported IR does not verify: " + diagnostics);
   }
   return std::move(module);
+}
+
+Location GraphImporter::locationOf(const onnx::NodeProto &node) {
+  return NameLoc::get(builder.getStringAttr(
+      !node.name().empty()                            ? node.name()
+      : node.output_size() && !node.output(0).empty() ? node.output(0)
+                                                      : node.op_type()));
+}
+
+LogicalResult GraphImporter::convertAtRunTime(llvm::StringRef name, int index,
+                                              std::string &err) {
+  const onnx::NodeProto &node = model.graph().node(index);
+  NodeImporter ctx(*this, node, opset, locationOf(node));
+  std::string outerError = std::move(nodeErrorText);
+  nodeErrorText.clear();
+  NodeConverter convert = lookupConverter(node.op_type());
+  bool ok = convert && succeeded(convert(ctx)) && values.count(name);
+  if (!ok)
+    err = "value '" + name.str() + "' depends on a dynamic dimension and " +
+          "computing it at run time failed: node " + nodeLabel(node, index) +
+          " (" + node.op_type() + "): " +
+          (nodeErrorText.empty() ? std::string("no run-time form")
+                                 : nodeErrorText);
+  nodeErrorText = std::move(outerError);
+  return success(ok);
 }
 
 std::vector<FoldedInput> GraphImporter::foldComputedInputs() {

@@ -305,6 +305,10 @@ LogicalResult convertClip(NodeImporter &n) {
     if (n.hasAttr("max"))
       hi = f32(n, n.attrFloat("max", 0));
   } else {
+    // Bounds computed at run time: Max and Min.
+    for (unsigned i : {1u, 2u})
+      if (n.hasInput(i) && !n.constInput(i))
+        return convertClipOfTensors(n);
     if (n.hasInput(1)) {
       FailureOr<double> v = n.constScalar(1, "min");
       if (failed(v))
@@ -325,6 +329,17 @@ LogicalResult convertDropout(NodeImporter &n) {
   if (n.outputUsed(1))
     return n.unsupported("the mask output");
   double ratio = n.attrFloat("ratio", 0.5f);
+  bool training = n.opset >= 12 && n.hasInput(2);
+  if (training && !n.constInput(2))
+    return n.unsupported("a non-constant 'training_mode' input");
+  if (training && n.constInput(2)->ints.size() == 1 &&
+      n.constInput(2)->ints[0].value != 0)
+    return n.unsupported("training_mode=true");
+  if (n.opset >= 12 && n.hasInput(1) && !n.constInput(1)) {
+    // Without training_mode ONNX's Dropout is the identity: a ratio computed
+    // at run time is never used (and hps cannot train with it).
+    return convertUnary<IdentityOp>(n);
+  }
   if (n.opset >= 12 && n.hasInput(1)) {
     FailureOr<double> v = n.constScalar(1, "ratio");
     if (failed(v))
@@ -478,7 +493,7 @@ template <typename OpTy> LogicalResult convertGlobalPool(NodeImporter &n) {
 
 LogicalResult convertBatchNorm(NodeImporter &n) {
   if (n.attrInt("training_mode", 0) != 0)
-    return n.unsupported("training_mode=1");
+    return convertBatchNormTraining(n);
   if (n.attrInt("spatial", 1) != 1)
     return n.unsupported("spatial=0");
   for (unsigned i = 1; i < n.numOutputs(); ++i)
@@ -527,13 +542,28 @@ LogicalResult convertReshape(NodeImporter &n) {
                                        boolean(n, false)));
     return success();
   }
-  const ConstTensor *shape = n.constInput(1);
-  if (!shape || shape->isFloat())
-    return n.unsupported("a non-constant 'shape' input");
-  FailureOr<Ints> target = resolveReshapeTarget(n, *shape);
-  if (failed(target))
-    return failure();
   bool allowzero = n.opset >= 14 && n.attrInt("allowzero", 0) != 0;
+  const ConstTensor *shape = n.constInput(1);
+  if (shape && shape->isFloat())
+    return n.fail("'shape' must be an INT64 tensor");
+  FailureOr<Ints> target =
+      shape ? resolveReshapeTarget(n, *shape) : FailureOr<Ints>(failure());
+  if (failed(target)) {
+    // Computed at run time: the target depends on a dynamic dimension.
+    FailureOr<Value> computed = n.input(1);
+    if (failed(computed))
+      return failure();
+    Type type = resultType(n);
+    auto length = dyn_cast<RankedTensorType>(computed->getType());
+    if (!isa<RankedTensorType>(type) && length && length.getRank() == 1 &&
+        !length.isDynamicDim(0))
+      type = RankedTensorType::get(
+          Ints(length.getDimSize(0), ShapedType::kDynamic),
+          getElementTypeOrSelf(x->getType()));
+    n.setOutput(0, n.create<DynamicReshapeOp>(type, *x, *computed,
+                                              boolean(n, allowzero)));
+    return success();
+  }
   n.setOutput(0, n.create<ReshapeOp>(resultType(n), *x, ints(n, *target),
                                      boolean(n, allowzero)));
   return success();
@@ -620,6 +650,9 @@ LogicalResult convertSlice(NodeImporter &n) {
     if (std::optional<Ints> a = n.attrInts("axes"))
       axes = *a;
   } else {
+    for (unsigned i = 1; i <= 4; ++i)
+      if (n.hasInput(i) && (!n.constInput(i) || !n.constInput(i)->allKnown()))
+        return convertDynamicSlice(n);
     FailureOr<Ints> s = n.constInts(1, "starts"), e = n.constInts(2, "ends");
     if (failed(s) || failed(e))
       return failure();
@@ -698,6 +731,9 @@ LogicalResult convertPad(NodeImporter &n) {
     pads = *attr;
     value = n.attrFloat("value", 0.0f);
   } else {
+    for (unsigned i = 1; i <= 2; ++i)
+      if (n.hasInput(i) && !n.constInput(i))
+        return convertDynamicPad(n);
     FailureOr<Ints> p = n.constInts(1, "pads");
     if (failed(p))
       return failure();
@@ -764,15 +800,6 @@ LogicalResult convertShape(NodeImporter &n) {
                                    i64(n, n.attrInt("start", 0)),
                                    i64(n, n.attrInt("end", INT64_MAX))));
   return success();
-}
-
-LogicalResult convertCast(NodeImporter &n) {
-  // Casts of constants fold; a cast that changes nothing is an identity.
-  Type from = n.inputElementType(0);
-  Type to = convertElementType(castTarget(n), n.context());
-  if (from && from == to)
-    return convertUnary<IdentityOp>(n);
-  return n.unsupported("Cast of a computed tensor");
 }
 
 LogicalResult convertConstant(NodeImporter &n) {
@@ -843,7 +870,6 @@ const llvm::StringMap<NodeConverter> &converters() {
       {"ReduceMean", convertReduceMean},
       {"ReduceSum", convertReduceSum},
       {"Shape", convertShape},
-      {"Cast", convertCast},
       {"Constant", convertConstant},
   };
   return table;
@@ -858,7 +884,9 @@ mlir::hps::onnx_import::resolveReshapeTarget(NodeImporter &n,
   // A dynamic dimension taken from a Shape op that stays where it was is
   // written as 0 ("copy the input dimension").
   std::optional<SmallVector<SymInt>> inDims = n.symbolicShape(n.node.input(0));
+  // One other dynamic dimension can be inferred (-1) from the element count.
   Ints target;
+  std::optional<size_t> inferred;
   for (auto [i, v] : llvm::enumerate(shape.ints)) {
     if (v.isKnown()) {
       target.push_back(v.value);
@@ -866,16 +894,26 @@ mlir::hps::onnx_import::resolveReshapeTarget(NodeImporter &n,
     }
     bool sameDim = inDims && i < inDims->size() &&
                    (*inDims)[i].symbol == v.symbol && !allowzero;
+    if (!sameDim && inferred)
+      return n.fail("target dimensions " + llvm::Twine(*inferred) + " and " +
+                    llvm::Twine(i) + " are dynamic and not the input's");
     if (!sameDim)
-      return n.fail("target dimension " + llvm::Twine(i) +
-                    " is the dynamic dimension '" + v.symbol +
-                    "', which is not input dimension " + llvm::Twine(i));
-    target.push_back(0);
+      inferred = i;
+    target.push_back(sameDim ? 0 : -1);
   }
+  if (inferred && llvm::count(target, -1) > 1)
+    return n.fail("target dimension " + llvm::Twine(*inferred) +
+                  " is dynamic beside a -1");
+  if (inferred && allowzero && llvm::is_contained(target, 0))
+    return n.fail("target dimension " + llvm::Twine(*inferred) +
+                  " is dynamic beside a 0 with 'allowzero'");
   return target;
 }
 
 NodeConverter mlir::hps::onnx_import::lookupConverter(llvm::StringRef opType) {
   auto it = converters().find(opType);
-  return it == converters().end() ? nullptr : it->second;
+  if (it != converters().end())
+    return it->second;
+  it = dynamicShapeConverters().find(opType);
+  return it == dynamicShapeConverters().end() ? nullptr : it->second;
 }

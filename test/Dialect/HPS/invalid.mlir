@@ -1677,3 +1677,134 @@ module attributes {hps.search = {strategy = "rl"}} {
 // expected-error @+1 {{'hps.search' entry 'gap' must be a float}}
 module attributes {hps.search = {strategy = "rl", search_time_s = 1.0 : f64, evaluations = 10 : i64, gap = "small"}} {
 }
+
+//===----------------------------------------------------------------------===//
+// Run-time shapes, index tensors and masks (DynamicShapeOps.cpp)
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @dynamic_reshape_count(%x: tensor<2x6xf32>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{result [4, 4] does not hold the 12 elements of the input}}
+  %0 = hps.dynamic_reshape %x, %s {allowzero = false} : (tensor<2x6xf32>, tensor<2xi64>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic_reshape_rank(%x: tensor<2x6xf32>, %s: tensor<3xi64>) {
+  // expected-error @+1 {{result of rank 2 for a shape operand of 3 values}}
+  %0 = hps.dynamic_reshape %x, %s {allowzero = false} : (tensor<2x6xf32>, tensor<3xi64>) -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @expand_dim(%x: tensor<3x4xf32>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{cannot expand dimension 0 of size 3 to 5}}
+  %0 = hps.expand %x, %s : (tensor<3x4xf32>, tensor<2xi64>) -> tensor<5x4xf32>
+  return
+}
+
+// -----
+
+func.func @expand_rank(%x: tensor<3x4xf32>, %s: tensor<3xi64>) {
+  // expected-error @+1 {{result of rank 2 for an input of rank 2 and a shape operand of 3 values}}
+  %0 = hps.expand %x, %s : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @constant_of_shape_to(%s: tensor<2xi64>) {
+  // expected-error @+1 {{result type 'tensor<?x?xf32>' does not match 'to' = 7}}
+  %0 = hps.constant_of_shape %s {value = 0.0 : f32, to = 7 : i64} : (tensor<2xi64>) -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @constant_of_shape_code(%s: tensor<2xi64>) {
+  // expected-error @+1 {{expects 'to' to be 1 (FLOAT), 7 (INT64) or 9 (BOOL), got 11}}
+  %0 = hps.constant_of_shape %s {value = 0.0 : f32, to = 11 : i64} : (tensor<2xi64>) -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @range_types(%a: tensor<i64>, %b: tensor<f32>) {
+  // expected-error @+1 {{expects start, limit and delta of one element type}}
+  %0 = hps.range %a, %b, %a : (tensor<i64>, tensor<f32>, tensor<i64>) -> tensor<?xi64>
+  return
+}
+
+// -----
+
+func.func @range_scalars(%a: tensor<2xi64>, %b: tensor<i64>) {
+  // expected-error @+1 {{expects scalar start, limit and delta, got shape [2]}}
+  %0 = hps.range %a, %b, %b : (tensor<2xi64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  return
+}
+
+// -----
+
+func.func @cast_to(%x: tensor<4xi1>) {
+  // expected-error @+1 {{result type 'tensor<4xi64>' does not match 'to' = 1}}
+  %0 = hps.cast %x {to = 1 : i64} : (tensor<4xi1>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @compare_types(%a: tensor<4xf32>, %b: tensor<4xi64>) {
+  // expected-error @+1 {{expects operands of one element type}}
+  %0 = hps.less %a, %b : (tensor<4xf32>, tensor<4xi64>) -> tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @where_broadcast(%c: tensor<3xi1>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{operands of shapes [3], [4] and [4] are not broadcastable}}
+  %0 = hps.where %c, %x, %x : (tensor<3xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @trilu_rank(%x: tensor<4xf32>) {
+  // expected-error @+1 {{expects an input of rank at least 2, got rank 1}}
+  %0 = hps.trilu %x {upper = true} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @cum_sum_axis(%x: tensor<4xf32>, %a: tensor<2xi64>) {
+  // expected-error @+1 {{expects a one-element 'axis', got shape [2]}}
+  %0 = hps.cum_sum %x, %a {exclusive = false, reverse = false} : (tensor<4xf32>, tensor<2xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic_slice_counts(%x: tensor<4x4xf32>, %a: tensor<1xi64>, %b: tensor<2xi64>) {
+  // expected-error @+1 {{expects as many ends, axes and steps as starts (1), got 2}}
+  %0 = hps.dynamic_slice %x, %a, %b, %a, %a : (tensor<4x4xf32>, tensor<1xi64>, tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic_pad_count(%x: tensor<4x4xf32>, %p: tensor<2xi64>) {
+  // expected-error @+1 {{expects 4 pads (begin and end per dimension), got 2}}
+  %0 = hps.dynamic_pad %x, %p {mode = "constant"} : (tensor<4x4xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @dim_names_per_dim(%x: tensor<2x3xf32> {hps.dim_names = ["batch"]}) {
+  // expected-error @-1 {{'hps.dim_names' of argument 0 needs one name per dimension of 'tensor<2x3xf32>'}}
+  return
+}

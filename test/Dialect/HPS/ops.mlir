@@ -873,3 +873,65 @@ func.func @annotated(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>)
       : tensor<1x4x8x8xf32>
   return %1 : tensor<1x4x8x8xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// Run-time shapes, index tensors and masks
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @run_time_shapes(
+// CHECK: %[[N:.*]] = hps.range %{{.*}}, %{{.*}}, %{{.*}} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+// CHECK: hps.constant_of_shape %{{.*}} {to = 1 : i64, value = 1.000000e+00 : f32} : (tensor<2xi64>) -> tensor<?x?xf32>
+// CHECK: hps.expand %{{.*}}, %{{.*}} : (tensor<1x4xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+// CHECK: hps.dynamic_reshape %{{.*}}, %{{.*}} {allowzero = false} : (tensor<?x4xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+// CHECK: hps.dynamic_slice %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4xf32>
+// CHECK: hps.dynamic_pad %{{.*}}, %{{.*}} value %{{.*}} {mode = "constant"} : (tensor<?x4xf32>, tensor<4xi64>, tensor<f32>) -> tensor<?x?xf32>
+func.func @run_time_shapes(%start: tensor<i64>, %limit: tensor<i64>,
+                           %step: tensor<i64>, %shape: tensor<2xi64>,
+                           %row: tensor<1x4xf32>, %bound: tensor<1xi64>,
+                           %pads: tensor<4xi64>, %fill: tensor<f32>)
+    -> (tensor<?xi64>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x4xf32>,
+        tensor<?x?xf32>) {
+  %0 = hps.range %start, %limit, %step
+      : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %1 = hps.constant_of_shape %shape {value = 1.0 : f32, to = 1 : i64}
+      : (tensor<2xi64>) -> tensor<?x?xf32>
+  %2 = hps.expand %row, %shape : (tensor<1x4xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+  %3 = hps.dynamic_reshape %2, %shape {allowzero = false}
+      : (tensor<?x4xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  %4 = hps.dynamic_slice %2, %bound, %bound, %bound, %bound
+      : (tensor<?x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>,
+         tensor<1xi64>) -> tensor<?x4xf32>
+  %5 = hps.dynamic_pad %4, %pads value %fill {mode = "constant"}
+      : (tensor<?x4xf32>, tensor<4xi64>, tensor<f32>) -> tensor<?x?xf32>
+  return %0, %1, %3, %4, %5
+      : tensor<?xi64>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x4xf32>,
+        tensor<?x?xf32>
+}
+
+// CHECK-LABEL: func.func @masks(
+// CHECK: %[[F:.*]] = hps.greater %{{.*}}, %{{.*}} : (tensor<1x4xi64>, tensor<4x1xi64>) -> tensor<4x4xi1>
+// CHECK: %[[E:.*]] = hps.equal %{{.*}}, %{{.*}} : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xi1>
+// CHECK: %[[A:.*]] = hps.and %[[F]], %[[E]] : (tensor<4x4xi1>, tensor<4x4xi1>) -> tensor<4x4xi1>
+// CHECK: %[[NOT:.*]] = hps.not %[[A]] : tensor<4x4xi1>
+// CHECK: hps.where %[[NOT]], %{{.*}}, %{{.*}} : (tensor<4x4xi1>, tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+// CHECK: hps.cast %[[NOT]] {to = 1 : i64} : (tensor<4x4xi1>) -> tensor<4x4xf32>
+// CHECK: hps.trilu %{{.*}}, %{{.*}} {upper = false} : (tensor<4x4xf32>, tensor<i64>) -> tensor<4x4xf32>
+// CHECK: hps.cum_sum %{{.*}}, %{{.*}} {exclusive = true, reverse = false} : (tensor<4x4xf32>, tensor<i64>) -> tensor<4x4xf32>
+func.func @masks(%rows: tensor<4x1xi64>, %cols: tensor<1x4xi64>,
+                 %x: tensor<4x4xf32>, %fill: tensor<f32>, %k: tensor<i64>)
+    -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %0 = hps.greater %cols, %rows
+      : (tensor<1x4xi64>, tensor<4x1xi64>) -> tensor<4x4xi1>
+  %1 = hps.equal %x, %fill : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xi1>
+  %2 = hps.and %0, %1 : (tensor<4x4xi1>, tensor<4x4xi1>) -> tensor<4x4xi1>
+  %3 = hps.not %2 : tensor<4x4xi1>
+  %4 = hps.where %3, %x, %fill
+      : (tensor<4x4xi1>, tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+  %5 = hps.cast %3 {to = 1 : i64} : (tensor<4x4xi1>) -> tensor<4x4xf32>
+  %6 = hps.trilu %x, %k {upper = false}
+      : (tensor<4x4xf32>, tensor<i64>) -> tensor<4x4xf32>
+  %7 = hps.cum_sum %x, %k {exclusive = true, reverse = false}
+      : (tensor<4x4xf32>, tensor<i64>) -> tensor<4x4xf32>
+  return %4, %5, %6, %7
+      : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}

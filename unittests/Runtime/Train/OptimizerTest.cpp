@@ -224,6 +224,15 @@ TEST(Loss, FitChecksNameShapes) {
   EXPECT_EQ(llvm::toString(std::move(e)),
             "loss softmax-ce needs one i64 class label per sample, the data "
             "has f32[10]");
+  // A language model's logits: a label per token.
+  EXPECT_FALSE(bool(checkLossFits(LossKind::SoftmaxCrossEntropy,
+                                  {-1, -1, 97}, DType::I64, {16})));
+  e = checkLossFits(LossKind::SoftmaxCrossEntropy, {-1, 16, 97}, DType::I64,
+                    {15});
+  EXPECT_EQ(llvm::toString(std::move(e)),
+            "loss softmax-ce needs i64 class labels shaped [16] per sample "
+            "(the model output without its batch and classes), the data has "
+            "i64[15]");
   e = checkLossFits(LossKind::MSE, {-1, 10}, DType::F32, {3});
   EXPECT_EQ(llvm::toString(std::move(e)),
             "loss mse needs targets shaped as the model output per sample "

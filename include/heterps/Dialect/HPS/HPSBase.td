@@ -49,6 +49,9 @@ def HPS_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kStageAttrName = "hps.stage";
     /// Argument/result attribute holding the ONNX graph input/output name.
     static constexpr ::llvm::StringLiteral kNameAttrName = "hps.name";
+    /// Argument attribute: per dimension, the name ONNX gives it ("batch",
+    /// "seq"; "" for none). Inputs that share a name must agree at run time.
+    static constexpr ::llvm::StringLiteral kDimNamesAttrName = "hps.dim_names";
     /// Module attribute: path of the ONNX model the weights come from.
     static constexpr ::llvm::StringLiteral kSourceAttrName = "hps.source";
     /// Module attribute: opset of the default ONNX domain.

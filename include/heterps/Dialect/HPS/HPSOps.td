@@ -451,4 +451,187 @@ def HPS_ReduceSumOp : HPS_ReduceOp<"reduce_sum", "ReduceSum">;
 def HPS_ReduceMaxOp : HPS_ReduceOp<"reduce_max", "ReduceMax">;
 def HPS_ReduceMinOp : HPS_ReduceOp<"reduce_min", "ReduceMin">;
 
+//===----------------------------------------------------------------------===//
+// Run-time shapes, index tensors and masks
+//
+// Shape arithmetic that depends on a dynamic dimension (the batch, the
+// sequence length) cannot fold into attributes; the importer keeps it as
+// these ops on i64 and i1 tensors, which run every time, on tiny tensors.
+//===----------------------------------------------------------------------===//
+
+def HPS_DynamicReshapeOp : HPS_Op<"dynamic_reshape", "shape"> {
+  let summary = "ONNX Reshape to a target shape computed at run time";
+  let description = [{
+    `shape` follows ONNX, as for `hps.reshape`: -1 infers one dimension and,
+    unless `allowzero`, 0 copies the input dimension at the same index.
+  }];
+  let arguments = (ins AnyTensor:$input, 1DTensorOf<[I64]>:$shape,
+                       BoolAttr:$allowzero);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat =
+      "$input `,` $shape attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def HPS_DynamicSliceOp : HPS_Op<"dynamic_slice", "shape",
+                                [AllElementTypesMatch<["input", "output"]>]> {
+  let summary = "ONNX Slice with starts, ends, axes and steps computed at run time";
+  let description = [{
+    The bounds follow ONNX as for `hps.slice`. The importer fills ONNX's
+    defaults: the first axes in order, steps of one.
+  }];
+  let arguments = (ins AnyTensor:$input, 1DTensorOf<[I64]>:$starts,
+                       1DTensorOf<[I64]>:$ends, 1DTensorOf<[I64]>:$axes,
+                       1DTensorOf<[I64]>:$steps);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $starts `,` $ends `,` $axes `,` $steps attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HPS_DynamicPadOp : HPS_Op<"dynamic_pad", "shape",
+                              [AllElementTypesMatch<["input", "output"]>]> {
+  let summary = "ONNX Pad with pads (and fill value) computed at run time";
+  let description = [{
+    `pads` holds the begin pads of every dimension, then the end pads, as for
+    `hps.pad`; `value` is a one-element fill for mode "constant" (0 when
+    absent).
+  }];
+  let arguments = (ins F32Tensor:$input, 1DTensorOf<[I64]>:$pads,
+                       Optional<F32Tensor>:$value, StrAttr:$mode);
+  let results = (outs F32Tensor:$output);
+  let assemblyFormat = [{
+    $input `,` $pads (`value` $value^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HPS_ExpandOp : HPS_Op<"expand", "shape", [AllElementTypesMatch<["input", "output"]>]> {
+  let summary = "ONNX Expand: broadcast `input` with the shape `shape`";
+  let arguments = (ins AnyTensor:$input, 1DTensorOf<[I64]>:$shape);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat =
+      "$input `,` $shape attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def HPS_ConstantOfShapeOp : HPS_Op<"constant_of_shape", "shape"> {
+  let summary = "ONNX ConstantOfShape: a tensor of the given shape, filled";
+  let description = [{
+    `to` is the ONNX data type of the result (1 FLOAT, 7 INT64, 9 BOOL),
+    which the result type repeats; `value` is converted to it.
+  }];
+  let arguments = (ins 1DTensorOf<[I64]>:$shape, F32Attr:$value, I64Attr:$to);
+  let results = (outs TensorOf<[F32, I64, I1]>:$output);
+  let assemblyFormat = "$shape attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def HPS_RangeOp : HPS_Op<"range", "shape"> {
+  let summary = "ONNX Range: start, start + delta, ... up to `limit` (excluded)";
+  let description = [{
+    The three operands are one-element tensors of one type (f32 or i64). A
+    negative length or a zero `delta` is an error at run time.
+  }];
+  let arguments = (ins TensorOf<[F32, I64]>:$start, TensorOf<[F32, I64]>:$limit,
+                       TensorOf<[F32, I64]>:$delta);
+  let results = (outs 1DTensorOf<[F32, I64]>:$output);
+  let assemblyFormat = [{
+    $start `,` $limit `,` $delta attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HPS_CastOp : HPS_Op<"cast", "eltwise"> {
+  let summary = "ONNX Cast between f32, i64 and i1 (bool)";
+  let description = [{
+    `to` is the ONNX data type of the result (1 FLOAT, 7 INT64, 9 BOOL).
+    Floats convert to integers by truncation; anything non-zero is true.
+  }];
+  let arguments = (ins TensorOf<[F32, I64, I1]>:$input, I64Attr:$to);
+  let results = (outs TensorOf<[F32, I64, I1]>:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+class HPS_CompareOp<string mnemonic, string onnxName>
+    : HPS_Op<mnemonic, "eltwise"> {
+  let summary = "ONNX " # onnxName # ": an i1 tensor, with broadcasting";
+  let arguments = (ins TensorOf<[F32, I64, I1]>:$lhs,
+                       TensorOf<[F32, I64, I1]>:$rhs);
+  let results = (outs TensorOf<[I1]>:$output);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+def HPS_EqualOp : HPS_CompareOp<"equal", "Equal">;
+def HPS_LessOp : HPS_CompareOp<"less", "Less">;
+def HPS_GreaterOp : HPS_CompareOp<"greater", "Greater">;
+def HPS_LessOrEqualOp : HPS_CompareOp<"less_or_equal", "LessOrEqual">;
+def HPS_GreaterOrEqualOp : HPS_CompareOp<"greater_or_equal", "GreaterOrEqual">;
+
+class HPS_LogicOp<string mnemonic, string onnxName>
+    : HPS_Op<mnemonic, "eltwise"> {
+  let summary = "ONNX " # onnxName # " of i1 tensors, with broadcasting";
+  let arguments = (ins TensorOf<[I1]>:$lhs, TensorOf<[I1]>:$rhs);
+  let results = (outs TensorOf<[I1]>:$output);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+def HPS_AndOp : HPS_LogicOp<"and", "And">;
+def HPS_OrOp : HPS_LogicOp<"or", "Or">;
+def HPS_XorOp : HPS_LogicOp<"xor", "Xor">;
+
+def HPS_NotOp : HPS_Op<"not", "eltwise", [SameOperandsAndResultType]> {
+  let summary = "ONNX Not of an i1 tensor";
+  let arguments = (ins TensorOf<[I1]>:$input);
+  let results = (outs TensorOf<[I1]>:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def HPS_WhereOp : HPS_Op<"where", "eltwise",
+                         [AllElementTypesMatch<["x", "y", "output"]>]> {
+  let summary = "ONNX Where: `x` where `condition` holds, else `y`, broadcast";
+  let arguments = (ins TensorOf<[I1]>:$condition, AnyTensor:$x, AnyTensor:$y);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = [{
+    $condition `,` $x `,` $y attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HPS_CumSumOp : HPS_Op<"cum_sum", "reduce",
+                          [AllTypesMatch<["input", "output"]>]> {
+  let summary = "ONNX CumSum: running sums along `axis` (a one-element i64)";
+  let description = [{
+    With `exclusive` each element leaves itself out of its sum; with
+    `reverse` the sums run from the end of the axis.
+  }];
+  let arguments = (ins TensorOf<[F32, I64]>:$input, TensorOf<[I64]>:$axis,
+                       BoolAttr:$exclusive, BoolAttr:$reverse);
+  let results = (outs TensorOf<[F32, I64]>:$output);
+  let assemblyFormat =
+      "$input `,` $axis attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def HPS_TriluOp : HPS_Op<"trilu", "shape", [AllTypesMatch<["input", "output"]>]> {
+  let summary = "ONNX Trilu: the upper or lower triangle of the last two axes";
+  let description = [{
+    Keeps the elements with `j - i >= k` (`upper`) or `j - i <= k` (lower)
+    of each matrix and zeroes the others; `k` is a one-element i64, 0 when
+    absent.
+  }];
+  let arguments = (ins AnyTensor:$input, Optional<TensorOf<[I64]>>:$k,
+                       BoolAttr:$upper);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = [{
+    $input (`,` $k^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // HETERPS_DIALECT_HPS_HPSOPS_TD

@@ -17,6 +17,7 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/Error.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ struct ONNXImportOptions {
   /// inlined as `hps.constant`; larger ones and every floating-point
   /// initializer become `hps.weight` references.
   int64_t inlineConstantLimit = 1024;
+  /// Sizes for named dynamic input dimensions ("seq" -> 128): the model is
+  /// imported as if its inputs had them, so every shape that depends on
+  /// them is static (the cost model counts attention at that length).
+  std::map<std::string, int64_t> dimSizes;
 };
 
 /// Returned when the model uses operators the importer does not support.

@@ -138,8 +138,10 @@ struct BinaryEntry {
 
 class BinaryKernel : public Kernel {
 public:
-  BinaryKernel(CPUContextPtr ctx, dnnl::algorithm algorithm, BinaryOp op)
-      : cache(std::move(ctx)), algorithm(algorithm), op(op) {}
+  BinaryKernel(CPUContextPtr ctx, dnnl::algorithm algorithm, BinaryOp op,
+               std::string type)
+      : cache(std::move(ctx)), algorithm(algorithm), op(op),
+        type(std::move(type)) {}
   bool acceptsLayouts() const override { return true; }
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override;
@@ -151,6 +153,7 @@ private:
   PrimitiveCache<BinaryEntry> cache;
   dnnl::algorithm algorithm;
   BinaryOp op;
+  std::string type; // the ONNX op type, for the integer path
 };
 
 /// Pow, PRelu: loops only.
@@ -201,6 +204,15 @@ llvm::Expected<BinaryEntry> BinaryKernel::make(const Tensor &a,
 
 llvm::Error BinaryKernel::run(llvm::ArrayRef<const Tensor *> inputs,
                               llvm::MutableArrayRef<Tensor> outputs) {
+  // Shape arithmetic computed at run time is on i64 tensors.
+  if (inputs[0]->dtype() == DType::I64 || inputs[1]->dtype() == DType::I64) {
+    llvm::Expected<Tensor> out =
+        integerArithmetic(type, *inputs[0], *inputs[1]);
+    if (!out)
+      return out.takeError();
+    outputs[0] = std::move(*out);
+    return llvm::Error::success();
+  }
   if (llvm::Error e = checkF32(inputs))
     return e;
   const CPUContextPtr &ctx = cache.context();
@@ -251,7 +263,8 @@ void cpu::registerBinaryKernels(KernelRegistry &registry, CPUContextPtr ctx) {
          op](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
           if (llvm::Error e = info.checkArity(2, 2))
             return e;
-          return std::make_unique<BinaryKernel>(ctx, op.algorithm, op.op);
+          return std::make_unique<BinaryKernel>(ctx, op.algorithm, op.op,
+                                                op.type);
         });
   for (auto [type, op] :
        {std::pair("Pow", BinaryOp::Pow), std::pair("PRelu", BinaryOp::PRelu)})

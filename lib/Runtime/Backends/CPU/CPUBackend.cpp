@@ -18,6 +18,8 @@ CPUBackend::CPUBackend(BackendOptions options)
   registerConvKernel(registry, context);
   registerEltwiseKernels(registry, context);
   registerGatherKernel(registry, context);
+  registerIndexKernels(registry, context);
+  registerLogicKernels(registry, context);
   registerConvTransposeKernel(registry, context);
   registerLayerNormKernel(registry, context);
   registerReduceKernels(registry, context);

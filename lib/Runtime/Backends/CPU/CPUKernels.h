@@ -64,6 +64,13 @@ struct ReduceParams {
 llvm::Expected<ReduceParams> readReduceParams(const OpAttributes &attrs);
 
 void registerBinaryKernels(KernelRegistry &registry, CPUContextPtr ctx);
+void registerIndexKernels(KernelRegistry &registry, CPUContextPtr ctx);
+void registerLogicKernels(KernelRegistry &registry, CPUContextPtr ctx);
+
+/// `opType` (Add, Sub, Mul, Div, Max, Min) of two i64 tensors, broadcast:
+/// run-time shape arithmetic. Division truncates; by zero is an error.
+llvm::Expected<Tensor> integerArithmetic(llvm::StringRef opType,
+                                         const Tensor &a, const Tensor &b);
 void registerConcatKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerConvKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerEltwiseKernels(KernelRegistry &registry, CPUContextPtr ctx);

@@ -73,6 +73,13 @@ public:
 
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override {
+    if (inputs[0]->dtype() != DType::F32) {
+      llvm::Expected<Tensor> y = concatBytes(inputs);
+      if (!y)
+        return y.takeError();
+      outputs[0] = std::move(*y);
+      return llvm::Error::success();
+    }
     if (llvm::Error e = checkF32(inputs))
       return e;
     const CPUContextPtr &ctx = cache.context();
@@ -104,6 +111,40 @@ public:
   }
 
 private:
+  /// Concat of plain i64 or bool tensors (shapes computed at run time): a
+  /// copy of each input's run per index of the leading dimensions.
+  llvm::Expected<Tensor> concatBytes(llvm::ArrayRef<const Tensor *> inputs) {
+    const Tensor &first = *inputs[0];
+    llvm::Expected<int64_t> a = normalizeAxis(axis, first.rank());
+    if (!a)
+      return a.takeError();
+    Shape shape = first.shape();
+    shape[*a] = 0;
+    for (const Tensor *t : inputs) {
+      bool fits = t->dtype() == first.dtype() && t->rank() == first.rank();
+      for (int64_t d = 0; fits && d < t->rank(); ++d)
+        fits = d == *a || t->dim(d) == first.dim(d);
+      if (!fits)
+        return kernelError("cannot concatenate " + t->typeString() + " to " +
+                           first.typeString() + " along axis " +
+                           llvm::Twine(*a));
+      shape[*a] += t->dim(*a);
+    }
+    Tensor y(first.dtype(), shape);
+    int64_t outer = numElements(llvm::ArrayRef(shape).take_front(*a));
+    size_t inner = numElements(llvm::ArrayRef(shape).drop_front(*a + 1)) *
+                   dtypeSize(first.dtype());
+    auto *out = static_cast<char *>(y.rawData());
+    for (int64_t o = 0; o < outer; ++o)
+      for (const Tensor *t : inputs) {
+        size_t run = t->dim(*a) * inner;
+        std::memcpy(out, static_cast<const char *>(t->rawData()) + o * run,
+                    run);
+        out += run;
+      }
+    return y;
+  }
+
   /// The concat as copies of each used input's contiguous run per batch
   /// item; `srcs` are the used inputs in their layouts. Returns how many
   /// were in place already (computed in the output, see joinDestinations),

@@ -298,6 +298,14 @@ public:
       out.push_back(sa[rank - 2]);
     if (!promoteB)
       out.push_back(sb[rank - 1]);
+    if (b.rank() == 2 && a.rank() > 2) {
+      // [..., M, K] x [K, N] is one [prod(...) * M, K] x [K, N] product:
+      // oneDNN's 2-D kernels run it faster than a broadcast batch.
+      int64_t rows = numElements(dstDims) / sb[rank - 1];
+      sa = {rows, sa.back()};
+      sb = {sb[rank - 2], sb[rank - 1]};
+      dstDims = {rows, sb[1]};
+    }
     if (numElements(out) == 0 || sa.back() == 0) {
       Tensor y(DType::F32, out);
       std::fill_n(y.data<float>(), y.numElements(), 0.f);

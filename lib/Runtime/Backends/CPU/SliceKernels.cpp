@@ -3,7 +3,8 @@
 // Plain copies of any element type. Split cuts its input along `axis` into
 // consecutive pieces of the `split` sizes (equal pieces when empty); Slice
 // takes every `steps`-th index from `starts` towards `ends` on each of its
-// `axes` (ONNX's clamping rules; a negative step walks backwards).
+// `axes` (ONNX's clamping rules; a negative step walks backwards), bounds
+// from its attributes or, computed at run time, from inputs 1 to 4.
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,15 +83,18 @@ public:
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override {
     const Tensor &x = *inputs[0];
-    auto g = sliceGeometry(x.shape(), params);
+    auto computed = sliceParamsOfInputs(inputs);
+    if (!computed)
+      return computed.takeError();
+    auto g = sliceGeometry(x.shape(), *computed ? **computed : params);
     if (!g)
       return g.takeError();
     Tensor y(x.dtype(), g->count);
     int64_t bytes = dtypeSize(x.dtype());
     const auto *src = static_cast<const uint8_t *>(x.rawData());
     auto *dst = static_cast<uint8_t *>(y.rawData());
-    g->forEach(x.shape(), [&](int64_t k, int64_t offset) {
-      std::memcpy(dst + k * bytes, src + offset * bytes, bytes);
+    g->forEachRun(x.shape(), [&](int64_t k, int64_t offset, int64_t n) {
+      std::memcpy(dst + k * bytes, src + offset * bytes, n * bytes);
     });
     outputs[0] = std::move(y);
     return llvm::Error::success();
@@ -120,7 +124,7 @@ void cpu::registerSliceKernels(KernelRegistry &registry, CPUContextPtr) {
   registry.add(
       "Slice",
       [](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
-        if (llvm::Error e = info.checkArity(1, 1))
+        if (llvm::Error e = info.checkArity(1, 5))
           return e;
         auto params = readSliceParams(info.attrs);
         if (!params)

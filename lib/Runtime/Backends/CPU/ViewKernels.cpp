@@ -46,6 +46,37 @@ private:
   ShapeFn shapeFor;
 };
 
+llvm::Expected<Shape> reshapeTo(const Shape &in,
+                                const std::vector<int64_t> &target,
+                                bool allowZero);
+
+/// Reshape to a shape computed at run time (its second input).
+class ComputedReshapeKernel : public Kernel {
+public:
+  explicit ComputedReshapeKernel(bool allowZero) : allowZero(allowZero) {}
+
+  llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                  llvm::MutableArrayRef<Tensor> outputs) override {
+    const Tensor &x = *inputs[0], &s = *inputs[1];
+    if (s.dtype() != DType::I64 || s.rank() != 1)
+      return kernelError("Reshape's shape must be a 1-D i64 tensor, not " +
+                         s.typeString());
+    std::vector<int64_t> target(s.data<int64_t>(),
+                                s.data<int64_t>() + s.numElements());
+    llvm::Expected<Shape> shape = reshapeTo(x.shape(), target, allowZero);
+    if (!shape)
+      return shape.takeError();
+    if (numElements(*shape) != x.numElements())
+      return kernelError("cannot reshape " + x.typeString() + " to " +
+                         shapeToString(target) + " (computed at run time)");
+    outputs[0] = x.reshaped(std::move(*shape));
+    return llvm::Error::success();
+  }
+
+private:
+  bool allowZero;
+};
+
 class TransposeKernel : public Kernel {
 public:
   TransposeKernel(CPUContextPtr ctx, std::vector<int64_t> perm)
@@ -172,14 +203,16 @@ void cpu::registerViewKernels(KernelRegistry &registry, CPUContextPtr ctx) {
         });
   });
   registry.add("Reshape", [](const OpInfo &info) -> Factory {
-    if (llvm::Error e = info.checkArity(1, 1))
+    if (llvm::Error e = info.checkArity(1, 2))
       return e;
-    auto shape = info.attrs.getInts("shape");
-    if (!shape)
-      return shape.takeError();
     auto allowZero = info.attrs.getInt("allowzero", 0);
     if (!allowZero)
       return allowZero.takeError();
+    if (info.hasInput(1))
+      return std::make_unique<ComputedReshapeKernel>(*allowZero != 0);
+    auto shape = info.attrs.getInts("shape");
+    if (!shape)
+      return shape.takeError();
     std::vector<int64_t> target = *shape;
     bool zero = *allowZero != 0;
     return std::make_unique<ReshapeKernel>([target, zero](const Shape &in) {

@@ -337,6 +337,81 @@ def shape_folding():
                  "shape_folding")
 
 
+def dynamic_shapes():
+    """Attention-like graph over x [batch, seq, 8]: positions from
+    Range(0, seq), a causal mask (Greater, Where), a Reshape to a shape
+    computed from batch * seq, and an Expand to [batch, 1, 8]."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shp"], name="shape"),
+        const_node("c0", "zero", 0),
+        const_node("c1", "one", 1),
+        helper.make_node("Gather", ["shp", "zero"], ["batch"], name="batch",
+                         axis=0),
+        helper.make_node("Gather", ["shp", "one"], ["seq"], name="seq",
+                         axis=0),
+        helper.make_node("Range", ["zero", "seq", "one"], ["pos"],
+                         name="positions"),
+        helper.make_node("Gather", ["table", "pos"], ["pe"], name="embed",
+                         axis=0),
+        helper.make_node("Add", ["x", "pe"], ["h"], name="add_pos"),
+        const_node("c_ax0", "ax0", [0]),
+        const_node("c_ax1", "ax1", [1]),
+        helper.make_node("Unsqueeze", ["pos", "ax1"], ["rows"], name="rows"),
+        helper.make_node("Unsqueeze", ["pos", "ax0"], ["cols"], name="cols"),
+        helper.make_node("Greater", ["cols", "rows"], ["future"],
+                         name="future"),
+        helper.make_node("Transpose", ["h"], ["ht"], name="ht",
+                         perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["h", "ht"], ["scores"], name="scores"),
+        const_node("c_neg", "neg", -np.inf, np.float32),
+        helper.make_node("Where", ["future", "neg", "scores"], ["masked"],
+                         name="mask"),
+        helper.make_node("Softmax", ["masked"], ["att"], name="softmax",
+                         axis=-1),
+        helper.make_node("MatMul", ["att", "h"], ["y"], name="attend"),
+        helper.make_node("Mul", ["batch", "seq"], ["rows_total"],
+                         name="batch_times_seq"),
+        helper.make_node("Unsqueeze", ["rows_total", "ax0"], ["rows1"],
+                         name="rows1"),
+        const_node("c_w", "width", [8]),
+        helper.make_node("Concat", ["rows1", "width"], ["flat_shape"],
+                         name="flat_shape", axis=0),
+        helper.make_node("Reshape", ["y", "flat_shape"], ["flat"],
+                         name="flatten"),
+        helper.make_node("Unsqueeze", ["batch", "ax0"], ["batch1"],
+                         name="batch1"),
+        helper.make_node("Concat", ["batch1", "one_list", "width"],
+                         ["cls_shape"], name="cls_shape", axis=0),
+        helper.make_node("Expand", ["cls", "cls_shape"], ["cls_out"],
+                         name="expand_cls"),
+    ]
+    inits = [weight("table", [16, 8]), weight("cls", [1, 1, 8]),
+             const("one_list", [1])]
+    return model(nodes, [vi("x", ["batch", "seq", 8])],
+                 [vi("flat", [None, 8]), vi("cls_out", ["batch", 1, 8])], 17,
+                 inits, "dynamic_shapes")
+
+
+def computed_bounds():
+    """Inputs that only fail at run time: a Reshape to the shape input `s`,
+    a Range from `start` to `limit`, and an Add of two [batch, seq, 4]
+    inputs."""
+    nodes = [
+        helper.make_node("Reshape", ["x", "s"], ["reshaped"],
+                         name="reshape_to_s"),
+        const_node("c1", "step", 1),
+        helper.make_node("Range", ["start", "limit", "step"], ["range"],
+                         name="range"),
+        helper.make_node("Add", ["a", "b"], ["sum"], name="add_ab"),
+    ]
+    return model(nodes,
+                 [vi("x", [2, 6]), vi("s", [2], INT64), vi("start", [], INT64),
+                  vi("limit", [], INT64), vi("a", ["batch", "seq", 4]),
+                  vi("b", ["batch", "seq", 4])],
+                 [vi("reshaped", [None, None]), vi("range", [None], INT64),
+                  vi("sum", ["batch", "seq", 4])], 17, [], "computed_bounds")
+
+
 def matmul_gather():
     nodes = [
         helper.make_node("Gather", ["table", "ids"], ["emb"], name="embed",
@@ -488,6 +563,8 @@ MODELS = {
     "shapes_opset9": _proto(shapes_opset9),
     "shape_folding": _proto(shape_folding),
     "matmul_gather": _proto(matmul_gather),
+    "dynamic_shapes": _proto(dynamic_shapes),
+    "computed_bounds": _proto(computed_bounds),
     "external_data": lambda out: _write_external(out, keep_data=True),
     "external_data_missing": lambda out: _write_external(out, keep_data=False),
     "unsupported_op": _proto(unsupported_op),

@@ -10,6 +10,8 @@
 
 #include "TrainKernels.h"
 
+#include "../CPUKernels.h"
+
 #include <cmath>
 #include <optional>
 
@@ -146,8 +148,8 @@ std::optional<dnnl::algorithm> dnnlAlgorithm(BinaryKind kind) {
 
 class BinaryGradKernel : public TrainKernel {
 public:
-  BinaryGradKernel(CPUContextPtr ctx, BinaryKind kind)
-      : ctx(std::move(ctx)), kind(kind) {}
+  BinaryGradKernel(CPUContextPtr ctx, BinaryKind kind, std::string type)
+      : ctx(std::move(ctx)), kind(kind), type(std::move(type)) {}
   bool differentiable(int) const override { return true; }
   llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
                       Tensor &output) override;
@@ -159,6 +161,7 @@ public:
 private:
   CPUContextPtr ctx;
   BinaryKind kind;
+  std::string type;
   /// Same-shape operands in the first one's layout, per shape and layouts.
   std::map<std::string, dnnl::binary> sameLayout;
 };
@@ -167,6 +170,16 @@ private:
 
 llvm::Error BinaryGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
                                       Tensor &output) {
+  // Shape arithmetic at run time (no gradient reaches i64 values).
+  if (kind <= BinaryKind::Min && (inputs[0]->dtype() == DType::I64 ||
+                                  inputs[1]->dtype() == DType::I64)) {
+    llvm::Expected<Tensor> out =
+        cpu::integerArithmetic(type, *inputs[0], *inputs[1]);
+    if (!out)
+      return out.takeError();
+    output = std::move(*out);
+    return llvm::Error::success();
+  }
   if (llvm::Error e = cpu::checkF32(inputs))
     return e;
   return cpu::guardDnnl([&]() -> llvm::Error {
@@ -250,6 +263,6 @@ void train::registerBinaryGrad(TrainRegistry &registry) {
         -> llvm::Expected<std::unique_ptr<TrainKernel>> {
       if (llvm::Error e = info.checkArity(2, 2))
         return e;
-      return std::make_unique<BinaryGradKernel>(env.ctx, kind);
+      return std::make_unique<BinaryGradKernel>(env.ctx, kind, info.op.type());
     };
 }

@@ -30,6 +30,8 @@ public:
     registerLayerNormGrad(registry);
     registerLRNGrad(registry);
     registerConvTransposeGrad(registry);
+    registerIndexGrad(registry);
+    registerMatMulGrad(registry);
   }
 
   llvm::Expected<std::unique_ptr<TrainKernel>>

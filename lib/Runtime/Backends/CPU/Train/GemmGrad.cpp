@@ -1,9 +1,7 @@
-//===- GemmGrad.cpp - Gemm and MatMul forward and backward ----------------===//
+//===- GemmGrad.cpp - Gemm forward and backward ---------------------------===//
 //
-// On oneDNN's sgemm, plain row-major. Gemm: Y = alpha op(A) op(B) + beta C,
-// C broadcast to Y. MatMul: A [..., M, K] times a 2-D B [K, N] (the leading
-// dimensions of A fold into M); batched products of two activations are not
-// trained yet.
+// On oneDNN's sgemm, plain row-major: Y = alpha op(A) op(B) + beta C, C
+// broadcast to Y. (MatMul is MatMulGrad.cpp's.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,10 +26,10 @@ namespace {
 
 class GemmGradKernel : public TrainKernel {
 public:
-  GemmGradKernel(CPUContextPtr ctx, bool matmul, bool transA, bool transB,
-                 float alpha, float beta)
-      : ctx(std::move(ctx)), isMatMul(matmul), transA(transA), transB(transB),
-        alpha(alpha), beta(beta) {}
+  GemmGradKernel(CPUContextPtr ctx, bool transA, bool transB, float alpha,
+                 float beta)
+      : ctx(std::move(ctx)), transA(transA), transB(transB), alpha(alpha),
+        beta(beta) {}
   bool differentiable(int i) const override { return i <= 2; }
   llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
                       Tensor &output) override;
@@ -42,7 +40,7 @@ public:
 
 private:
   CPUContextPtr ctx;
-  bool isMatMul, transA, transB;
+  bool transA, transB;
   float alpha, beta;
   /// The forward's plain A and B, and the product's sizes.
   Tensor a, b;
@@ -58,30 +56,16 @@ llvm::Error GemmGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
   return cpu::guardDnnl([&]() -> llvm::Error {
     a = cpu::plainOf(*inputs[0], ctx);
     b = cpu::plainOf(*inputs[1], ctx);
-    Shape outShape;
-    if (isMatMul) {
-      if (a.rank() < 2 || b.rank() != 2 || a.shape().back() != b.dim(0))
-        return kernelError("MatMul of " + a.typeString() + " and " +
-                           b.typeString() +
-                           " cannot be trained: only [..., M, K] x [K, N]");
-      k = b.dim(0);
-      n = b.dim(1);
-      m = a.numElements() / k;
-      outShape = a.shape();
-      outShape.back() = n;
-    } else {
-      if (a.rank() != 2 || b.rank() != 2)
-        return kernelError("Gemm needs 2-D A and B, got " + a.typeString() +
-                           " and " + b.typeString());
-      m = transA ? a.dim(1) : a.dim(0);
-      k = transA ? a.dim(0) : a.dim(1);
-      n = transB ? b.dim(0) : b.dim(1);
-      if ((transB ? b.dim(1) : b.dim(0)) != k)
-        return kernelError("Gemm operands " + a.typeString() + " and " +
-                           b.typeString() + " do not match");
-      outShape = {m, n};
-    }
-    output = Tensor(DType::F32, outShape);
+    if (a.rank() != 2 || b.rank() != 2)
+      return kernelError("Gemm needs 2-D A and B, got " + a.typeString() +
+                         " and " + b.typeString());
+    m = transA ? a.dim(1) : a.dim(0);
+    k = transA ? a.dim(0) : a.dim(1);
+    n = transB ? b.dim(0) : b.dim(1);
+    if ((transB ? b.dim(1) : b.dim(0)) != k)
+      return kernelError("Gemm operands " + a.typeString() + " and " +
+                         b.typeString() + " do not match");
+    output = Tensor(DType::F32, {m, n});
     float *y = output.data<float>();
     bool bias = inputs.size() > 2 && inputs[2] && beta != 0.f;
     if (bias) {
@@ -100,8 +84,8 @@ llvm::Error GemmGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
           y[i * n + j] =
               beta * cv[(rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j)];
     }
-    matmul(transA && !isMatMul, transB && !isMatMul, m, n, k, alpha,
-           a.data<float>(), b.data<float>(), y, bias);
+    matmul(transA, transB, m, n, k, alpha, a.data<float>(), b.data<float>(),
+           y, bias);
     return llvm::Error::success();
   });
 }
@@ -113,7 +97,7 @@ llvm::Error GemmGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
   return cpu::guardDnnl([&]() -> llvm::Error {
     Tensor dyT = cpu::plainOf(dOutput, ctx);
     const float *dy = dyT.data<float>();
-    bool ta = transA && !isMatMul, tb = transB && !isMatMul;
+    bool ta = transA, tb = transB;
     if (needGrad[0]) {
       Tensor da(DType::F32, a.shape());
       if (!ta) // dA = alpha dY op(B)^T
@@ -153,14 +137,7 @@ void train::registerGemmGrad(TrainRegistry &registry) {
     llvm::Expected<GemmAttrs> g = parseGemmAttrs(info.attrs);
     if (!g)
       return g.takeError();
-    return std::make_unique<GemmGradKernel>(env.ctx, false, g->transA,
-                                            g->transB, g->alpha, g->beta);
-  };
-  registry["MatMul"] = [](const OpInfo &info, const TrainKernelEnv &env)
-      -> llvm::Expected<std::unique_ptr<TrainKernel>> {
-    if (llvm::Error e = info.checkArity(2, 2))
-      return e;
-    return std::make_unique<GemmGradKernel>(env.ctx, true, false, false, 1.f,
-                                            0.f);
+    return std::make_unique<GemmGradKernel>(env.ctx, g->transA, g->transB,
+                                            g->alpha, g->beta);
   };
 }

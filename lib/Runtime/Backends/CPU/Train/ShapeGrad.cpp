@@ -16,6 +16,7 @@
 
 #include "TrainKernels.h"
 
+#include "heterps/Runtime/OpGeometry.h"
 #include "heterps/Runtime/SliceGeometry.h"
 
 #include <cstring>
@@ -72,25 +73,32 @@ public:
                        const Tensor &dOutput, llvm::ArrayRef<bool>,
                        llvm::MutableArrayRef<Tensor> dInputs) override {
     const Tensor &data = *inputs[0], &indices = *inputs[1];
-    if (axis != 0 && axis != -data.rank())
-      return cpu::kernelError("the backward of Gather along axis " +
-                              llvm::Twine(axis) +
-                              " is not supported (axis 0 "
-                              "only)");
+    llvm::Expected<int64_t> a = normalizeAxis(axis, data.rank());
+    if (!a)
+      return a.takeError();
     return cpu::guardDnnl([&]() -> llvm::Error {
+      // Each gathered slice's gradient adds into the row it came from:
+      // data is [outer, rows, row], dy [outer, indices, row].
       Tensor dy = cpu::plainOf(dOutput, ctx);
       Tensor dData(DType::F32, data.shape());
       float *out = dData.data<float>();
       std::fill_n(out, dData.numElements(), 0.f);
-      int64_t rows = data.dim(0),
-              row = data.numElements() / std::max<int64_t>(rows, 1);
+      int64_t rows = data.dim(*a), outer = 1, row = 1;
+      for (int64_t i = 0; i < *a; ++i)
+        outer *= data.dim(i);
+      for (int64_t i = *a + 1; i < data.rank(); ++i)
+        row *= data.dim(i);
       const float *g = dy.data<float>();
       const int64_t *ids = indices.data<int64_t>();
-      for (int64_t k = 0, n = indices.numElements(); k < n; ++k) {
-        float *target = out + (ids[k] < 0 ? ids[k] + rows : ids[k]) * row;
-        for (int64_t j = 0; j < row; ++j)
-          target[j] += g[k * row + j];
-      }
+      int64_t n = indices.numElements();
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t k = 0; k < n; ++k) {
+          int64_t id = ids[k] < 0 ? ids[k] + rows : ids[k];
+          float *target = out + (o * rows + id) * row;
+          const float *from = g + (o * n + k) * row;
+          for (int64_t j = 0; j < row; ++j)
+            target[j] += from[j];
+        }
       dInputs[0] = std::move(dData);
       return llvm::Error::success();
     });
@@ -172,7 +180,10 @@ public:
                        llvm::MutableArrayRef<Tensor> dInputs) override {
     return cpu::guardDnnl([&]() -> llvm::Error {
       const Shape &shape = inputs[0]->shape();
-      auto geometry = sliceGeometry(shape, params);
+      auto computed = sliceParamsOfInputs(inputs);
+      if (!computed)
+        return computed.takeError();
+      auto geometry = sliceGeometry(shape, *computed ? **computed : params);
       if (!geometry)
         return geometry.takeError();
       Tensor g = cpu::plainOf(dOutput, ctx), dx(DType::F32, shape);

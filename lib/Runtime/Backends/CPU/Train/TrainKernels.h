@@ -49,6 +49,8 @@ void registerReduceGrad(TrainRegistry &registry);
 void registerLayerNormGrad(TrainRegistry &registry);
 void registerLRNGrad(TrainRegistry &registry);
 void registerConvTransposeGrad(TrainRegistry &registry);
+void registerIndexGrad(TrainRegistry &registry);
+void registerMatMulGrad(TrainRegistry &registry);
 
 /// Runs an inference kernel as the forward (plain inputs unless it takes
 /// layouts); the backward is the subclass's.
