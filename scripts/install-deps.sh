@@ -15,6 +15,9 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc openssl
   # Python side of the tests: ONNX model construction and PyTorch exports.
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
+  # PyTorch as a benchmark peer: Debian's torch calls the system BLAS for
+  # Linear layers, which is otherwise the reference BLAS (2.5 GFLOP/s).
+  libopenblas0-pthread
   # Unit tests.
   libgtest-dev libgmock-dev
   # Runtime kernels (CPU backend; Debian's oneDNN threads with OpenMP) and the

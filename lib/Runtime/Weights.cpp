@@ -1,8 +1,8 @@
 //===- Weights.cpp - the constant tensors of a plan -----------------------===//
 
 #include "heterps/Runtime/Weights.h"
-#include "heterps/Runtime/Plan.h"
 #include "heterps/Runtime/NonFinite.h"
+#include "heterps/Runtime/Plan.h"
 
 #include <cmath>
 

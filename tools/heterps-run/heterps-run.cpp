@@ -74,7 +74,9 @@ cl::opt<int64_t> batch("batch",
                        cl::init(1), cl::cat(category));
 cl::opt<int> warmup("warmup", cl::desc("Untimed runs first (default 3)"),
                     cl::init(3), cl::cat(category));
-cl::opt<int> iterations("iterations", cl::desc("Timed runs (default 10); given with --input, the runs are timed on those inputs"),
+cl::opt<int> iterations("iterations",
+                        cl::desc("Timed runs (default 10); given with --input, "
+                                 "the runs are timed on those inputs"),
                         cl::init(10), cl::cat(category));
 cl::opt<bool> emulateMissing(
     "emulate-missing-devices",

@@ -540,6 +540,35 @@ TEST(Executor, FusesDecomposedLayerNorms) {
     }
 }
 
+// A Linear layer on 3-D activations (MatMul by a [K, N] weight, Add of an
+// [N] bias) runs as one MatMul with the bias; a product read elsewhere, or
+// an addend that is not a bias, stays as it is.
+TEST(Executor, FusesMatMulBiases) {
+  std::mt19937 rng(14);
+  Tensor w = randomTensor({8, 5}, rng), bias = randomTensor({5}, rng);
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE(variant);
+    PlanBuilder b;
+    int x = b.input("x", {-1, 3, 8});
+    int mm = b.op("MatMul", {x, b.weight("w", w)}, {-1, 3, 5});
+    int addend = variant == 2 ? b.weight("full", randomTensor({3, 5}, rng))
+                              : b.weight("b", bias);
+    b.output("y", b.op("Add", {addend, mm}, {-1, 3, 5}));
+    if (variant == 1)
+      b.output("product", mm);
+    ExecutorOptions plain;
+    plain.fuse = false;
+    auto unfused = llvm::cantFail(Executor::create(b.build(), plain));
+    auto fused = llvm::cantFail(Executor::create(b.build()));
+    EXPECT_EQ(fused->plan().ops_size(), variant == 0 ? 1 : 2);
+    Tensor in = randomTensor({4, 3, 8}, rng);
+    std::vector<Tensor> want = llvm::cantFail(unfused->run({in}));
+    std::vector<Tensor> got = llvm::cantFail(fused->run({in}));
+    for (size_t k = 0; k < want.size(); ++k)
+      EXPECT_TRUE(allClose(got[k], want[k], 1e-5f, 1e-5f)) << k;
+  }
+}
+
 // x * Sigmoid(x) and x * HardSigmoid(x) become Swish and HardSwish, folded
 // into the Conv before them; a gate read elsewhere stays as it is.
 TEST(Executor, FusesSelfGatedActivations) {

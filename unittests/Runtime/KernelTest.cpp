@@ -41,7 +41,7 @@ Tensor runOp(const std::string &type, const std::vector<Arg> &args, Shape out,
     else if (a.weight)
       ids.push_back(b.weight("w" + std::to_string(i), a.t));
     else {
-      ids.push_back(b.input("x" + std::to_string(i), a.t.shape()));
+      ids.push_back(b.input("x" + std::to_string(i), a.t.shape(), a.t.dtype()));
       inputs.push_back(a.t);
     }
   }
@@ -707,7 +707,8 @@ std::string opError(const std::string &type, std::vector<Tensor> xs, Shape out,
   PlanBuilder b;
   std::vector<int> ids;
   for (size_t i = 0; i < xs.size(); ++i)
-    ids.push_back(b.input("x" + std::to_string(i), xs[i].shape()));
+    ids.push_back(
+        b.input("x" + std::to_string(i), xs[i].shape(), xs[i].dtype()));
   for (size_t i = 0; i < weights.size(); ++i)
     ids.push_back(b.weight("w" + std::to_string(i), weights[i]));
   b.output("y", b.op(type, ids, out, attrs));
@@ -754,4 +755,128 @@ TEST_F(KernelTest, NewKernelsRejectWhatTheyCannotDo) {
                        Attrs(), {random({3, 1, 2, 2})}),
                "ConvTranspose of input f32[1, 2, 3, 3] with weights f32[3, 1, "
                "2, 2] and group 1 is not supported");
+}
+
+//===----------------------------------------------------------------------===//
+// Run-time shapes, index tensors and masks (IndexKernels, LogicKernels)
+//===----------------------------------------------------------------------===//
+
+namespace {
+Tensor bools(Shape shape, std::vector<uint8_t> values) {
+  Tensor t(DType::Bool, std::move(shape));
+  std::copy(values.begin(), values.end(), t.data<uint8_t>());
+  return t;
+}
+std::vector<int64_t> intsOf(const Tensor &t) {
+  return {t.data<int64_t>(), t.data<int64_t>() + t.numElements()};
+}
+std::vector<uint8_t> boolsOf(const Tensor &t) {
+  return {t.data<uint8_t>(), t.data<uint8_t>() + t.numElements()};
+}
+std::vector<float> floatsOf(const Tensor &t) {
+  return {t.data<float>(), t.data<float>() + t.numElements()};
+}
+} // namespace
+
+TEST_F(KernelTest, ShapeRangeAndConstantOfShape) {
+  Tensor x = random({2, 3, 4});
+  EXPECT_EQ(
+      intsOf(runOp("Shape", {in(x)}, {2}, Attrs().i("start", 1), DType::I64)),
+      (std::vector<int64_t>{3, 4}));
+  Tensor r =
+      runOp("Range",
+            {in(Tensor::fromInts({}, {7})), in(Tensor::fromInts({}, {-2})),
+             in(Tensor::fromInts({}, {-3}))},
+            {-1}, Attrs(), DType::I64);
+  EXPECT_EQ(intsOf(r), (std::vector<int64_t>{7, 4, 1})); // ceil(9 / 3)
+  Tensor c = runOp("ConstantOfShape", {in(Tensor::fromInts({2}, {2, 3}))},
+                   {-1, -1}, Attrs().i("to", 1).f("value", 2.5f));
+  EXPECT_EQ(c.shape(), (Shape{2, 3}));
+  EXPECT_EQ(floatsOf(c), std::vector<float>(6, 2.5f));
+}
+
+TEST_F(KernelTest, ComparisonsLogicAndWhere) {
+  Tensor a = Tensor::fromInts({3, 1}, {0, 1, 2});
+  Tensor b = Tensor::fromInts({1, 3}, {0, 1, 2});
+  Tensor gt = runOp("Greater", {in(b), in(a)}, {3, 3}, Attrs(), DType::Bool);
+  EXPECT_EQ(boolsOf(gt), (std::vector<uint8_t>{0, 1, 1, 0, 0, 1, 0, 0, 0}));
+  Tensor eq = runOp("Equal", {in(b), in(a)}, {3, 3}, Attrs(), DType::Bool);
+  Tensor either = runOp("Or", {in(gt), in(eq)}, {3, 3}, Attrs(), DType::Bool);
+  Tensor lower = runOp("Not", {in(either)}, {3, 3}, Attrs(), DType::Bool);
+  EXPECT_EQ(boolsOf(lower), (std::vector<uint8_t>{0, 0, 0, 1, 0, 0, 1, 1, 0}));
+  // A causal mask: -inf above the diagonal, the scores elsewhere.
+  Tensor scores = random({2, 3, 3});
+  Tensor y = runOp(
+      "Where", {in(gt), in(Tensor::fromFloats({}, {-INFINITY})), in(scores)},
+      {2, 3, 3});
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 3; ++j) {
+        float v = y.data<float>()[(n * 3 + i) * 3 + j];
+        if (j > i)
+          EXPECT_EQ(v, -INFINITY);
+        else
+          EXPECT_EQ(v, scores.data<float>()[(n * 3 + i) * 3 + j]);
+      }
+}
+
+TEST_F(KernelTest, ExpandCastTriluCumSum) {
+  Tensor e = runOp("Expand",
+                   {in(Tensor::fromFloats({2, 1}, {1.f, 2.f})),
+                    in(Tensor::fromInts({3}, {2, 2, 3}))},
+                   {2, 2, 3});
+  EXPECT_EQ(floatsOf(e),
+            (std::vector<float>{1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2}));
+  Tensor c = runOp("Cast", {in(Tensor::fromFloats({3}, {-1.5f, 0.f, 2.7f}))},
+                   {3}, Attrs().i("to", 7), DType::I64);
+  EXPECT_EQ(intsOf(c), (std::vector<int64_t>{-1, 0, 2}));
+  Tensor m = runOp("Cast", {in(bools({2}, {1, 0}))}, {2}, Attrs().i("to", 1));
+  EXPECT_EQ(floatsOf(m), (std::vector<float>{1, 0}));
+  Tensor ones = Tensor::fromFloats({3, 3}, std::vector<float>(9, 1.f));
+  Tensor t = runOp("Trilu", {in(ones), in(Tensor::fromInts({}, {-1}))}, {3, 3},
+                   Attrs().i("upper", 0));
+  EXPECT_EQ(floatsOf(t), (std::vector<float>{0, 0, 0, 1, 0, 0, 1, 1, 0}));
+  Tensor s = runOp("CumSum",
+                   {in(Tensor::fromFloats({2, 3}, {1, 2, 3, 4, 5, 6})),
+                    in(Tensor::fromInts({}, {1}))},
+                   {2, 3}, Attrs().i("exclusive", 1).i("reverse", 1));
+  EXPECT_EQ(floatsOf(s), (std::vector<float>{5, 3, 0, 11, 6, 0}));
+}
+
+// Shape arithmetic on i64 tensors: the binary kernels and Concat take them.
+TEST_F(KernelTest, IntegerShapeArithmetic) {
+  Tensor shp = Tensor::fromInts({3}, {2, 5, 8});
+  Tensor rows = runOp("Mul", {in(shp), in(Tensor::fromInts({}, {3}))}, {3},
+                      Attrs(), DType::I64);
+  EXPECT_EQ(intsOf(rows), (std::vector<int64_t>{6, 15, 24}));
+  Tensor q = runOp("Div", {in(shp), in(Tensor::fromInts({1}, {-2}))}, {3},
+                   Attrs(), DType::I64);
+  EXPECT_EQ(intsOf(q), (std::vector<int64_t>{-1, -2, -4})); // truncates
+  Tensor cat = runOp("Concat", {in(shp), in(Tensor::fromInts({1}, {-1}))}, {4},
+                     Attrs().i("axis", 0), DType::I64);
+  EXPECT_EQ(intsOf(cat), (std::vector<int64_t>{2, 5, 8, -1}));
+  EXPECT_NE(opError("Div", {shp, Tensor::fromInts({}, {0})}, {3}, Attrs())
+                .find("integer division by zero"),
+            std::string::npos);
+}
+
+// Reshape and Slice whose shape and bounds are inputs computed at run time.
+TEST_F(KernelTest, ComputedReshapeAndSlice) {
+  Tensor x = random({2, 3, 4});
+  Tensor r =
+      runOp("Reshape", {in(x), in(Tensor::fromInts({2}, {-1, 4}))}, {-1, -1});
+  EXPECT_EQ(r.shape(), (Shape{6, 4}));
+  EXPECT_EQ(floatsOf(r), floatsOf(x));
+  Tensor s = runOp(
+      "Slice",
+      {in(x), in(Tensor::fromInts({1}, {1})), in(Tensor::fromInts({1}, {3})),
+       in(Tensor::fromInts({1}, {2})), in(Tensor::fromInts({1}, {1}))},
+      {-1, -1, -1});
+  ASSERT_EQ(s.shape(), (Shape{2, 3, 2}));
+  EXPECT_EQ(s.data<float>()[0], x.data<float>()[1]);
+  EXPECT_EQ(s.data<float>()[1], x.data<float>()[2]);
+  EXPECT_NE(
+      opError("Reshape", {x, Tensor::fromInts({2}, {5, 5})}, {-1, -1}, Attrs())
+          .find("cannot reshape f32[2, 3, 4] to [5, 5]"),
+      std::string::npos);
 }

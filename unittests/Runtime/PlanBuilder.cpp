@@ -37,7 +37,7 @@ Attrs &Attrs::ints(const std::string &name, std::vector<int64_t> values) {
 int PlanBuilder::value(const std::string &name, const Shape &dims, DType type) {
   plan::Value *v = plan.add_values();
   v->set_name(name);
-  v->set_dtype(type == DType::F32 ? plan::FLOAT : plan::INT64);
+  v->set_dtype(static_cast<plan::DataType>(type));
   for (int64_t d : dims)
     v->add_dims(d);
   return plan.values_size() - 1;

@@ -138,8 +138,8 @@ private:
 
   /// ExecutorOptions::propagateNaN: the plan and weights as given (none when
   /// they can be read from the plan's model again), whether a weight that an
-  /// op computes with is not finite, and the unfused executor made from them on the first run that
-  /// needs it.
+  /// op computes with is not finite, and the unfused executor made from them on
+  /// the first run that needs it.
   plan::Plan source;
   std::optional<WeightMap> sourceWeights;
   bool nonFiniteWeights = false;

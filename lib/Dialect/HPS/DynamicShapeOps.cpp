@@ -48,8 +48,7 @@ static LogicalResult verifyRankIsLength(Operation *op, Value shape,
   int64_t length = shapeLength(shape);
   if (out && !isDyn(length) && static_cast<int64_t>(out->size()) != length)
     return op->emitOpError("result of rank ")
-           << out->size() << " for a shape operand of " << length
-           << " values";
+           << out->size() << " for a shape operand of " << length << " values";
   return success();
 }
 
@@ -199,8 +198,8 @@ LogicalResult WhereOp::verify() {
 /// A one-element operand (a scalar or a 1-element 1-D tensor).
 static LogicalResult verifyOneElement(Operation *op, StringRef name, Value v) {
   std::optional<Shape> s = rankedShape(v);
-  if (s && (s->size() > 1 || (s->size() == 1 && !isDyn((*s)[0]) &&
-                              (*s)[0] != 1)))
+  if (s &&
+      (s->size() > 1 || (s->size() == 1 && !isDyn((*s)[0]) && (*s)[0] != 1)))
     return op->emitOpError("expects a one-element '")
            << name << "', got shape " << formatShape(*s);
   return success();

@@ -272,9 +272,8 @@ static LogicalResult verifyValueAttribute(Operation *op, NamedAttribute attr,
                                           StringRef what) {
   if (attr.getName() == HPSDialect::kDimNamesAttrName && what == "argument") {
     auto names = dyn_cast<ArrayAttr>(attr.getValue());
-    if (!names || !llvm::all_of(names, [](Attribute a) {
-          return isa<StringAttr>(a);
-        }))
+    if (!names ||
+        !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
       return op->emitError() << "'" << HPSDialect::kDimNamesAttrName
                              << "' must be an array of strings";
     return success();
@@ -298,9 +297,9 @@ LogicalResult HPSDialect::verifyRegionArgAttribute(Operation *op, unsigned,
   if (func && names && attr.getName() == kDimNamesAttrName) {
     auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[arg]);
     if (!type || type.getRank() != static_cast<int64_t>(names.size()))
-      return op->emitError()
-             << "'" << kDimNamesAttrName << "' of argument " << arg
-             << " needs one name per dimension of " << func.getArgumentTypes()[arg];
+      return op->emitError() << "'" << kDimNamesAttrName << "' of argument "
+                             << arg << " needs one name per dimension of "
+                             << func.getArgumentTypes()[arg];
   }
   return success();
 }

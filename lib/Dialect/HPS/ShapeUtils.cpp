@@ -80,7 +80,7 @@ std::optional<int64_t> mlir::hps::normalizeAxis(int64_t axis, int64_t rank) {
 /// Compares a result type with the shape the op computes. Dimensions unknown
 /// on either side are accepted.
 LogicalResult mlir::hps::verifyResultShape(Operation *op, Value result,
-                                       ArrayRef<int64_t> expected) {
+                                           ArrayRef<int64_t> expected) {
   std::optional<Shape> actual = rankedShape(result);
   if (!actual)
     return success();

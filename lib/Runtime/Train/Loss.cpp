@@ -60,8 +60,8 @@ llvm::Error train::checkLossFits(LossKind kind, const Shape &outputShape,
                                    "classes], the model gives ") +
                        shapeToString(outputShape));
     Shape positions(outputShape.begin() + 1, outputShape.end() - 1);
-    bool fits = targetType == DType::I64 &&
-                targetSample.size() == positions.size();
+    bool fits =
+        targetType == DType::I64 && targetSample.size() == positions.size();
     for (size_t i = 0; fits && i < positions.size(); ++i)
       fits = positions[i] < 0 || positions[i] == targetSample[i];
     if (!fits && positions.empty())

@@ -27,8 +27,8 @@ Type typeOrRank(NodeImporter &n, Type elem, std::optional<int64_t> rank,
   Type t = n.outputType(i, elem);
   if (isa<RankedTensorType>(t) || !rank)
     return t;
-  return RankedTensorType::get(SmallVector<int64_t>(*rank, ShapedType::kDynamic),
-                               elem);
+  return RankedTensorType::get(
+      SmallVector<int64_t>(*rank, ShapedType::kDynamic), elem);
 }
 
 /// The static length of a 1-D shape operand, if known.
@@ -71,8 +71,8 @@ LogicalResult convertRange(NodeImporter &n) {
   Type elem = getElementTypeOrSelf(start->getType());
   if (failed(checkRuntimeTypes(n, {*start, *limit, *delta})))
     return failure();
-  n.setOutput(0, n.create<RangeOp>(typeOrRank(n, elem, 1), *start, *limit,
-                                   *delta));
+  n.setOutput(
+      0, n.create<RangeOp>(typeOrRank(n, elem, 1), *start, *limit, *delta));
   return success();
 }
 
@@ -130,8 +130,8 @@ template <typename OpTy> LogicalResult convertCompare(NodeImporter &n) {
   if (failed(a) || failed(b) || failed(checkRuntimeTypes(n, {*a, *b})))
     return failure();
   Type i1 = n.builder().getI1Type();
-  n.setOutput(0, n.create<OpTy>(typeOrRank(n, i1, broadcastRank({*a, *b})),
-                                *a, *b));
+  n.setOutput(
+      0, n.create<OpTy>(typeOrRank(n, i1, broadcastRank({*a, *b})), *a, *b));
   return success();
 }
 
@@ -149,9 +149,9 @@ LogicalResult convertWhere(NodeImporter &n) {
       failed(checkRuntimeTypes(n, {*c, *x, *y})))
     return failure();
   Type elem = getElementTypeOrSelf(x->getType());
-  n.setOutput(0, n.create<WhereOp>(
-                     typeOrRank(n, elem, broadcastRank({*c, *x, *y})), *c, *x,
-                     *y));
+  n.setOutput(
+      0, n.create<WhereOp>(typeOrRank(n, elem, broadcastRank({*c, *x, *y})), *c,
+                           *x, *y));
   return success();
 }
 
@@ -204,8 +204,8 @@ LogicalResult convertCast(NodeImporter &n) {
     type = RankedTensorType::get(in.getShape(), to);
   else
     type = UnrankedTensorType::get(to);
-  n.setOutput(0, n.create<CastOp>(type, *x,
-                                  n.builder().getI64IntegerAttr(onnxTypeOf(to))));
+  n.setOutput(0, n.create<CastOp>(
+                     type, *x, n.builder().getI64IntegerAttr(onnxTypeOf(to))));
   return success();
 }
 
@@ -257,11 +257,11 @@ LogicalResult mlir::hps::onnx_import::convertDynamicPad(NodeImporter &n) {
   }
   if (n.hasInput(3))
     return n.unsupported("Pad's 'axes' input");
-  n.setOutput(0, n.create<DynamicPadOp>(
-                     n.outputType(0, getElementTypeOrSelf(x->getType())), *x,
-                     *pads, value,
-                     n.builder().getStringAttr(
-                         n.attrString("mode", "constant"))));
+  n.setOutput(0,
+              n.create<DynamicPadOp>(
+                  n.outputType(0, getElementTypeOrSelf(x->getType())), *x,
+                  *pads, value,
+                  n.builder().getStringAttr(n.attrString("mode", "constant"))));
   return success();
 }
 

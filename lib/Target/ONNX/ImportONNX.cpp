@@ -300,11 +300,10 @@ static llvm::Error fixDimSizes(onnx::ModelProto &model, llvm::StringRef path,
       return makeError(path + ": dimension '" + name + "' given size " +
                        llvm::Twine(size) + "; sizes must be positive");
     if (!used.count(name))
-      return makeError(path + ": no input dimension is named '" + name +
-                       "' (named ones: " +
-                       (named.empty() ? std::string("none")
-                                      : llvm::join(named, ", ")) +
-                       ")");
+      return makeError(
+          path + ": no input dimension is named '" + name + "' (named ones: " +
+          (named.empty() ? std::string("none") : llvm::join(named, ", ")) +
+          ")");
   }
   return llvm::Error::success();
 }
@@ -619,13 +618,12 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
     func.setArgAttr(i, HPSDialect::kNameAttrName, builder.getStringAttr(name));
     SmallVector<std::string> dims = dimParams(name);
     auto type = dyn_cast<RankedTensorType>(argTypes[i]);
-    bool shared = llvm::any_of(dims, [&](const std::string &d) {
-      return !d.empty() && uses[d] > 1;
-    });
+    bool shared = llvm::any_of(
+        dims, [&](const std::string &d) { return !d.empty() && uses[d] > 1; });
     if (shared && type && type.getRank() == static_cast<int64_t>(dims.size()))
       func.setArgAttr(i, HPSDialect::kDimNamesAttrName,
-                      builder.getStrArrayAttr(SmallVector<StringRef>(
-                          dims.begin(), dims.end())));
+                      builder.getStrArrayAttr(
+                          SmallVector<StringRef>(dims.begin(), dims.end())));
   }
   builder.setInsertionPointToEnd(entry);
 

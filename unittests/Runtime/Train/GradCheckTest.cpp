@@ -232,8 +232,8 @@ TEST(GradCheck, WhereMaskedFill) {
 TEST(GradCheck, ExpandTriluCumSum) {
   gradCheck("Expand", {random({3, 1}, 66), Tensor::fromInts({3}, {2, 3, 4})},
             {0});
-  gradCheck("Trilu", {random({2, 3, 4}, 67), Tensor::fromInts({1}, {1})},
-            {0}, Attrs().i("upper", 0));
+  gradCheck("Trilu", {random({2, 3, 4}, 67), Tensor::fromInts({1}, {1})}, {0},
+            Attrs().i("upper", 0));
   gradCheck("CumSum", {random({2, 5}, 68), Tensor::fromInts({}, {1})}, {0},
             Attrs().i("exclusive", 1).i("reverse", 0));
 }
@@ -316,9 +316,8 @@ TEST(GradCheck, GatherRows) {
 
 // A transformer's first-token pick (x[:, 0]) gathers along axis 1.
 TEST(GradCheck, GatherAlongAnInnerAxis) {
-  gradCheck("Gather",
-            {random({2, 4, 3}, 41), Tensor::fromInts({2}, {0, -1})}, {0},
-            Attrs().i("axis", 1));
+  gradCheck("Gather", {random({2, 4, 3}, 41), Tensor::fromInts({2}, {0, -1})},
+            {0}, Attrs().i("axis", 1));
 }
 
 TEST(GradCheck, BatchNormTraining) {

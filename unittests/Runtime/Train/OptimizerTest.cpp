@@ -225,8 +225,8 @@ TEST(Loss, FitChecksNameShapes) {
             "loss softmax-ce needs one i64 class label per sample, the data "
             "has f32[10]");
   // A language model's logits: a label per token.
-  EXPECT_FALSE(bool(checkLossFits(LossKind::SoftmaxCrossEntropy,
-                                  {-1, -1, 97}, DType::I64, {16})));
+  EXPECT_FALSE(bool(checkLossFits(LossKind::SoftmaxCrossEntropy, {-1, -1, 97},
+                                  DType::I64, {16})));
   e = checkLossFits(LossKind::SoftmaxCrossEntropy, {-1, 16, 97}, DType::I64,
                     {15});
   EXPECT_EQ(llvm::toString(std::move(e)),

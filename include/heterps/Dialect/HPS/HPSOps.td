@@ -1,9 +1,11 @@
 //===- HPSOps.td - hps layer ops ---------------------------*- tablegen -*-===//
 //
-// One op per ONNX operator. Operator inputs that ONNX passes as tensors but
-// that must be compile-time constants (Reshape's shape, Slice's starts, ...)
-// are attributes here; the importer folds them. Attributes are explicit:
-// the importer fills every ONNX default and resolves `auto_pad` to pads.
+// One op per ONNX operator. Operator inputs that ONNX passes as tensors and
+// that are usually constants (Reshape's shape, Slice's starts, ...) are
+// attributes here; the importer folds them. Where the model computes them
+// at run time (from a dynamic batch or sequence length) the `dynamic_` forms
+// take them as operands. Attributes are explicit: the importer fills every
+// ONNX default and resolves `auto_pad` to pads.
 //
 //===----------------------------------------------------------------------===//
 

@@ -257,15 +257,14 @@ void cpu::registerBinaryKernels(KernelRegistry &registry, CPUContextPtr ctx) {
       {"Min", dnnl::algorithm::binary_min, BinaryOp::Min},
   };
   for (const Op &op : ops)
-    registry.add(
-        op.type,
-        [ctx,
-         op](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
-          if (llvm::Error e = info.checkArity(2, 2))
-            return e;
-          return std::make_unique<BinaryKernel>(ctx, op.algorithm, op.op,
-                                                op.type);
-        });
+    registry.add(op.type,
+                 [ctx, op](const OpInfo &info)
+                     -> llvm::Expected<std::unique_ptr<Kernel>> {
+                   if (llvm::Error e = info.checkArity(2, 2))
+                     return e;
+                   return std::make_unique<BinaryKernel>(ctx, op.algorithm,
+                                                         op.op, op.type);
+                 });
   for (auto [type, op] :
        {std::pair("Pow", BinaryOp::Pow), std::pair("PRelu", BinaryOp::PRelu)})
     registry.add(type,

@@ -44,6 +44,7 @@ void CPUBackend::rewriteForInference(plan::Plan &plan, WeightMap &weights,
   fusePads(plan, weights, mine);
   fuseGelus(plan, weights, mine);
   fuseLayerNorms(plan, weights, mine);
+  fuseMatMulBiases(plan, weights, mine);
   fuseSelfGates(plan, mine);
   fuseResidualAdds(plan, mine);
   fuseActivations(plan, mine);

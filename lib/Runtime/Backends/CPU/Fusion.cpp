@@ -863,3 +863,43 @@ int heterps::runtime::fuseLayerNorms(plan::Plan &plan, const WeightMap &weights,
     eraseOps(plan, dead);
   return fused;
 }
+
+int heterps::runtime::fuseMatMulBiases(plan::Plan &plan,
+                                       const WeightMap &weights,
+                                       OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    plan::Op &mm = *plan.mutable_ops(i);
+    if (mm.type() != "MatMul" || mm.inputs_size() != 2 ||
+        mm.outputs_size() != 1)
+      continue;
+    const Tensor *w = weightInput(weights, mm, 1);
+    if (!w || w->rank() != 2 || w->dtype() != DType::F32)
+      continue;
+    int j = uses.soleReader(mm.outputs(0));
+    if (j < 0)
+      continue;
+    const plan::Op &add = plan.ops(j);
+    if (add.type() != "Add" || add.inputs_size() != 2 ||
+        !fusable(mine, mm, add))
+      continue;
+    int k = add.inputs(0) == mm.outputs(0) ? 1 : 0;
+    const Tensor *bias = weightInput(weights, add, k);
+    // Broadcast along the last axis only: [N] or [1, ..., 1, N], and no
+    // more dimensions than the product has.
+    const plan::Value &out = plan.values(mm.outputs(0));
+    if (!bias || bias->dtype() != DType::F32 || bias->rank() == 0 ||
+        bias->rank() > out.dims_size() || bias->numElements() != w->dim(1) ||
+        bias->dim(bias->rank() - 1) != w->dim(1))
+      continue;
+    mm.add_inputs(add.inputs(k));
+    mm.set_outputs(0, add.outputs(0));
+    dead[j] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}

@@ -80,6 +80,14 @@ int fuseDepthwiseConvs(plan::Plan &plan, const WeightMap &weights,
 int fuseGelus(plan::Plan &plan, const WeightMap &weights,
               OpFilter mine = anyOp);
 
+/// Folds an Add of a constant bias (N elements, broadcast along the last
+/// axis) into the MatMul by a constant 2-D [K, N] weight whose output only
+/// it reads: the MatMul gets the bias as a third input (oneDNN's bias).
+/// A Linear layer as PyTorch exports it for 3-D inputs. Returns the number
+/// of fused Adds.
+int fuseMatMulBiases(plan::Plan &plan, const WeightMap &weights,
+                     OpFilter mine = anyOp);
+
 /// Replaces layer normalisation over the last axis as PyTorch exports it
 /// (ReduceMean, Sub, Pow 2, ReduceMean, Add epsilon, Sqrt, Div, then Mul by
 /// a [C] scale and optionally Add of a [C] bias, each intermediate read

@@ -297,8 +297,8 @@ public:
     }
     Tensor y(x.dtype(), x.shape());
     int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
-    int64_t bytes = dtypeSize(x.dtype()), mats = x.numElements() /
-                                                  std::max<int64_t>(rows * cols, 1);
+    int64_t bytes = dtypeSize(x.dtype()),
+            mats = x.numElements() / std::max<int64_t>(rows * cols, 1);
     const auto *px = static_cast<const uint8_t *>(x.rawData());
     auto *py = static_cast<uint8_t *>(y.rawData());
     for (int64_t m = 0; m < mats; ++m)

@@ -67,8 +67,8 @@ template <typename T> bool compare(Compare c, T x, T y) {
 
 llvm::Error checkSameType(const Tensor &a, const Tensor &b) {
   if (a.dtype() != b.dtype())
-    return kernelError("operands " + a.typeString() + " and " +
-                       b.typeString() + " have different element types");
+    return kernelError("operands " + a.typeString() + " and " + b.typeString() +
+                       " have different element types");
   return llvm::Error::success();
 }
 
@@ -87,8 +87,8 @@ void broadcastApply(const Tensor &a, const Tensor &b, Tensor &out, Fn fn) {
                 [&](int64_t o, const std::array<int64_t, 2> &off, int64_t n,
                     const std::array<int64_t, 2> &step) {
                   for (int64_t j = 0; j < n; ++j)
-                    po[o + j] = fn(pa[off[0] + j * step[0]],
-                                   pb[off[1] + j * step[1]]);
+                    po[o + j] =
+                        fn(pa[off[0] + j * step[0]], pb[off[1] + j * step[1]]);
                 });
 }
 
@@ -242,18 +242,17 @@ public:
     size_t bytes = dtypeSize(x.dtype());
     const auto *px = static_cast<const uint8_t *>(x.rawData());
     auto *po = static_cast<uint8_t *>(out.rawData());
-    forEachRow<1>(out.shape(), {x.shape()},
-                  [&](int64_t o, const std::array<int64_t, 1> &off, int64_t n,
-                      const std::array<int64_t, 1> &step) {
-                    if (step[0] == 1) {
-                      std::memcpy(po + o * bytes, px + off[0] * bytes,
-                                  n * bytes);
-                      return;
-                    }
-                    for (int64_t j = 0; j < n; ++j)
-                      std::memcpy(po + (o + j) * bytes, px + off[0] * bytes,
-                                  bytes);
-                  });
+    forEachRow<1>(
+        out.shape(), {x.shape()},
+        [&](int64_t o, const std::array<int64_t, 1> &off, int64_t n,
+            const std::array<int64_t, 1> &step) {
+          if (step[0] == 1) {
+            std::memcpy(po + o * bytes, px + off[0] * bytes, n * bytes);
+            return;
+          }
+          for (int64_t j = 0; j < n; ++j)
+            std::memcpy(po + (o + j) * bytes, px + off[0] * bytes, bytes);
+        });
     outputs[0] = std::move(out);
     return llvm::Error::success();
   }
@@ -291,19 +290,19 @@ llvm::Expected<Tensor> cpu::integerArithmetic(llvm::StringRef opType,
   };
   broadcastApply<int64_t, int64_t>(a, b, out, fn);
   if (divByZero)
-    return kernelError("integer division by zero in Div of " +
-                       a.typeString() + " by " + b.typeString());
+    return kernelError("integer division by zero in Div of " + a.typeString() +
+                       " by " + b.typeString());
   return out;
 }
 
 using Factory = llvm::Expected<std::unique_ptr<Kernel>>;
 
 void cpu::registerLogicKernels(KernelRegistry &registry, CPUContextPtr) {
-  for (auto [type, c] : {std::pair("Equal", Compare::Equal),
-                         std::pair("Less", Compare::Less),
-                         std::pair("Greater", Compare::Greater),
-                         std::pair("LessOrEqual", Compare::LessOrEqual),
-                         std::pair("GreaterOrEqual", Compare::GreaterOrEqual)})
+  for (auto [type, c] :
+       {std::pair("Equal", Compare::Equal), std::pair("Less", Compare::Less),
+        std::pair("Greater", Compare::Greater),
+        std::pair("LessOrEqual", Compare::LessOrEqual),
+        std::pair("GreaterOrEqual", Compare::GreaterOrEqual)})
     registry.add(type, [c = c](const OpInfo &info) -> Factory {
       if (llvm::Error e = info.checkArity(2, 2))
         return e;

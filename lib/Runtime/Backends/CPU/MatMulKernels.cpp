@@ -4,7 +4,9 @@
 // C is the primitive's bias when alpha is 1 (scaled by beta first when beta
 // is not 1), else a binary post-op after the output scale alpha.
 // MatMul: numpy semantics (1-D operands promoted, batch dimensions
-// broadcast). A constant B is reordered once into the format oneDNN prefers.
+// broadcast); an N-D A times a 2-D B is one 2-D product of A's rows, which
+// takes a bias (third input, fuseMatMulBiases). A constant B is reordered
+// once into the format oneDNN prefers.
 //
 // A Gemm of a few rows (M <= 8: a fully-connected layer at batch 1) with a
 // constant B is memory-bound: its time is one read of B. With autotuning,
@@ -271,8 +273,15 @@ public:
     if (llvm::Error e = checkF32(inputs))
       return e;
     const Tensor &a = *inputs[0], &b = *inputs[1];
+    // A bias (fuseMatMulBiases) comes with a 2-D B: the product is 2-D.
+    const Tensor *bias = inputs.size() > 2 ? inputs[2] : nullptr;
     if (a.rank() == 0 || b.rank() == 0)
       return kernelError("MatMul operands must have rank >= 1");
+    if (bias &&
+        (b.rank() != 2 || a.rank() < 2 || bias->numElements() != b.dim(1)))
+      return kernelError("MatMul bias " + bias->typeString() + " of " +
+                         a.typeString() + " x " + b.typeString() +
+                         ": a bias needs a 2-D B and one value per column");
     Shape sa = a.shape(), sb = b.shape();
     bool promoteA = sa.size() == 1, promoteB = sb.size() == 1;
     if (promoteA)
@@ -319,11 +328,13 @@ public:
         e.plainWeightsMd = plainDesc(sb);
         e.dstMd = plainDesc(dstDims);
         e.outShape = out;
+        if (bias)
+          e.cMd = plainDesc({1, dstDims.back()});
         return finish(std::move(e), b, 1.f);
       });
       if (!entry)
         return entry.takeError();
-      return execute(**entry, a, b, nullptr, outputs);
+      return execute(**entry, a, b, bias, outputs);
     });
   }
 };
@@ -345,7 +356,7 @@ void cpu::registerMatMulKernels(KernelRegistry &registry, CPUContextPtr ctx) {
   registry.add(
       "MatMul",
       [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
-        if (llvm::Error e = info.checkArity(2, 2))
+        if (llvm::Error e = info.checkArity(2, 3))
           return e;
         return std::make_unique<MatMulKernel>(ctx,
                                               info.constants[1] != nullptr);

@@ -46,9 +46,8 @@ private:
   ShapeFn shapeFor;
 };
 
-llvm::Expected<Shape> reshapeTo(const Shape &in,
-                                const std::vector<int64_t> &target,
-                                bool allowZero);
+llvm::Expected<Shape>
+reshapeTo(const Shape &in, const std::vector<int64_t> &target, bool allowZero);
 
 /// Reshape to a shape computed at run time (its second input).
 class ComputedReshapeKernel : public Kernel {

@@ -171,8 +171,8 @@ private:
 llvm::Error BinaryGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
                                       Tensor &output) {
   // Shape arithmetic at run time (no gradient reaches i64 values).
-  if (kind <= BinaryKind::Min && (inputs[0]->dtype() == DType::I64 ||
-                                  inputs[1]->dtype() == DType::I64)) {
+  if (kind <= BinaryKind::Min &&
+      (inputs[0]->dtype() == DType::I64 || inputs[1]->dtype() == DType::I64)) {
     llvm::Expected<Tensor> out =
         cpu::integerArithmetic(type, *inputs[0], *inputs[1]);
     if (!out)

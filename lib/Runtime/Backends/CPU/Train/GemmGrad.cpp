@@ -84,8 +84,8 @@ llvm::Error GemmGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
           y[i * n + j] =
               beta * cv[(rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j)];
     }
-    matmul(transA, transB, m, n, k, alpha, a.data<float>(), b.data<float>(),
-           y, bias);
+    matmul(transA, transB, m, n, k, alpha, a.data<float>(), b.data<float>(), y,
+           bias);
     return llvm::Error::success();
   });
 }

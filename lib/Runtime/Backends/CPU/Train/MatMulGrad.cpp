@@ -51,7 +51,8 @@ llvm::Expected<BatchPlan> planBatches(const Tensor &a, const Tensor &b) {
   // forEachRow walks rows of the batch shape with a stride per operand; a
   // scalar batch (rank 0) is one matrix each.
   Shape rows = batch->empty() ? Shape{1} : *batch;
-  Shape sa = batch->empty() ? Shape{1} : ba, sb = batch->empty() ? Shape{1} : bb;
+  Shape sa = batch->empty() ? Shape{1} : ba,
+        sb = batch->empty() ? Shape{1} : bb;
   cpu::forEachRow<2>(rows, {sa, sb},
                      [&](int64_t o, const std::array<int64_t, 2> &off,
                          int64_t len, const std::array<int64_t, 2> &step) {
