@@ -58,6 +58,17 @@ struct SliceParams {
   std::vector<int64_t> starts, ends, axes, steps;
 };
 
+/// `p`, or an error unless ends (and axes, steps when given) match starts.
+inline llvm::Expected<SliceParams> checkCounts(SliceParams p) {
+  size_t n = p.starts.size();
+  if (p.ends.size() != n || (!p.axes.empty() && p.axes.size() != n) ||
+      (!p.steps.empty() && p.steps.size() != n))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "Slice needs as many ends, axes and steps as starts");
+  return p;
+}
+
 inline llvm::Expected<SliceParams> readSliceParams(const OpAttributes &a) {
   SliceParams p;
   for (auto [name, field] :
@@ -68,13 +79,7 @@ inline llvm::Expected<SliceParams> readSliceParams(const OpAttributes &a) {
       return values.takeError();
     *field = std::move(*values);
   }
-  size_t n = p.starts.size();
-  if (p.ends.size() != n || (!p.axes.empty() && p.axes.size() != n) ||
-      (!p.steps.empty() && p.steps.size() != n))
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "Slice needs as many ends, axes and steps as starts");
-  return p;
+  return checkCounts(std::move(p));
 }
 
 /// A Slice's bounds given as its inputs 1 to 4 (1-D i64 tensors, computed
@@ -96,13 +101,7 @@ sliceParamsOfInputs(llvm::ArrayRef<const Tensor *> inputs) {
     fields[i - 1]->assign(t->data<int64_t>(),
                           t->data<int64_t>() + t->numElements());
   }
-  size_t n = p.starts.size();
-  if (p.ends.size() != n || (!p.axes.empty() && p.axes.size() != n) ||
-      (!p.steps.empty() && p.steps.size() != n))
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "Slice needs as many ends, axes and steps as starts");
-  return p;
+  return checkCounts(std::move(p));
 }
 
 inline llvm::Expected<SliceGeometry> sliceGeometry(const Shape &shape,

@@ -4,13 +4,17 @@
 // model computes the value at run time, or a mode hps's op does not have:
 // Clip with run-time bounds becomes Max and Min; BatchNormalization in
 // training mode normalises with the batch's own statistics (ReduceMean, Sub,
-// Mul, Sqrt, Div) and gives the updated running statistics too.
+// Mul, Sqrt, Div) and gives the updated running statistics too; Einsum of
+// one or two operands becomes ReduceSum, Transpose, Reshape and a MatMul
+// (static sizes; batch labels stay dimensions of the MatMul).
 //
 //===----------------------------------------------------------------------===//
 
 #include "GraphImporter.h"
 
 #include "heterps/Dialect/HPS/HPS.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace mlir::hps;
@@ -42,13 +46,10 @@ LogicalResult mlir::hps::onnx_import::convertClipOfTensors(NodeImporter &n) {
 
 LogicalResult
 mlir::hps::onnx_import::convertBatchNormTraining(NodeImporter &n) {
-  SmallVector<Value, 5> in;
-  for (unsigned i = 0; i < 5; ++i) {
-    FailureOr<Value> v = n.input(i);
-    if (failed(v))
-      return failure();
-    in.push_back(*v);
-  }
+  FailureOr<SmallVector<Value>> operands = n.inputs(5);
+  if (failed(operands))
+    return failure();
+  SmallVector<Value> &in = *operands;
   auto xType = dyn_cast<RankedTensorType>(in[0].getType());
   if (!xType || xType.getRank() < 2 || !xType.getElementType().isF32())
     return n.unsupported("training_mode=1 on an input that is not a ranked "
@@ -100,5 +101,181 @@ mlir::hps::onnx_import::convertBatchNormTraining(NodeImporter &n) {
     n.setOutput(1, running(in[3], mean));
   if (n.outputUsed(2))
     n.setOutput(2, running(in[4], var));
+  return success();
+}
+
+namespace {
+
+/// An Einsum operand's labels and the value that carries them.
+struct Labelled {
+  Value value;
+  std::string labels;
+};
+
+/// The static sizes of `v` per label, or failure when one is dynamic.
+FailureOr<llvm::StringMap<int64_t>> labelSizes(ArrayRef<Labelled> operands) {
+  llvm::StringMap<int64_t> sizes;
+  for (const Labelled &op : operands) {
+    auto type = dyn_cast<RankedTensorType>(op.value.getType());
+    if (!type || type.getRank() != static_cast<int64_t>(op.labels.size()))
+      return failure();
+    for (auto [i, c] : llvm::enumerate(op.labels)) {
+      int64_t d = type.getDimSize(i);
+      auto [it, added] = sizes.try_emplace(StringRef(&c, 1), d);
+      if (ShapedType::isDynamic(d) || (!added && it->second != d))
+        return failure();
+    }
+  }
+  return sizes;
+}
+
+/// Einsum as ReduceSum, Transpose, Reshape and one MatMul.
+class EinsumLowering {
+public:
+  EinsumLowering(NodeImporter &n, llvm::StringMap<int64_t> sizes)
+      : n(n), sizes(std::move(sizes)) {}
+
+  /// Sums out the labels of `x` that `keep` does not have.
+  Labelled sumOut(Labelled x, StringRef keep) {
+    SmallVector<int64_t> axes;
+    std::string rest;
+    for (auto [i, c] : llvm::enumerate(x.labels))
+      if (keep.contains(c))
+        rest += c;
+      else
+        axes.push_back(i);
+    if (axes.empty())
+      return x;
+    Value v = n.create<ReduceSumOp>(typeOf(rest), x.value,
+                                    n.builder().getDenseI64ArrayAttr(axes),
+                                    n.builder().getBoolAttr(false));
+    return {v, rest};
+  }
+
+  /// `x` with its labels in the order `order` (a permutation of them).
+  Labelled permute(Labelled x, StringRef order) {
+    if (x.labels == order)
+      return x;
+    SmallVector<int64_t> perm;
+    for (char c : order)
+      perm.push_back(x.labels.find(c));
+    return {n.create<TransposeOp>(typeOf(order), x.value,
+                                  n.builder().getDenseI64ArrayAttr(perm)),
+            order.str()};
+  }
+
+  /// `x` reshaped to `dims` (static).
+  Value reshape(Value x, ArrayRef<int64_t> dims) {
+    return n.create<ReshapeOp>(RankedTensorType::get(dims, f32()), x,
+                               n.builder().getDenseI64ArrayAttr(dims),
+                               n.builder().getBoolAttr(false));
+  }
+
+  int64_t product(StringRef labels) {
+    int64_t p = 1;
+    for (char c : labels)
+      p *= sizes.lookup(StringRef(&c, 1));
+    return p;
+  }
+
+  SmallVector<int64_t> dimsOf(StringRef labels) {
+    SmallVector<int64_t> dims;
+    for (char c : labels)
+      dims.push_back(sizes.lookup(StringRef(&c, 1)));
+    return dims;
+  }
+
+  Type typeOf(StringRef labels) {
+    return RankedTensorType::get(dimsOf(labels), f32());
+  }
+
+private:
+  Type f32() { return n.builder().getF32Type(); }
+  NodeImporter &n;
+  llvm::StringMap<int64_t> sizes;
+};
+
+} // namespace
+
+LogicalResult mlir::hps::onnx_import::convertEinsum(NodeImporter &n) {
+  std::string equation;
+  for (char c : n.attrString("equation", ""))
+    if (c != ' ')
+      equation += c;
+  StringRef eq(equation);
+  auto [lhs, rhs] = eq.split("->");
+  SmallVector<StringRef> terms;
+  lhs.split(terms, ',');
+  if (eq.contains("...") ||
+      terms.size() != static_cast<size_t>(n.node.input_size()) ||
+      terms.size() > 2)
+    return n.unsupported("Einsum '" + equation +
+                         "' (one or two operands without '...' are)");
+  std::string out = rhs.str();
+  if (!eq.contains("->")) { // Implicit: the labels seen once, sorted.
+    std::map<char, int> seen;
+    for (StringRef t : terms)
+      for (char c : t)
+        ++seen[c];
+    for (auto [c, count] : seen)
+      if (count == 1)
+        out += c;
+  }
+  SmallVector<Labelled> operands;
+  for (auto [i, t] : llvm::enumerate(terms)) {
+    FailureOr<Value> v = n.input(i);
+    if (failed(v))
+      return failure();
+    if (!getElementTypeOrSelf(v->getType()).isF32())
+      return n.unsupported("Einsum of non-f32 tensors");
+    if (llvm::any_of(t, [&](char c) { return t.count(c) > 1; }))
+      return n.unsupported("Einsum '" + equation +
+                           "' with a label repeated in an operand (a "
+                           "diagonal)");
+    operands.push_back({*v, t.str()});
+  }
+  FailureOr<llvm::StringMap<int64_t>> sizes = labelSizes(operands);
+  if (failed(sizes))
+    return n.unsupported("Einsum of operands with dynamic or mismatched "
+                         "dimensions");
+  EinsumLowering e(n, std::move(*sizes));
+  if (operands.size() == 1) {
+    Labelled y = e.permute(e.sumOut(operands[0], out), out);
+    if (y.value == operands[0].value)
+      y.value = n.create<IdentityOp>(y.value.getType(), y.value);
+    n.setOutput(0, y.value);
+    return success();
+  }
+  // Labels of both operands and the output are batch dimensions, of one
+  // operand and the output rows or columns, of both operands only summed.
+  std::string la = operands[0].labels, lb = operands[1].labels;
+  std::string batch, rows, cols, inner;
+  for (char c : out)
+    if (la.find(c) != std::string::npos && lb.find(c) != std::string::npos)
+      batch += c;
+  for (char c : la)
+    if (out.find(c) != std::string::npos && lb.find(c) == std::string::npos)
+      rows += c;
+    else if (out.find(c) == std::string::npos &&
+             lb.find(c) != std::string::npos)
+      inner += c;
+  for (char c : lb)
+    if (out.find(c) != std::string::npos && la.find(c) == std::string::npos)
+      cols += c;
+  Labelled a = e.permute(e.sumOut(operands[0], batch + rows + inner),
+                         batch + rows + inner);
+  Labelled b = e.permute(e.sumOut(operands[1], batch + inner + cols),
+                         batch + inner + cols);
+  SmallVector<int64_t> shapeA = e.dimsOf(batch), shapeB = e.dimsOf(batch),
+                       shapeY = e.dimsOf(batch);
+  shapeA.append({e.product(rows), e.product(inner)});
+  shapeB.append({e.product(inner), e.product(cols)});
+  shapeY.append({e.product(rows), e.product(cols)});
+  Value product = n.create<MatMulOp>(
+      RankedTensorType::get(shapeY, n.builder().getF32Type()),
+      e.reshape(a.value, shapeA), e.reshape(b.value, shapeB));
+  Labelled y{e.reshape(product, e.dimsOf(batch + rows + cols)),
+             batch + rows + cols};
+  n.setOutput(0, e.permute(y, out).value);
   return success();
 }

@@ -284,6 +284,7 @@ mlir::hps::onnx_import::dynamicShapeConverters() {
       {"Trilu", convertTrilu},
       {"CumSum", convertCumSum},
       {"Cast", convertCast},
+      {"Einsum", convertEinsum},
   };
   return table;
 }

@@ -91,6 +91,8 @@ public:
   // Inputs. `i` counts ONNX inputs; an empty name is a missing input.
   bool hasInput(unsigned i) const;
   FailureOr<Value> input(unsigned i);
+  /// Inputs 0 to count - 1, each required.
+  FailureOr<SmallVector<Value>> inputs(unsigned count);
   /// The input as a compile-time tensor, or null when it is computed.
   const ConstTensor *constInput(unsigned i);
   /// A compile-time integer list input; fails with a message naming `what`.
@@ -155,6 +157,8 @@ LogicalResult convertDynamicPad(NodeImporter &node);
 LogicalResult convertClipOfTensors(NodeImporter &node);
 /// BatchNormalization with training_mode=1 (Decompositions.cpp).
 LogicalResult convertBatchNormTraining(NodeImporter &node);
+/// Einsum of one or two operands (Decompositions.cpp).
+LogicalResult convertEinsum(NodeImporter &node);
 /// The target of a Reshape from its folded shape input: dynamic dimensions
 /// that stay in place become 0. Fails (with the node's error set) otherwise.
 FailureOr<llvm::SmallVector<int64_t>>

@@ -789,6 +789,17 @@ FailureOr<Value> NodeImporter::input(unsigned i) {
   return value;
 }
 
+FailureOr<SmallVector<Value>> NodeImporter::inputs(unsigned count) {
+  SmallVector<Value> values;
+  for (unsigned i = 0; i < count; ++i) {
+    FailureOr<Value> v = input(i);
+    if (failed(v))
+      return failure();
+    values.push_back(*v);
+  }
+  return values;
+}
+
 const ConstTensor *NodeImporter::constInput(unsigned i) {
   if (!hasInput(i))
     return nullptr;

@@ -499,13 +499,10 @@ LogicalResult convertBatchNorm(NodeImporter &n) {
   for (unsigned i = 1; i < n.numOutputs(); ++i)
     if (n.outputUsed(i))
       return n.unsupported("the running-statistics outputs");
-  SmallVector<Value, 5> in;
-  for (unsigned i = 0; i < 5; ++i) {
-    FailureOr<Value> v = n.input(i);
-    if (failed(v))
-      return failure();
-    in.push_back(*v);
-  }
+  FailureOr<SmallVector<Value>> operands = n.inputs(5);
+  if (failed(operands))
+    return failure();
+  SmallVector<Value> &in = *operands;
   n.setOutput(0, n.create<BatchNormOp>(resultType(n), in[0], in[1], in[2],
                                        in[3], in[4],
                                        f32(n, n.attrFloat("epsilon", 1e-5f)),

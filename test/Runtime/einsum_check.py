@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Einsum as the importer writes it out, against numpy.einsum.
+
+Usage: einsum_check.py HETERPS_RUN WORK
+
+One ONNX model per equation (f32, static shapes: a batched matmul, an
+attention score, a transpose, a sum, an inner product, a contraction over
+two labels with a broadcast-free batch, implicit output); heterps-run's
+output against np.einsum on the same random inputs. One line per equation.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+CASES = [
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("bhqd,bhkd->bhqk", [(2, 3, 5, 4), (2, 3, 6, 4)]),
+    ("ij->ji", [(3, 4)]),
+    ("ij->i", [(3, 4)]),
+    ("i,i", [(5,), (5,)]),
+    ("abc,cbd->ad", [(2, 3, 4), (4, 3, 5)]),
+    ("ij,jk", [(3, 4), (4, 2)]),
+]
+
+
+def main():
+    run, work = sys.argv[1:3]
+    rng = np.random.default_rng(0)
+    for k, (equation, shapes) in enumerate(CASES):
+        names = [f"x{i}" for i in range(len(shapes))]
+        xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        want = np.einsum(equation, *xs)
+        node = helper.make_node("Einsum", names, ["y"], equation=equation)
+        graph = helper.make_graph(
+            [node], "einsum",
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+             for n, s in zip(names, shapes)],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                           list(want.shape))])
+        model = helper.make_model(graph,
+                                  opset_imports=[helper.make_opsetid("", 13)])
+        path = os.path.join(work, f"einsum{k}.onnx")
+        onnx.save(model, path)
+        args = []
+        for n, x in zip(names, xs):
+            np.save(os.path.join(work, n + ".npy"), x)
+            args += ["--input", f"{n}={os.path.join(work, n + '.npy')}"]
+        out = os.path.join(work, f"out{k}")
+        subprocess.run([run, path, *args, "--output-dir", out], check=True,
+                       capture_output=True)
+        got = numpy_helper.to_array(
+            onnx.load_tensor(os.path.join(out, "output_0.pb")))
+        ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-5,
+                                                     atol=1e-5)
+        print(f"{equation}: {list(got.shape)} {'ok' if ok else 'WRONG'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
