@@ -55,8 +55,8 @@ static LogicalResult verifyRankIsLength(Operation *op, Value shape,
 LogicalResult DynamicReshapeOp::verify() {
   std::optional<Shape> in = rankedShape(getInput());
   std::optional<Shape> out = rankedShape(getOutput());
-  if (getInput().getType().cast<TensorType>().getElementType() !=
-      getOutput().getType().cast<TensorType>().getElementType())
+  if (getElementTypeOrSelf(getInput().getType()) !=
+      getElementTypeOrSelf(getOutput().getType()))
     return emitOpError("changes the element type");
   if (in && out && !llvm::is_contained(*in, ShapedType::kDynamic) &&
       !llvm::is_contained(*out, ShapedType::kDynamic)) {

@@ -222,7 +222,8 @@ LogicalResult mlir::hps::onnx_import::convertEinsum(NodeImporter &n) {
         out += c;
   }
   SmallVector<Labelled> operands;
-  for (auto [i, t] : llvm::enumerate(terms)) {
+  for (auto [i, term] : llvm::enumerate(terms)) {
+    StringRef t = term; // a lambda cannot capture a structured binding
     FailureOr<Value> v = n.input(i);
     if (failed(v))
       return failure();

@@ -1692,6 +1692,14 @@ func.func @dynamic_reshape_count(%x: tensor<2x6xf32>, %s: tensor<2xi64>) {
 
 // -----
 
+func.func @dynamic_reshape_type(%x: tensor<2x6xf32>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{changes the element type}}
+  %0 = hps.dynamic_reshape %x, %s {allowzero = false} : (tensor<2x6xf32>, tensor<2xi64>) -> tensor<?x?xi64>
+  return
+}
+
+// -----
+
 func.func @dynamic_reshape_rank(%x: tensor<2x6xf32>, %s: tensor<3xi64>) {
   // expected-error @+1 {{result of rank 2 for a shape operand of 3 values}}
   %0 = hps.dynamic_reshape %x, %s {allowzero = false} : (tensor<2x6xf32>, tensor<3xi64>) -> tensor<?x?xf32>
