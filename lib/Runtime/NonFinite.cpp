@@ -3,6 +3,7 @@
 #include "heterps/Runtime/NonFinite.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 using namespace heterps::runtime;
@@ -41,6 +42,15 @@ int64_t heterps::runtime::findNonFinite(const float *data, int64_t n) {
         return i;
   }
   return -1;
+}
+
+bool heterps::runtime::isInfiniteFill(const Tensor &t) {
+  if (t.isNull() || t.dtype() != DType::F32 || !t.isPlain() ||
+      t.numElements() == 0)
+    return false;
+  const float *p = t.data<float>();
+  return std::all_of(p, p + t.numElements(),
+                     [](float v) { return std::isinf(v); });
 }
 
 bool heterps::runtime::hasNonFinite(const Tensor &t) {

@@ -102,22 +102,22 @@ heterps::runtime::loadWeights(const plan::Plan &plan,
 llvm::Error heterps::runtime::checkFiniteWeights(const plan::Plan &plan,
                                                  const WeightMap &weights) {
   for (const auto &[v, t] : weights) {
-    if (t.dtype() != DType::F32)
-      continue;
-    if (!hasNonFinite(t))
+    if (t.dtype() != DType::F32 || !hasNonFinite(t))
       continue;
     llvm::Expected<Tensor> plain = t.toPlain();
     if (!plain)
       return plain.takeError();
+    // A fill value (an attention mask's -inf) is a constant that training
+    // never changes.
+    if (isInfiniteFill(*plain))
+      continue;
     const float *p = plain->data<float>();
     int64_t n = plain->numElements(), nan = 0, inf = 0;
     for (int64_t i = 0; i < n; ++i) {
       nan += std::isnan(p[i]);
       inf += std::isinf(p[i]);
     }
-    // A weight of infinities only is a fill value (an attention mask's
-    // -inf), a constant that training never changes.
-    if (nan + inf == 0 || (nan == 0 && inf == n))
+    if (nan + inf == 0)
       continue;
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),

@@ -789,6 +789,12 @@ TEST_F(KernelTest, ShapeRangeAndConstantOfShape) {
              in(Tensor::fromInts({}, {-3}))},
             {-1}, Attrs(), DType::I64);
   EXPECT_EQ(intsOf(r), (std::vector<int64_t>{7, 4, 1})); // ceil(9 / 3)
+  EXPECT_NE(opError("Range",
+                    {Tensor::fromInts({}, {0}), Tensor::fromInts({}, {4}),
+                     Tensor::fromInts({}, {0})},
+                    {-1}, Attrs())
+                .find("Range with delta 0"),
+            std::string::npos);
   Tensor c = runOp("ConstantOfShape", {in(Tensor::fromInts({2}, {2, 3}))},
                    {-1, -1}, Attrs().i("to", 1).f("value", 2.5f));
   EXPECT_EQ(c.shape(), (Shape{2, 3}));

@@ -1,10 +1,16 @@
 //===- TensorTest.cpp - tensors and ONNX TensorProto conversion -----------===//
 
 #include "heterps/Runtime/Tensor.h"
+#include "heterps/Runtime/NonFinite.h"
 #include "heterps/Runtime/NpyFile.h"
 #include "heterps/Runtime/ONNXTensor.h"
+#include "heterps/Runtime/Plan.h"
+#include "heterps/Runtime/Weights.h"
 
 #include "llvm/Support/FileSystem.h"
+
+#include <cmath>
+#include <limits>
 
 #include "gtest/gtest.h"
 
@@ -111,4 +117,24 @@ TEST(Tensor, NpyOfZeroElementsWithHugeDimensionsIsEmpty) {
   ASSERT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
   EXPECT_EQ(t->numElements(), 0);
   EXPECT_EQ(t->shape(), (Shape{88888888, 88888888, 88888888, 0, 2}));
+}
+
+// A weight of infinities only (an attention mask's -inf) is a constant:
+// the trained-weights check passes it, and still names an infinity or a
+// NaN among other values.
+TEST(Weights, InfiniteFillsAreConstantsNotDivergence) {
+  float inf = std::numeric_limits<float>::infinity();
+  Tensor fill = Tensor::fromFloats({}, {-inf});
+  Tensor mixed = Tensor::fromFloats({2}, {1.f, inf});
+  EXPECT_TRUE(isInfiniteFill(fill));
+  EXPECT_FALSE(isInfiniteFill(mixed));
+  EXPECT_FALSE(isInfiniteFill(Tensor::fromFloats({1}, {std::nanf("")})));
+  plan::Plan plan;
+  plan.add_values()->set_name("mask_fill");
+  plan.add_values()->set_name("w");
+  EXPECT_FALSE(bool(checkFiniteWeights(plan, {{0, fill}})));
+  EXPECT_EQ(llvm::toString(checkFiniteWeights(plan, {{1, mixed}})),
+            "parameter 'w' holds 1 infinite of its 2 values: training "
+            "diverged (a NaN or infinity in the data or an overflow in the "
+            "model)");
 }

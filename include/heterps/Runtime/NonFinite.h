@@ -23,6 +23,11 @@ int64_t findNonFinite(const float *data, int64_t n);
 /// or an infinity; false for other element types.
 bool hasNonFinite(const Tensor &t);
 
+/// Whether plain f32 tensor `t` holds infinities only (no NaN, nothing
+/// finite): a fill value such as an attention mask's -inf, a constant of the
+/// model that training neither updates nor checks.
+bool isInfiniteFill(const Tensor &t);
+
 } // namespace heterps::runtime
 
 #endif // HETERPS_RUNTIME_NONFINITE_H

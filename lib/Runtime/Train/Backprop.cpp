@@ -346,14 +346,14 @@ llvm::Expected<GradientPaths> heterps::runtime::train::findGradientPaths(
                           " (running statistics) must be a weight");
       if (!kernel.differentiable(j))
         continue;
-      // A weight holding an infinity (an attention mask's fill value) is
-      // a constant of the model, not a parameter.
+      // A weight of infinities (an attention mask's fill value) is a
+      // constant of the model, not a parameter.
       auto name = initializerOf.find(in);
       auto weight = weights.find(in);
       if (name != initializerOf.end() &&
           plan.values(in).dtype() == plan::FLOAT &&
           !frozenNames.count(name->second) &&
-          !(weight != weights.end() && hasNonFinite(weight->second))) {
+          !(weight != weights.end() && isInfiniteFill(weight->second))) {
         trainable.insert(in);
         paths.requiresGrad[in] = true;
       }
