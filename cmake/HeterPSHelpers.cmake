@@ -61,10 +61,13 @@ macro(heterps_detect_optional)
                         "protobuf-compiler-grpc (scripts/install-deps.sh)")
   endif()
   find_package(GTest QUIET)
-  find_package(Python3 COMPONENTS Interpreter QUIET)
   # Debian's python3-onnx/torch live in the system interpreter's dist-packages.
   set(HETERPS_PYTHON "/usr/bin/python3" CACHE FILEPATH
       "Python with the onnx (and optionally torch) modules, used by tests")
+  # The same interpreter runs lit and builds the Python package against its
+  # headers (python3-dev), whatever else is first on PATH.
+  set(Python3_EXECUTABLE ${HETERPS_PYTHON})
+  find_package(Python3 COMPONENTS Interpreter Development.Module QUIET)
   execute_process(COMMAND ${HETERPS_PYTHON} -c "import onnx"
                   RESULT_VARIABLE _onnx_rc OUTPUT_QUIET ERROR_QUIET)
   execute_process(COMMAND ${HETERPS_PYTHON} -c "import torch, torchvision"

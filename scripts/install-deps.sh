@@ -20,6 +20,10 @@ PACKAGES=(
   libopenblas0-pthread
   # Unit tests.
   libgtest-dev libgmock-dev
+  # The Python package (python/): pybind11 against the system interpreter's
+  # headers, its pytest suite, and headless Chromium (with a font, for the
+  # text) to render the plan pictures; Pillow reads the screenshots.
+  python3-dev pybind11-dev python3-pytest python3-pil chromium fonts-liberation
   # Runtime kernels (CPU backend; Debian's oneDNN threads with OpenMP) and the
   # planner's LSTM (Eigen).
   libdnnl-dev libeigen3-dev

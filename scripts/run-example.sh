@@ -6,7 +6,8 @@
 # manual plan (its V100 stage on the emulated device: no GPU backend yet),
 # and train the RL plan as a distributed job of local processes (a
 # coordinator, parameter-server shards, a worker per stage replica), ending
-# with the measured-versus-predicted step.
+# with the measured-versus-predicted step; then the same steps through the
+# Python package.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh"
@@ -38,3 +39,6 @@ echo "== train that plan as local processes (--distributed=local), V100 stage em
 "$root/build/bin/heterps-run" "$work/fashion_cnn.plan" --emulate-missing-devices \
   --train --data fashion-mnist:train --epochs 1 --max-steps 40 --batch 64 \
   --micro-batches 4 --threads 1 --distributed=local
+echo "== the same from Python (examples/python_quickstart.py)"
+PYTHONPATH="$root/build/python" /usr/bin/python3 \
+  "$root/examples/python_quickstart.py" "$root/build/python-example"

@@ -21,8 +21,11 @@ inline void registerAllDialects(DialectRegistry &registry) {
   registry.insert<HPSDialect, func::FuncDialect>();
 }
 
-/// Registers every HeterPS pass (hps-*) for pass pipelines and tools.
-inline void registerAllPasses() { registerHeterPSPasses(); }
+/// Registers every HeterPS pass (hps-*) and the hps-plan pipeline.
+inline void registerAllPasses() {
+  registerHeterPSPasses();
+  registerPlanPipeline();
+}
 
 } // namespace mlir::hps
 

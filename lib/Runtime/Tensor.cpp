@@ -120,6 +120,15 @@ Tensor Tensor::fromFloats(Shape shape, llvm::ArrayRef<float> values) {
   return t;
 }
 
+Tensor Tensor::adopt(DType type, Shape shape, std::shared_ptr<uint8_t> bytes) {
+  Tensor t;
+  t.type = type;
+  t.dims = std::move(shape);
+  t.size = runtime::numElements(t.dims) * dtypeSize(type);
+  t.buffer = std::move(bytes);
+  return t;
+}
+
 Tensor Tensor::fromInts(Shape shape, llvm::ArrayRef<int64_t> values) {
   Tensor t(DType::I64, std::move(shape));
   assert(static_cast<int64_t>(values.size()) == t.numElements());

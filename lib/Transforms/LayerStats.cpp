@@ -50,55 +50,56 @@ struct LayerStatsPass : public mlir::hps::impl::LayerStatsBase<LayerStatsPass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    SmallVector<LayerRow> rows;
-    LayerRow total{"total", "", "", 0, 0, 0};
-    func.walk([&](LayerOpInterface layer) {
-      LayerKind kind = layer.getLayerKind();
-      if (kind == LayerKind::constant)
-        return;
-      LayerRow row{layerName(layer),
-                   layer->getName().getStringRef().str(),
-                   stringifyLayerKind(kind).str(),
-                   layer.getFlops(),
-                   layer.getParamBytes(),
-                   layer.getActivationBytes()};
-      total.flops += row.flops;
-      total.paramBytes += row.paramBytes;
-      total.activationBytes += row.activationBytes;
-      rows.push_back(std::move(row));
-    });
-
     std::string error;
     auto file = openOutputFile(output, &error);
     if (!file) {
       emitError(func.getLoc()) << "hps-layer-stats: " << error;
       return signalPassFailure();
     }
-    llvm::raw_ostream &os = file->os();
-    if (format == OutputFormat::Json) {
-      llvm::json::Array layers;
-      for (const LayerRow &r : rows)
-        layers.push_back(
-            llvm::json::Object{{"name", r.name},
-                               {"op", r.op},
-                               {"kind", r.kind},
-                               {"flops", r.flops},
-                               {"param_bytes", r.paramBytes},
-                               {"activation_bytes", r.activationBytes}});
-      llvm::json::Object doc{
-          {"function", func.getSymName()},
-          {"layers", std::move(layers)},
-          {"total",
-           llvm::json::Object{{"flops", total.flops},
-                              {"param_bytes", total.paramBytes},
-                              {"activation_bytes", total.activationBytes}}}};
-      os << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))) << "\n";
-    } else {
-      printText(os, func.getSymName(), rows, total);
-    }
+    writeLayerStats(func, format, file->os());
     file->keep();
     markAllAnalysesPreserved();
   }
 };
 
 } // namespace
+
+void mlir::hps::writeLayerStats(func::FuncOp func, OutputFormat format,
+                                raw_ostream &os) {
+  SmallVector<LayerRow> rows;
+  LayerRow total{"total", "", "", 0, 0, 0};
+  func.walk([&](LayerOpInterface layer) {
+    LayerKind kind = layer.getLayerKind();
+    if (kind == LayerKind::constant)
+      return;
+    LayerRow row{layerName(layer),
+                 layer->getName().getStringRef().str(),
+                 stringifyLayerKind(kind).str(),
+                 layer.getFlops(),
+                 layer.getParamBytes(),
+                 layer.getActivationBytes()};
+    total.flops += row.flops;
+    total.paramBytes += row.paramBytes;
+    total.activationBytes += row.activationBytes;
+    rows.push_back(std::move(row));
+  });
+  if (format != OutputFormat::Json)
+    return printText(os, func.getSymName(), rows, total);
+  llvm::json::Array layers;
+  for (const LayerRow &r : rows)
+    layers.push_back(
+        llvm::json::Object{{"name", r.name},
+                           {"op", r.op},
+                           {"kind", r.kind},
+                           {"flops", r.flops},
+                           {"param_bytes", r.paramBytes},
+                           {"activation_bytes", r.activationBytes}});
+  llvm::json::Object doc{
+      {"function", func.getSymName()},
+      {"layers", std::move(layers)},
+      {"total",
+       llvm::json::Object{{"flops", total.flops},
+                          {"param_bytes", total.paramBytes},
+                          {"activation_bytes", total.activationBytes}}}};
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))) << "\n";
+}

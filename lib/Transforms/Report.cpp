@@ -1,12 +1,14 @@
 //===- Report.cpp - the plan as tables or JSON ----------------------------===//
 
 #include "PlanIR.h"
+#include "PlanView.h"
 #include "heterps/Transforms/Passes.h"
 
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <cmath>
@@ -22,17 +24,6 @@ namespace planner = heterps::planner;
 
 namespace {
 
-/// Everything the report shows, gathered once for both formats.
-struct PlanView {
-  const planner::ClusterSpec *spec;
-  DictionaryAttr search; // hps.search, when a searching strategy placed it
-  std::vector<planner::Layer> layers;
-  std::vector<planner::Stage> stages;
-  planner::PlanFigures figures;
-  double limit;
-  bool feasible;
-};
-
 /// JSON has no infinity: a stage that costs nothing reports null.
 llvm::json::Value number(double v) {
   if (std::isinf(v))
@@ -41,7 +32,7 @@ llvm::json::Value number(double v) {
 }
 
 llvm::json::Value toJson(const PlanView &v) {
-  const planner::ClusterSpec &spec = *v.spec;
+  const planner::ClusterSpec &spec = v.spec;
   llvm::json::Array stages;
   for (auto [i, s] : llvm::enumerate(v.stages)) {
     llvm::json::Array names;
@@ -149,7 +140,7 @@ void printSearch(llvm::raw_ostream &os, DictionaryAttr search) {
 }
 
 void printText(llvm::raw_ostream &os, const PlanView &v) {
-  const planner::ClusterSpec &spec = *v.spec;
+  const planner::ClusterSpec &spec = v.spec;
   os << llvm::formatv("plan: throughput {0:F1} samples/s (limit {1:F1}, {2}), "
                       "total time {3:F1} s, cost ${4}\n",
                       v.figures.throughput, v.limit,
@@ -194,47 +185,65 @@ void printText(llvm::raw_ostream &os, const PlanView &v) {
     }
 }
 
+/// The plan recorded in `module`, evaluated.
+FailureOr<PlanView> loadPlanView(ModuleOp module) {
+  FailureOr<RecordedPlan> plan = loadRecordedPlan(module, "hps-report");
+  if (failed(plan))
+    return failure();
+  PlanView view{
+      std::move(plan->spec),
+      "model",
+      module->getAttrOfType<DictionaryAttr>(HPSDialect::kSearchAttrName),
+      std::move(plan->layers),
+      std::move(plan->stages),
+      {},
+      0,
+      false};
+  if (auto source =
+          module->getAttrOfType<StringAttr>(HPSDialect::kSourceAttrName))
+    view.model = llvm::sys::path::filename(source.getValue()).str();
+  const planner::ClusterSpec &spec = view.spec;
+  view.limit = spec.job.throughputLimit;
+  if (auto planned = module->getAttrOfType<FloatAttr>(
+          HPSDialect::kThroughputLimitAttrName))
+    view.limit = planned.getValueAsDouble();
+  view.figures = planner::evaluatePlan(spec, view.layers, view.stages);
+  view.feasible = view.figures.throughput >= view.limit;
+  for (auto &[name, count] : view.figures.devices)
+    view.feasible &= count <= spec.deviceTypes[*spec.find(name)].maxCount;
+  return view;
+}
+
 struct ReportPass : public mlir::hps::impl::ReportBase<ReportPass> {
   using ReportBase::ReportBase;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    FailureOr<RecordedPlan> plan = loadRecordedPlan(module, "hps-report");
-    if (failed(plan))
-      return signalPassFailure();
-    const planner::ClusterSpec &spec = plan->spec;
-
-    // The limit the plan was provisioned for, else the job's.
-    double limit = spec.job.throughputLimit;
-    if (auto planned = module->getAttrOfType<FloatAttr>(
-            HPSDialect::kThroughputLimitAttrName))
-      limit = planned.getValueAsDouble();
-    PlanView view{
-        &spec,
-        module->getAttrOfType<DictionaryAttr>(HPSDialect::kSearchAttrName),
-        std::move(plan->layers),
-        std::move(plan->stages),
-        {},
-        limit,
-        false};
-    view.figures = planner::evaluatePlan(spec, view.layers, view.stages);
-    view.feasible = view.figures.throughput >= view.limit;
-    for (auto &[name, count] : view.figures.devices)
-      view.feasible &= count <= spec.deviceTypes[*spec.find(name)].maxCount;
-
     std::string error;
     auto file = openOutputFile(output, &error);
     if (!file) {
       emitError(module.getLoc()) << "hps-report: " << error;
       return signalPassFailure();
     }
-    if (format == OutputFormat::Json)
-      file->os() << llvm::formatv("{0:2}", toJson(view)) << "\n";
-    else
-      printText(file->os(), view);
+    if (failed(writePlanReport(module, format, file->os())))
+      return signalPassFailure();
     file->keep();
     markAllAnalysesPreserved();
   }
 };
 
 } // namespace
+
+LogicalResult mlir::hps::writePlanReport(ModuleOp module, OutputFormat format,
+                                         raw_ostream &os) {
+  FailureOr<PlanView> view = loadPlanView(module);
+  if (failed(view))
+    return failure();
+  if (format == OutputFormat::Json)
+    os << llvm::formatv("{0:2}", toJson(*view)) << "\n";
+  else if (format == OutputFormat::Html)
+    printHtml(os, *view);
+  else
+    printText(os, *view);
+  return success();
+}

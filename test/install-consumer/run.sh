@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Usage: run.sh BUILD_DIR WORK_DIR
+# Usage: run.sh BUILD_DIR WORK_DIR PYTHON
 # Installs the HeterPS build into WORK_DIR/prefix, builds the consumer project
-# against that prefix alone and runs it with a HeterPS pass.
+# against that prefix alone and runs it with a HeterPS pass; imports the
+# installed Python package with PYTHON.
 set -euo pipefail
 build=$1
 work=$2
+python=$3
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work"
 mkdir -p "$work"
@@ -18,4 +20,10 @@ echo "$out"
 grep -Eq '^fc +hps.gemm +fc +256 +512 ' <<<"$out"
 # The installed driver finds its libraries through its RPATH.
 "$work/prefix/bin/heterps-opt" "$here/input.mlir" | grep -q 'hps.gemm'
+# The installed Python package, from the prefix alone.
+PYTHONPATH="$work/prefix/lib/python3/dist-packages" "$python" -c "
+import heterps
+model = heterps.load('$here/input.mlir')
+assert [l['name'] for l in model.layers] == ['fc', 'hps.relu'], model.layers
+print('python package:', heterps.__file__)" | grep -q "$work/prefix"
 echo "install-consumer: ok"

@@ -178,7 +178,8 @@ cl::opt<float> sparseInitScale(
 cl::opt<std::string>
     traceFile("trace",
               cl::desc("Write a Chrome trace (Perfetto) of every forward, "
-                       "backward, pull and push"),
+                       "backward, pull and push, and a picture of the "
+                       "schedule beside it (FILE.svg)"),
               cl::value_desc("FILE.json"), cl::cat(tools::pipelineCategory()));
 cl::opt<std::string>
     saveModel("save-model",
@@ -212,39 +213,6 @@ llvm::Error checkCheckpointDir() {
   if (std::error_code ec = llvm::sys::fs::create_directories(checkpointDir))
     return problem(ec.message());
   return checkCanReplace(file);
-}
-
-/// Forward multiply-adds x 2 of one sample, from the plan's static shapes
-/// (Conv, Gemm and MatMul; the rest is memory-bound and not counted).
-double forwardFlopsPerSample(const plan::Plan &plan) {
-  auto dims = [&](int32_t v) {
-    const auto &d = plan.values(v).dims();
-    return std::vector<int64_t>(d.begin(), d.end());
-  };
-  auto count = [](const std::vector<int64_t> &shape, size_t from) {
-    double n = 1;
-    for (size_t i = from; i < shape.size(); ++i)
-      n *= std::max<int64_t>(shape[i], 1);
-    return n;
-  };
-  double flops = 0;
-  for (const plan::Op &op : plan.ops()) {
-    if (op.type() == "Conv") {
-      std::vector<int64_t> w = dims(op.inputs(1));
-      // out elements per sample x (C/g x kernel) multiply-adds.
-      flops += 2 * count(dims(op.outputs(0)), 1) * count(w, 1);
-    } else if (op.type() == "Gemm" || op.type() == "MatMul") {
-      std::vector<int64_t> a = dims(op.inputs(0));
-      int64_t k = 1;
-      for (const plan::Attribute &attr : op.attributes())
-        if (attr.name() == "trans_a" && attr.i())
-          k = a.front();
-      if (k == 1)
-        k = a.back();
-      flops += 2 * count(dims(op.outputs(0)), 1) * std::max<int64_t>(k, 1);
-    }
-  }
-  return flops;
 }
 
 /// `x` with %g: learning rates such as 0.001 or 1e-05.
@@ -435,6 +403,9 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
         if (llvm::Error e = checkCanReplace(*file))
           return fail("--" + file->ArgStr + ": " +
                       llvm::toString(std::move(e)));
+    if (!traceFile.empty())
+      if (llvm::Error e = checkCanReplace(pipeline::picturePath(traceFile)))
+        return fail("--trace: " + llvm::toString(std::move(e)));
   }
   auto devices = runtime::Devices::create(
       plan, trainingDevices(run.threads, run.emulateMissingDevices));
@@ -600,7 +571,7 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
                            seed, data->size()};
   loop.stopAfter = stopAfter;
   loop.maxRestarts = maxRestarts();
-  loop.flopsPerSample = 3 * forwardFlopsPerSample(plan);
+  loop.flopsPerSample = trainingFlopsPerSample(plan);
 
   // Progress on stderr: a live line on a terminal, a line every tenth of an
   // epoch otherwise; the epoch table on stdout.
@@ -693,8 +664,11 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
   if (!traceFile.empty()) {
     if (llvm::Error e = trace.write(traceFile))
       return fail(llvm::toString(std::move(e)));
+    std::string picture = pipeline::picturePath(traceFile);
+    if (llvm::Error e = trace.writePicture(picture))
+      return fail(llvm::toString(std::move(e)));
     llvm::errs() << kTool << ": wrote " << traceFile << " ("
-                 << trace.numEvents() << " events)\n";
+                 << trace.numEvents() << " events) and " << picture << "\n";
   }
   if (!saveModel.empty()) {
     auto weights = job->weights();

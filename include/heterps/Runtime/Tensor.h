@@ -86,6 +86,11 @@ public:
   static Tensor fromFloats(Shape shape, llvm::ArrayRef<float> values);
   /// A plain i64 tensor holding `values`.
   static Tensor fromInts(Shape shape, llvm::ArrayRef<int64_t> values);
+  /// A plain host tensor over memory allocated elsewhere (a NumPy array):
+  /// `bytes` holds its elements and stays alive while any tensor shares it.
+  /// A holder that keeps a copy of the tensor prevents kernels from
+  /// writing into it (ownsBufferAlone).
+  static Tensor adopt(DType type, Shape shape, std::shared_ptr<uint8_t> bytes);
 
   bool isNull() const { return !buffer; }
   DType dtype() const { return type; }

@@ -154,8 +154,12 @@ def Report : Pass<"hps-report", "::mlir::ModuleOp"> {
   let summary = "Print the plan: stages, replicas, times, throughput and cost";
   let description = [{
     Evaluates the plan in the IR (devices, stages, replicas, costs) with the
-    HeterPS formulas and prints it as a table or as the JSON document
-    described in docs/cost-model.md. The IR is not changed.
+    HeterPS formulas and prints it as a table, as the JSON document
+    described in docs/cost-model.md, or as one self-contained HTML page of
+    pictures (inline SVG, no scripts): the layers coloured by device type
+    and grouped by stage, each stage's times, the plan against all-CPU and
+    all-GPU baselines, and the optimal cost over a sweep of throughput
+    floors (docs/pictures.md). The IR is not changed.
   }];
   let options = [
     Option<"format", "format", "::mlir::hps::OutputFormat",
@@ -165,7 +169,9 @@ def Report : Pass<"hps-report", "::mlir::ModuleOp"> {
              clEnumValN(::mlir::hps::OutputFormat::Text, "text",
                         "readable tables"),
              clEnumValN(::mlir::hps::OutputFormat::Json, "json",
-                        "the report JSON document"))}]>,
+                        "the report JSON document"),
+             clEnumValN(::mlir::hps::OutputFormat::Html, "html",
+                        "a self-contained HTML page of pictures"))}]>,
     Option<"output", "output", "std::string", /*default=*/"\"-\"",
            "File to write the report to; '-' writes to stdout">,
   ];

@@ -246,21 +246,25 @@ llvm::Expected<Dataset> data::loadDataset(llvm::StringRef spec) {
   llvm::Expected<Tensor> y = readSamples(targets, /*asLabels=*/true);
   if (!y)
     return y.takeError();
-  if (x->rank() < 1 || y->rank() < 1 || x->dim(0) != y->dim(0))
-    return fail("data spec '" + set.name + "': " + inputs + " holds " +
-                x->typeString() + " but " + targets + " holds " +
-                y->typeString() +
+  return makeDataset(std::move(*x), std::move(*y), set.name, inputs, targets);
+}
+
+llvm::Expected<Dataset> data::makeDataset(Tensor x, Tensor y, std::string name,
+                                          llvm::StringRef inputsName,
+                                          llvm::StringRef targetsName) {
+  if (x.rank() < 1 || y.rank() < 1 || x.dim(0) != y.dim(0))
+    return fail("data spec '" + name + "': " + inputsName + " holds " +
+                x.typeString() + " but " + targetsName + " holds " +
+                y.typeString() +
                 "; both need the same number of samples "
                 "(first dimension)");
-  if (x->dim(0) == 0)
-    return fail("data spec '" + set.name + "': " + inputs +
+  if (x.dim(0) == 0)
+    return fail("data spec '" + name + "': " + inputsName +
                 " holds no samples");
-  for (auto [file, t] : {std::pair(&inputs, &*x), std::pair(&targets, &*y)})
-    if (llvm::Error e = checkFinite(*t, set.name, *file))
+  for (auto [what, t] : {std::pair(inputsName, &x), std::pair(targetsName, &y)})
+    if (llvm::Error e = checkFinite(*t, name, what))
       return std::move(e);
-  set.inputs = std::move(*x);
-  set.targets = std::move(*y);
-  return set;
+  return Dataset{std::move(x), std::move(y), std::move(name)};
 }
 
 Tensor data::sampleRows(const Tensor &all, int64_t begin, int64_t count) {

@@ -337,6 +337,8 @@ PipelineTrainer::step(const Tensor &inputs, const Tensor &targets, float lr) {
   stats.replicas.clear();
   exchange->begin(steps);
   in.start = TraceRecorder::Clock::now();
+  if (options.trace)
+    options.trace->markStep(in.start);
   llvm::Error failed = options.runner
                            ? options.runner->runStep(in, stats.replicas)
                            : runWorkers(in, stats.replicas);

@@ -24,6 +24,12 @@ void TraceRecorder::record(int track, std::string name, const char *category,
   events.push_back(std::move(e));
 }
 
+void TraceRecorder::markStep(Clock::time_point begin) {
+  using Us = std::chrono::duration<double, std::micro>;
+  std::lock_guard lock(mutex);
+  stepStartsUs.push_back(Us(begin - origin).count());
+}
+
 size_t TraceRecorder::numEvents() const {
   std::lock_guard lock(mutex);
   return events.size();
@@ -39,6 +45,15 @@ llvm::Error TraceRecorder::write(const std::string &path) const {
                            {"pid", 1},
                            {"tid", static_cast<int64_t>(t)},
                            {"args", llvm::json::Object{{"name", tracks[t]}}}});
+  // Step starts as global instant events: the picture's window, and a
+  // ruler in Perfetto.
+  for (double us : stepStartsUs)
+    out.push_back(llvm::json::Object{{"name", "step"},
+                                     {"ph", "i"},
+                                     {"s", "g"},
+                                     {"pid", 1},
+                                     {"tid", 0},
+                                     {"ts", us}});
   for (const Event &e : events)
     out.push_back(llvm::json::Object{{"name", e.name},
                                      {"cat", e.category},

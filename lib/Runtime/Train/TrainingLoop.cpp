@@ -160,7 +160,8 @@ llvm::Expected<bool> Run::steps(int epoch, float lr, data::BatchLoader &loader,
   auto start = std::chrono::steady_clock::now();
   double secondsBefore = progress.seconds;
   while (progress.steps < stepsPerEpoch) {
-    if (o.stopAfter > 0 && progress.globalStep >= o.stopAfter)
+    if ((o.stopAfter > 0 && progress.globalStep >= o.stopAfter) ||
+        (events.stopRequested && events.stopRequested()))
       return false;
     std::optional<data::Batch> b = loader.next();
     if (!b)
@@ -330,4 +331,36 @@ llvm::Expected<LoopResult> train::runTrainingLoop(Trainable &job,
     recovery = RecoveryEvent{failure, run.globalStep(), 0, restarts + 1, 0};
     o.resume = true;
   }
+}
+
+double train::trainingFlopsPerSample(const plan::Plan &plan) {
+  auto dims = [&](int32_t v) {
+    const auto &d = plan.values(v).dims();
+    return std::vector<int64_t>(d.begin(), d.end());
+  };
+  auto count = [](const std::vector<int64_t> &shape, size_t from) {
+    double n = 1;
+    for (size_t i = from; i < shape.size(); ++i)
+      n *= std::max<int64_t>(shape[i], 1);
+    return n;
+  };
+  double flops = 0;
+  for (const plan::Op &op : plan.ops()) {
+    if (op.type() == "Conv") {
+      std::vector<int64_t> w = dims(op.inputs(1));
+      // out elements per sample x (C/g x kernel) multiply-adds.
+      flops += 2 * count(dims(op.outputs(0)), 1) * count(w, 1);
+    } else if (op.type() == "Gemm" || op.type() == "MatMul") {
+      std::vector<int64_t> a = dims(op.inputs(0));
+      int64_t k = 1;
+      for (const plan::Attribute &attr : op.attributes())
+        if (attr.name() == "trans_a" && attr.i())
+          k = a.front();
+      if (k == 1)
+        k = a.back();
+      flops += 2 * count(dims(op.outputs(0)), 1) * std::max<int64_t>(k, 1);
+    }
+  }
+  // Forward, backward-data and backward-weights.
+  return 3 * flops;
 }

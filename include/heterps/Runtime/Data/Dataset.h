@@ -56,6 +56,14 @@ llvm::Expected<Tensor> readSamples(const std::string &path, bool asLabels);
 /// inputs and targets have the same number of samples.
 llvm::Expected<Dataset> loadDataset(llvm::StringRef spec);
 
+/// A data set of `inputs` and `targets` (called `inputsName` and
+/// `targetsName` in messages): the same number of samples, at least one,
+/// and finite numbers.
+llvm::Expected<Dataset> makeDataset(Tensor inputs, Tensor targets,
+                                    std::string name,
+                                    llvm::StringRef inputsName,
+                                    llvm::StringRef targetsName);
+
 /// A plain copy of samples [begin, begin + count) of `all` (plain, the
 /// first dimension the sample).
 Tensor sampleRows(const Tensor &all, int64_t begin, int64_t count);

@@ -147,6 +147,9 @@ struct LoopEvents {
   std::function<void(const TrainingProgress &)> resumed;
   std::function<void(const RecoveryEvent &)> recovered;
   std::function<void(const StepEvent &)> stepped;
+  /// Asked before each step: true stops the run as LoopOptions::stopAfter
+  /// does (an embedding program's interrupt or its callback's wish).
+  std::function<bool()> stopRequested;
   /// An epoch's report entry: epoch, lr, steps, loss, seconds,
   /// samples_per_s, gflops_per_s, train_accuracy, eval_loss,
   /// eval_accuracy, eval_auc (the last four when measured).
@@ -167,6 +170,12 @@ struct LoopResult {
   double checkpointSeconds = 0;
   uint64_t checkpointBytes = 0;
 };
+
+/// FLOPs of one sample's training step (forward, backward-data and
+/// backward-weights: three forward multiply-add counts x 2), from the
+/// plan's static shapes: Conv, Gemm and MatMul; the rest is memory-bound
+/// and not counted.
+double trainingFlopsPerSample(const plan::Plan &plan);
 
 /// Trains `job` on `train`. Errors are one line: a step that failed, a
 /// NaN loss or weight (nothing is saved then), a checkpoint that cannot be
