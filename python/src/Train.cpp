@@ -57,7 +57,7 @@ data::Dataset dataset(const py::dict &options, const char *spec,
 pipeline::PipelineTrainerOptions
 pipelineOptions(const py::dict &options, const TrainerOptions &trainer,
                 pipeline::TraceRecorder *trace) {
-  pipeline::PipelineTrainerOptions o;
+  auto o = pipeline::PipelineTrainerOptions::from(trainer);
   o.schedule =
       unwrap(pipeline::parseSchedule(option<std::string>(options, "schedule")));
   o.consistency =
@@ -65,12 +65,6 @@ pipelineOptions(const py::dict &options, const TrainerOptions &trainer,
   o.microBatches = option<int>(options, "micro_batches");
   o.replicas = option<std::vector<int>>(options, "replicas");
   o.serverShards = option<int>(options, "ps_shards");
-  o.numThreads = trainer.numThreads;
-  o.seed = trainer.seed;
-  o.emulateMissingDevices = trainer.emulateMissingDevices;
-  o.loss = trainer.loss;
-  o.optimizer = trainer.optimizer;
-  o.frozen = trainer.frozen;
   o.trace = trace;
   return o;
 }

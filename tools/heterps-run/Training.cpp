@@ -243,7 +243,7 @@ bool pipelineRequested(const plan::Plan &plan, bool sparseTables) {
 llvm::Expected<pipeline::PipelineTrainerOptions>
 pipelineOptions(const plan::Plan &plan, const TrainerOptions &trainer,
                 pipeline::TraceRecorder *trace) {
-  pipeline::PipelineTrainerOptions options;
+  auto options = pipeline::PipelineTrainerOptions::from(trainer);
   auto schedule = pipeline::parseSchedule(scheduleOption);
   if (!schedule)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -259,12 +259,6 @@ pipelineOptions(const plan::Plan &plan, const TrainerOptions &trainer,
   options.microBatches = microBatches;
   options.replicas.assign(replicasOption.begin(), replicasOption.end());
   options.serverShards = serverShards;
-  options.numThreads = trainer.numThreads;
-  options.seed = trainer.seed;
-  options.emulateMissingDevices = trainer.emulateMissingDevices;
-  options.loss = trainer.loss;
-  options.optimizer = trainer.optimizer;
-  options.frozen = trainer.frozen;
   options.trace = trace;
   if (sparseOptimizer == "sgd")
     options.sparseOptimizer.kind = ps::SparseOptimizerOptions::Kind::SGD;

@@ -307,6 +307,18 @@ llvm::Error PipelineTrainer::prepare(WeightMap weights) {
   return llvm::Error::success();
 }
 
+PipelineTrainerOptions
+PipelineTrainerOptions::from(const train::TrainerOptions &trainer) {
+  PipelineTrainerOptions o;
+  o.numThreads = trainer.numThreads;
+  o.seed = trainer.seed;
+  o.emulateMissingDevices = trainer.emulateMissingDevices;
+  o.loss = trainer.loss;
+  o.optimizer = trainer.optimizer;
+  o.frozen = trainer.frozen;
+  return o;
+}
+
 llvm::Error PipelineTrainer::checkData(const data::Dataset &data) const {
   return train::checkTrainingData(program, options.loss, data);
 }

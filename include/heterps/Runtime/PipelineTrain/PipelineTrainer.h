@@ -71,6 +71,11 @@ struct ReplicaId {
 };
 
 struct PipelineTrainerOptions {
+  /// The settings a pipelined trainer shares with a single-stage one
+  /// (threads, seed, emulation, loss, optimizer, frozen weights); the rest
+  /// at their defaults.
+  static PipelineTrainerOptions from(const train::TrainerOptions &trainer);
+
   ScheduleKind schedule = ScheduleKind::GPipe;
   /// Micro-batches per step (m); a batch must have at least m samples.
   int microBatches = 1;
