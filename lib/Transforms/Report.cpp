@@ -214,19 +214,32 @@ FailureOr<PlanView> loadPlanView(ModuleOp module) {
   return view;
 }
 
+void printReport(raw_ostream &os, const PlanView &view, OutputFormat format) {
+  if (format == OutputFormat::Json)
+    os << llvm::formatv("{0:2}", toJson(view)) << "\n";
+  else if (format == OutputFormat::Html)
+    printHtml(os, view);
+  else
+    printText(os, view);
+}
+
 struct ReportPass : public mlir::hps::impl::ReportBase<ReportPass> {
   using ReportBase::ReportBase;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // A module without a plan fails before the output file is opened (and
+    // an existing one truncated).
+    FailureOr<PlanView> view = loadPlanView(module);
+    if (failed(view))
+      return signalPassFailure();
     std::string error;
     auto file = openOutputFile(output, &error);
     if (!file) {
       emitError(module.getLoc()) << "hps-report: " << error;
       return signalPassFailure();
     }
-    if (failed(writePlanReport(module, format, file->os())))
-      return signalPassFailure();
+    printReport(file->os(), *view, format);
     file->keep();
     markAllAnalysesPreserved();
   }
@@ -239,11 +252,6 @@ LogicalResult mlir::hps::writePlanReport(ModuleOp module, OutputFormat format,
   FailureOr<PlanView> view = loadPlanView(module);
   if (failed(view))
     return failure();
-  if (format == OutputFormat::Json)
-    os << llvm::formatv("{0:2}", toJson(*view)) << "\n";
-  else if (format == OutputFormat::Html)
-    printHtml(os, *view);
-  else
-    printText(os, *view);
+  printReport(os, *view, format);
   return success();
 }

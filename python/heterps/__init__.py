@@ -25,6 +25,8 @@ import numpy as np
 
 from . import _heterps
 from ._heterps import Error
+
+Error.__module__ = "heterps"  # shown as heterps.Error in tracebacks
 from ._progress import ProgressBar
 
 __all__ = ["Error", "Model", "Plan", "Session", "NodeArg", "import_onnx",

@@ -7,6 +7,10 @@
 // RUN: heterps-opt %S/Inputs/two-layers.mlir --hps-plan="cluster=%S/Inputs/two-types.yaml profile=%S/Inputs/two-types-profile.json strategy=manual placement=%S/Inputs/fc1-gpu-relu1-cpu.json" --hps-report=format=html -o /dev/null | FileCheck %s --check-prefix=NOFETCH
 // A module without a plan: the report's error, as for the other formats.
 // RUN: not heterps-opt %S/Inputs/two-layers.mlir --hps-report=format=html -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNPLANNED
+// ... and an existing output file is left as it was.
+// RUN: echo earlier > %t.html
+// RUN: not heterps-opt %S/Inputs/two-layers.mlir --hps-report="format=html output=%t.html" -o /dev/null 2>/dev/null
+// RUN: FileCheck %s --check-prefix=KEPT < %t.html
 
 // The same plan as plan-report.mlir builds pass by pass.
 // TEXT: plan: throughput 50.0 samples/s (limit 40.0, met), total time 40.0 s, cost $4.40
@@ -39,3 +43,4 @@
 // NOFETCH-NOT: src=
 
 // UNPLANNED: error: hps-report: {{.*}}
+// KEPT: earlier
