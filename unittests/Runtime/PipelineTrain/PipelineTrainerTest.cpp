@@ -256,9 +256,32 @@ TEST(PipelineTrainer, TraceHasATrackPerReplicaAndEveryTask) {
   const llvm::json::Array *events =
       json->getAsObject()->getArray("traceEvents");
   ASSERT_TRUE(events);
-  EXPECT_EQ(events->size(), 3u + trace.numEvents());
+  // Three tracks, an instant event per step, the spans.
+  EXPECT_EQ(events->size(), 3u + 2u + trace.numEvents());
   EXPECT_EQ(*(*events)[2].getAsObject()->getObject("args")->getString("name"),
             "stage 1 replica 1");
+
+  // The picture: a rectangle per span of the second step (the first sets
+  // up the kernels).
+  std::vector<double> steps;
+  for (const llvm::json::Value &e : *events)
+    if (e.getAsObject()->getString("ph") == "i")
+      steps.push_back(*e.getAsObject()->getNumber("ts"));
+  ASSERT_EQ(steps.size(), 2u);
+  size_t secondStep = llvm::count_if(*events, [&](const llvm::json::Value &e) {
+    return e.getAsObject()->getString("ph") == "X" &&
+           *e.getAsObject()->getNumber("ts") >= steps[1];
+  });
+  EXPECT_EQ(secondStep, 10u + 2 * 6);
+  std::string picture = dir.file("trace.svg");
+  ASSERT_FALSE(bool(trace.writePicture(picture)));
+  auto svg = llvm::MemoryBuffer::getFile(picture);
+  ASSERT_TRUE(bool(svg));
+  llvm::StringRef body = (*svg)->getBuffer();
+  EXPECT_TRUE(body.starts_with("<svg"));
+  EXPECT_EQ(body.count("<rect class="), secondStep);
+  EXPECT_EQ(body.count("<rect class=\"forward\""), 4u + 2 * 2);
+  EXPECT_TRUE(body.contains(">stage 1 replica 1</text>"));
 }
 
 /// ids [N, 2] -> two embedding lookups (tables of 50 and 40 rows x 4) ->
