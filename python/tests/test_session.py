@@ -107,3 +107,24 @@ def test_sessions_run_from_several_threads(dense_model):
     for x, y in zip(inputs, results):
         np.testing.assert_allclose(y, np.maximum(x @ w + b, 0), rtol=1e-5,
                                    atol=1e-6)
+
+
+def test_runs_release_the_gil():
+    session = heterps.Session(FASHION_CNN, threads=1)
+    x = np.random.default_rng(6).random((4096, 1, 28, 28), dtype=np.float32)
+    session.run(None, {"image": x[:8]})  # kernels set up
+    done = threading.Event()
+
+    def infer():
+        session.run(None, {"image": x})
+        done.set()
+
+    worker = threading.Thread(target=infer)
+    worker.start()
+    spins = 0
+    while not done.is_set():
+        spins += 1  # runs only while the run holds no GIL
+    worker.join()
+    # A run of a few hundred ms: millions of spins when the GIL is free;
+    # held, they would fit in one or two 5 ms switch slices.
+    assert spins > 500000, spins

@@ -152,3 +152,23 @@ def test_progress_bar(capsys):
     assert err.endswith("\n")
     heterps.train(FASHION_CNN, data=(x, y), batch=16, progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_training_releases_the_gil():
+    import threading
+    x, y = blobs(4096)
+    done = threading.Event()
+
+    def fit():
+        heterps.train(FASHION_CNN, data=(x, y), batch=4096, threads=1)
+        done.set()
+
+    worker = threading.Thread(target=fit)
+    worker.start()
+    spins = 0
+    while not done.is_set():
+        spins += 1  # runs only while training holds no GIL
+    worker.join()
+    # The step takes a few hundred ms (millions of spins when the GIL is
+    # free); held, the spins would fit in a couple of 5 ms switch slices.
+    assert spins > 500000, spins
