@@ -199,6 +199,8 @@ std::string trainModel(const IRModule &model, const py::dict &options) {
     if (std::error_code ec =
             llvm::sys::fs::create_directories(loop.checkpointDir))
       raise(loop.checkpointDir + ": " + ec.message());
+    if (llvm::Error e = checkCanReplace(checkpointPath(loop.checkpointDir)))
+      raise(std::move(e));
   }
 
   pipeline::TraceRecorder trace;

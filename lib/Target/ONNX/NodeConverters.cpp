@@ -329,15 +329,21 @@ LogicalResult convertDropout(NodeImporter &n) {
   if (n.outputUsed(1))
     return n.unsupported("the mask output");
   double ratio = n.attrFloat("ratio", 0.5f);
-  bool training = n.opset >= 12 && n.hasInput(2);
-  if (training && !n.constInput(2))
-    return n.unsupported("a non-constant 'training_mode' input");
-  if (training && n.constInput(2)->ints.size() == 1 &&
-      n.constInput(2)->ints[0].value != 0)
-    return n.unsupported("training_mode=true");
+  // hps.dropout drops when hps trains the model and is the identity when it
+  // runs it, whatever training_mode says: a model exported for training
+  // (training_mode=true, as PyTorch exports a module in train mode) imports
+  // as one exported for inference.
+  const ConstTensor *mode = n.opset >= 12 && n.hasInput(2) ? n.constInput(2)
+                                                           : nullptr;
+  bool training = n.opset >= 12 && n.hasInput(2) &&
+                  (!mode || llvm::any_of(mode->ints, [](const auto &v) {
+                     return v.value != 0;
+                   }));
   if (n.opset >= 12 && n.hasInput(1) && !n.constInput(1)) {
     // Without training_mode ONNX's Dropout is the identity: a ratio computed
-    // at run time is never used (and hps cannot train with it).
+    // at run time is never used, but hps cannot train with one.
+    if (training)
+      return n.unsupported("a ratio computed at run time with training_mode");
     return convertUnary<IdentityOp>(n);
   }
   if (n.opset >= 12 && n.hasInput(1)) {

@@ -224,6 +224,15 @@ def activations():
                  "activations")
 
 
+def dropout_training():
+    """Dropout as PyTorch exports a module in train mode: training_mode=true."""
+    nodes = [helper.make_node("Dropout", ["x", "ratio", "mode"], ["y"],
+                              name="dropout1")]
+    inits = [const("ratio", 0.25, np.float32), const("mode", True, np.bool_)]
+    return model(nodes, [vi("x", [2, 5])], [vi("y", [2, 5])], 13, inits,
+                 "dropout_training")
+
+
 def clip_opset6():
     nodes = [helper.make_node("Clip", ["x"], ["y"], name="clip1",
                               min=-1.0, max=1.0)]
@@ -557,6 +566,7 @@ MODELS = {
     "multi_io": _proto(multi_io),
     "broadcast": _proto(broadcast),
     "activations": _proto(activations),
+    "dropout_training": _proto(dropout_training),
     "clip_opset6": _proto(clip_opset6),
     "pools": _proto(pools),
     "shapes_opset13": _proto(shapes_opset13),
