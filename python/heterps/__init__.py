@@ -300,8 +300,9 @@ def train(model, data, *, eval_data=None, loss="softmax-ce", optimizer="sgd",
           pipelined=False, schedule="gpipe", micro_batches=1, replicas=(),
           consistency="bsp", ps_shards=2, trace="",
           emulate_missing_devices=False, callback=None, progress=None):
-    """Trains `model` (a Model, a Plan or a path) with the options of
-    heterps-run --train, named alike (--lr-schedule is lr_schedule).
+    """Trains `model` (a Model, a Plan, or the path of an .onnx model or of
+    saved IR) with the options of heterps-run --train, named alike
+    (--lr-schedule is lr_schedule).
 
     data, eval_data: a data spec ("fashion-mnist:train",
       "inputs=X.npy,targets=Y.npy") or an (inputs, targets) pair of arrays.
