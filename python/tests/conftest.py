@@ -60,5 +60,26 @@ def dense_model(tmp_path):
     return path, w, b
 
 
+def spins_during(work):
+    """How often this thread counts while another runs `work()`: it counts
+    only while `work` holds no GIL, so a call into C++ that releases the GIL
+    for a few hundred ms gives millions, one that holds it the few
+    thousand a 5 ms switch slice allows."""
+    import threading
+    done = threading.Event()
+
+    def run():
+        work()
+        done.set()
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    spins = 0
+    while not done.is_set():
+        spins += 1
+    worker.join()
+    return spins
+
+
 def has_chromium():
     return shutil.which("chromium") is not None

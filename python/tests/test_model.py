@@ -6,8 +6,8 @@ import json
 import pytest
 
 import heterps
-from conftest import (CPU_CLUSTER, FASHION_CNN, PAPER_CLUSTER, run_tool, tool,
-                      tool_error)
+from conftest import (CPU_CLUSTER, FASHION_CNN, PAPER_CLUSTER, run_tool,
+                      spins_during, tool, tool_error)
 
 
 def test_import_prints_ir_and_layer_figures():
@@ -95,19 +95,7 @@ def test_plan_errors():
 
 
 def test_planning_releases_the_gil():
-    import threading
-    done = threading.Event()
-
-    def search():
-        heterps.plan(FASHION_CNN, cluster=PAPER_CLUSTER, strategy="rl",
-                     throughput=1500000, time_budget=1)
-        done.set()
-
-    worker = threading.Thread(target=search)
-    worker.start()
-    spins = 0
-    while not done.is_set():
-        spins += 1  # runs only while the search holds no GIL
-    worker.join()
-    # A second of search holding the GIL would leave a few hundred at most.
+    spins = spins_during(lambda: heterps.plan(
+        FASHION_CNN, cluster=PAPER_CLUSTER, strategy="rl", throughput=1500000,
+        time_budget=1))
     assert spins > 100000, spins

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import heterps
-from conftest import FASHION_CNN, PAPER_CLUSTER, run_tool, tool
+from conftest import FASHION_CNN, PAPER_CLUSTER, run_tool, spins_during, tool
 
 
 def test_dense_model_against_numpy(dense_model):
@@ -113,18 +113,5 @@ def test_runs_release_the_gil():
     session = heterps.Session(FASHION_CNN, threads=1)
     x = np.random.default_rng(6).random((4096, 1, 28, 28), dtype=np.float32)
     session.run(None, {"image": x[:8]})  # kernels set up
-    done = threading.Event()
-
-    def infer():
-        session.run(None, {"image": x})
-        done.set()
-
-    worker = threading.Thread(target=infer)
-    worker.start()
-    spins = 0
-    while not done.is_set():
-        spins += 1  # runs only while the run holds no GIL
-    worker.join()
-    # A run of a few hundred ms: millions of spins when the GIL is free;
-    # held, they would fit in one or two 5 ms switch slices.
+    spins = spins_during(lambda: session.run(None, {"image": x}))
     assert spins > 500000, spins

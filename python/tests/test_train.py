@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import heterps
-from conftest import FASHION_CNN, run_tool, tool
+from conftest import FASHION_CNN, run_tool, spins_during, tool
 
 
 def blobs(n, seed=0):
@@ -155,20 +155,7 @@ def test_progress_bar(capsys):
 
 
 def test_training_releases_the_gil():
-    import threading
     x, y = blobs(4096)
-    done = threading.Event()
-
-    def fit():
-        heterps.train(FASHION_CNN, data=(x, y), batch=4096, threads=1)
-        done.set()
-
-    worker = threading.Thread(target=fit)
-    worker.start()
-    spins = 0
-    while not done.is_set():
-        spins += 1  # runs only while training holds no GIL
-    worker.join()
-    # The step takes a few hundred ms (millions of spins when the GIL is
-    # free); held, the spins would fit in a couple of 5 ms switch slices.
+    spins = spins_during(lambda: heterps.train(
+        FASHION_CNN, data=(x, y), batch=4096, threads=1))
     assert spins > 500000, spins
