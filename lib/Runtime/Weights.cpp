@@ -102,7 +102,9 @@ heterps::runtime::loadWeights(const plan::Plan &plan,
 llvm::Error heterps::runtime::checkFiniteWeights(const plan::Plan &plan,
                                                  const WeightMap &weights) {
   for (const auto &[v, t] : weights) {
-    if (t.dtype() != DType::F32 || !hasNonFinite(t))
+    // A trainer's private copies (separateRunningStatistics) are not the
+    // plan's.
+    if (v >= plan.values_size() || t.dtype() != DType::F32 || !hasNonFinite(t))
       continue;
     llvm::Expected<Tensor> plain = t.toPlain();
     if (!plain)

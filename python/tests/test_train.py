@@ -159,3 +159,49 @@ def test_training_releases_the_gil():
     spins = spins_during(lambda: heterps.train(
         FASHION_CNN, data=(x, y), batch=4096, threads=1))
     assert spins > 500000, spins
+
+
+def test_batchnorm_parameters_shared_with_statistics(tmp_path):
+    """PyTorch's exporter merges equal initializers: a new BatchNorm's
+    running variance (ones) and mean (zeros) become its scale and bias.
+    The statistics the training forward updates must not overwrite the
+    parameters: one SGD step gives PyTorch's gradients."""
+    torch = pytest.importorskip("torch")
+    onnx = pytest.importorskip("onnx")
+    from onnx import numpy_helper
+    nn = torch.nn
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1, bias=False),
+                          nn.BatchNorm2d(8), nn.ReLU6(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(8, 10)).eval()
+    path = tmp_path / "bn.onnx"
+    torch.onnx.export(model, torch.zeros(1, 3, 16, 16), str(path),
+                      input_names=["image"], output_names=["logits"],
+                      dynamic_axes={"image": {0: "batch"}},
+                      training=torch.onnx.TrainingMode.PRESERVE,
+                      do_constant_folding=False, opset_version=13)
+    graph = onnx.load(str(path)).graph
+    bn = [n for n in graph.node if n.op_type == "BatchNormalization"][0]
+    merged = {n.output[0]: n.input[0] for n in graph.node
+              if n.op_type == "Identity"}
+    before = {t.name: numpy_helper.to_array(t)
+              for t in onnx.load(str(path)).graph.initializer}
+    x = np.random.default_rng(0).random((8, 3, 16, 16), dtype=np.float32)
+    y = np.arange(8) % 10
+    model.train()
+    torch.nn.functional.cross_entropy(model(torch.from_numpy(x)),
+                                      torch.from_numpy(y)).backward()
+    trained = tmp_path / "trained.onnx"
+    heterps.train(path, data=(x, y), batch=8, optimizer="sgd", lr=1.0,
+                  threads=1, save_model=trained)
+    after = {t.name: numpy_helper.to_array(t)
+             for t in onnx.load(str(trained)).graph.initializer}
+    for name, p in model.named_parameters():
+        if name in before:
+            step = before[name] - after[name]
+            np.testing.assert_allclose(step, p.grad.numpy(), rtol=1e-3,
+                                       atol=1e-5, err_msg=name)
+    # The export did merge them (else this test checks nothing new): the
+    # statistics are Identity nodes of the scale and bias.
+    assert {merged.get(i, i) for i in bn.input[1:]} == {"1.weight", "1.bias"}

@@ -180,6 +180,7 @@ llvm::Error PipelineTrainer::createTables(const WeightMap &weights,
 llvm::Error PipelineTrainer::prepare(WeightMap weights) {
   if (llvm::Error e = train::checkTrainingPlan(program))
     return e;
+  train::separateRunningStatistics(program, weights);
   auto devices = Devices::create(
       program, train::trainingDevices(options.numThreads,
                                       options.emulateMissingDevices));

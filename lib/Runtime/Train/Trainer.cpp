@@ -35,6 +35,7 @@ Trainer::create(const plan::Plan &plan, WeightMap weights,
 llvm::Error Trainer::prepare() {
   if (llvm::Error e = checkTrainingPlan(program))
     return e;
+  separateRunningStatistics(program, weightMap);
   auto made =
       Devices::create(program, trainingDevices(options.numThreads,
                                                options.emulateMissingDevices));

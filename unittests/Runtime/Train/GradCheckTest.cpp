@@ -180,6 +180,12 @@ TEST(GradCheck, ConvGroupedDilatedNoBias) {
 TEST(GradCheck, Activations) {
   for (const char *type : {"Relu", "LeakyRelu", "Elu", "Sigmoid", "Tanh"})
     gradCheck(type, {awayFromZero({2, 3, 4, 4}, 6)}, {0});
+  // ReLU6 as MobileNet has it: gradient 1 inside (0, 0.5), 0 outside.
+  Tensor x = awayFromZero({2, 3, 4, 4}, 7);
+  for (int64_t i = 0; i < x.numElements(); ++i)
+    if (std::abs(x.data<float>()[i] - 0.5f) < 0.05f)
+      x.data<float>()[i] += 0.1f;
+  gradCheck("Clip", {x}, {0}, Attrs().f("min", 0.f).f("max", 0.5f));
 }
 
 TEST(GradCheck, MaxPool) {

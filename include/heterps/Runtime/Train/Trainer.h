@@ -132,6 +132,15 @@ private:
 /// the loss reads).
 llvm::Error checkTrainingPlan(const plan::Plan &plan);
 
+/// Gives every BatchNormalization its own running mean and variance where
+/// the plan shares their value with another reader. An exporter that merges
+/// equal initializers (PyTorch's: a new BatchNorm's running variance is all
+/// ones like its scale, its running mean all zeros like its bias) would
+/// otherwise have the training forward's in-place update of the statistics
+/// overwrite the parameters. The copies are new plan values without an
+/// initializer: a saved model keeps the shared initializer's trained value.
+void separateRunningStatistics(plan::Plan &plan, WeightMap &weights);
+
 /// The devices trainers run on: `numThreads` per kernel, and ops of device
 /// kinds no backend serves on the emulated device when `emulateMissing`.
 DeviceOptions trainingDevices(int numThreads, bool emulateMissing);
