@@ -207,20 +207,19 @@ std::string trainModel(const IRModule &model, const py::dict &options) {
   bool pipelined = option<bool>(options, "pipelined") ||
                    stageRanges(plan).size() > 1 || !traceFile.empty();
   Progress progress(options["on_step"], options["on_epoch"]);
+  std::optional<pipeline::PipelineTrainerOptions> pipelineSettings;
+  if (pipelined)
+    pipelineSettings =
+        pipelineOptions(options, trainer, traceFile.empty() ? nullptr : &trace);
   std::optional<llvm::Expected<LoopResult>> result;
   std::unique_ptr<Trainable> job;
   {
     py::gil_scoped_release release;
     WeightMap weights = unwrap(loadWeights(plan));
-    if (pipelined) {
-      pipeline::PipelineTrainerOptions o;
-      {
-        py::gil_scoped_acquire gil;
-        o = pipelineOptions(options, trainer,
-                            traceFile.empty() ? nullptr : &trace);
-      }
-      job = std::make_unique<TrainableOf<pipeline::PipelineTrainer>>(unwrap(
-          pipeline::PipelineTrainer::create(plan, std::move(weights), o)));
+    if (pipelineSettings) {
+      job = std::make_unique<TrainableOf<pipeline::PipelineTrainer>>(
+          unwrap(pipeline::PipelineTrainer::create(plan, std::move(weights),
+                                                   *pipelineSettings)));
     } else {
       job = std::make_unique<TrainableOf<Trainer>>(
           unwrap(Trainer::create(plan, std::move(weights), trainer)));

@@ -333,12 +333,12 @@ LogicalResult convertDropout(NodeImporter &n) {
   // runs it, whatever training_mode says: a model exported for training
   // (training_mode=true, as PyTorch exports a module in train mode) imports
   // as one exported for inference.
-  const ConstTensor *mode = n.opset >= 12 && n.hasInput(2) ? n.constInput(2)
-                                                           : nullptr;
+  const ConstTensor *mode =
+      n.opset >= 12 && n.hasInput(2) ? n.constInput(2) : nullptr;
   bool training = n.opset >= 12 && n.hasInput(2) &&
                   (!mode || llvm::any_of(mode->ints, [](const auto &v) {
-                     return v.value != 0;
-                   }));
+                    return v.value != 0;
+                  }));
   if (n.opset >= 12 && n.hasInput(1) && !n.constInput(1)) {
     // Without training_mode ONNX's Dropout is the identity: a ratio computed
     // at run time is never used, but hps cannot train with one.

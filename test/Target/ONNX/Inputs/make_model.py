@@ -233,6 +233,16 @@ def dropout_training():
                  "dropout_training")
 
 
+def dropout_runtime_ratio_training():
+    """A ratio from a graph input with training_mode=true: hps cannot train
+    with a ratio known only at run time."""
+    nodes = [helper.make_node("Dropout", ["x", "r", "mode"], ["y"],
+                              name="dropout1")]
+    inits = [const("mode", True, np.bool_)]
+    return model(nodes, [vi("x", [2, 5]), vi("r", [])], [vi("y", [2, 5])],
+                 13, inits, "dropout_runtime_ratio_training")
+
+
 def clip_opset6():
     nodes = [helper.make_node("Clip", ["x"], ["y"], name="clip1",
                               min=-1.0, max=1.0)]
@@ -567,6 +577,7 @@ MODELS = {
     "broadcast": _proto(broadcast),
     "activations": _proto(activations),
     "dropout_training": _proto(dropout_training),
+    "dropout_runtime_ratio_training": _proto(dropout_runtime_ratio_training),
     "clip_opset6": _proto(clip_opset6),
     "pools": _proto(pools),
     "shapes_opset13": _proto(shapes_opset13),
