@@ -11,7 +11,8 @@
 //
 // each under three constraints: a loose floor (0.2 x the best one-type
 // throughput), a tight one (0.6 x), and a tight one with every max_count
-// cut to a quarter ("limits").
+// cut to a quarter ("limits"); with four device types or more also a high
+// floor (0.9 x, "high"), where the cheap types alone no longer suffice.
 //
 // Usage: heterps-placement-bench [--quick] [--rl-seconds S] [--rl-polish N]
 //                                [--rl-no-rebalance] [--only NAME]...
@@ -87,7 +88,7 @@ std::vector<Layer> makeChain(int n, const ClusterSpec &spec, uint64_t seed) {
     l.paramBytes = static_cast<int64_t>((late ? 4e7 : 4e5) * noise(rng));
     l.activationBytes = static_cast<int64_t>((late ? 1e4 : 1e6) * noise(rng));
     for (const DeviceType &d : spec.deviceTypes)
-      l.costs.push_back(analyticCost(l, d, spec.job.batchSize));
+      l.costs.push_back(analyticCost(l, d, spec.job.batchSize, spec.job.step));
     layers.push_back(std::move(l));
   }
   return layers;
@@ -193,13 +194,16 @@ void runCase(const Case &c, const BenchOptions &options) {
   if (!options.selected(c))
     return;
   double ref = referenceThroughput(c.spec, c.layers);
-  for (const char *constraint : {"loose", "tight", "limits"}) {
+  std::vector<std::pair<const char *, double>> constraints = {
+      {"loose", 0.2}, {"tight", 0.6}, {"limits", 0.6}};
+  if (c.spec.deviceTypes.size() >= 4)
+    constraints.push_back({"high", 0.9});
+  for (auto [constraint, floorShare] : constraints) {
     ClusterSpec spec = c.spec;
-    bool loose = std::strcmp(constraint, "loose") == 0;
     if (std::strcmp(constraint, "limits") == 0)
       for (DeviceType &d : spec.deviceTypes)
         d.maxCount = std::max<int64_t>(1, d.maxCount / 4);
-    PlacementProblem problem(spec, c.layers, (loose ? 0.2 : 0.6) * ref);
+    PlacementProblem problem(spec, c.layers, floorShare * ref);
 
     ExactStats stats;
     SearchResult exact = placeExact(problem, &stats);

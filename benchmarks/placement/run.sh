@@ -11,8 +11,8 @@
 #
 # Usage: benchmarks/placement/run.sh [--quick] [--models a,b,...] [MODEL_DIR]
 #   --quick: rl gets 2 s instead of 10 and the chains stop at 50 layers.
-#   --models: a subset of alexnet,vgg16,inception_v3,resnet50,ctr,encoder,
-#   decoder (default all).
+#   --models: a subset of alexnet,vgg16,inception_v3,resnet50,
+#   resnext50_32x4d,convnext_tiny,ctr,encoder,decoder (default all).
 #   MODEL_DIR (default /tmp/heterps-tv-models) caches the ONNX files.
 # Needs a build in build/ and Debian's python3-torch and python3-onnx.
 set -euo pipefail
@@ -20,7 +20,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 opt="$root/build/bin/heterps-opt"
 bench="$root/build/bin/heterps-placement-bench"
 quick=()
-models=(alexnet vgg16 inception_v3 resnet50 ctr encoder decoder)
+models=(alexnet vgg16 inception_v3 resnet50 resnext50_32x4d convnext_tiny ctr
+  encoder decoder)
 while [[ ${1:-} == --* ]]; do
   case $1 in
   --quick) quick=(--quick --rl-seconds 2) ;;

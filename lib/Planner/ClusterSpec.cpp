@@ -62,12 +62,20 @@ template <> struct MappingTraits<DeviceType> {
   }
 };
 
+template <> struct ScalarEnumerationTraits<Step> {
+  static void enumeration(IO &io, Step &step) {
+    io.enumCase(step, "training", Step::Training);
+    io.enumCase(step, "inference", Step::Inference);
+  }
+};
+
 template <> struct MappingTraits<Job> {
   static void mapping(IO &io, Job &j) {
     io.mapRequired("batch_size", j.batchSize);
     io.mapRequired("samples_per_epoch", j.samplesPerEpoch);
     io.mapRequired("epochs", j.epochs);
     io.mapRequired("throughput_limit", j.throughputLimit);
+    io.mapOptional("step", j.step, Step::Training);
   }
   static std::string validate(IO &io, Job &j) {
     if (noNodeToReport(io))
@@ -191,4 +199,16 @@ heterps::planner::loadClusterSpec(llvm::StringRef path) {
                                    path.str().c_str(),
                                    buffer.getError().message().c_str());
   return parseClusterSpec((*buffer)->getBuffer(), path);
+}
+
+llvm::StringRef heterps::planner::stepName(Step step) {
+  return step == Step::Training ? "training" : "inference";
+}
+
+std::optional<Step> heterps::planner::parseStep(llvm::StringRef name) {
+  if (name == "training")
+    return Step::Training;
+  if (name == "inference")
+    return Step::Inference;
+  return std::nullopt;
 }

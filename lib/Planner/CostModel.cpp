@@ -11,18 +11,23 @@ using namespace heterps::planner;
 
 LayerCost heterps::planner::analyticCost(const Layer &layer,
                                          const DeviceType &device,
-                                         int64_t batch) {
+                                         int64_t batch, Step step) {
+  bool training = step == Step::Training;
   LayerCost c;
   c.b0 = static_cast<double>(batch);
-  c.oct = static_cast<double>(layer.flops) * c.b0 / (device.gflops * 1e9);
-  double activations = static_cast<double>(layer.activationBytes) * c.b0 /
+  double passes = training ? (layer.paramBytes > 0 ? 3 : 2) : 1;
+  c.oct =
+      passes * static_cast<double>(layer.flops) * c.b0 / (device.gflops * 1e9);
+  double activations = (training ? 3.0 : 1.0) *
+                       static_cast<double>(layer.activationBytes) * c.b0 /
                        (device.memoryBandwidthGBs * 1e9);
   // A sparse table (an embedding) moves only the rows the batch touches,
   // which the gathered activations bound; dense parameters move whole.
   double moved = static_cast<double>(layer.paramBytes);
   if (layer.kind == "embedding")
     moved = std::min(moved, static_cast<double>(layer.activationBytes) * c.b0);
-  double parameters = 2.0 * moved / (device.networkBandwidthGBs * 1e9);
+  double parameters =
+      training ? 2.0 * moved / (device.networkBandwidthGBs * 1e9) : 0.0;
   c.odt = activations + parameters;
   c.alpha = device.alpha;
   // Each replica moves its share of the activations but pulls and pushes
@@ -47,18 +52,6 @@ void SplitTimes::add(const LayerCost &cost, double batch) {
   ctParallel += cost.oct * scale * cost.alpha;
   dtSerial += cost.odt * scale * (1 - cost.beta);
   dtParallel += cost.odt * scale * cost.beta;
-}
-
-SplitTimes &SplitTimes::operator+=(const SplitTimes &other) {
-  ctSerial += other.ctSerial;
-  ctParallel += other.ctParallel;
-  dtSerial += other.dtSerial;
-  dtParallel += other.dtParallel;
-  return *this;
-}
-
-double SplitTimes::et(double k) const {
-  return std::max(ctSerial + ctParallel / k, dtSerial + dtParallel / k);
 }
 
 StageTimes heterps::planner::stageTimes(const std::vector<Layer> &layers,
@@ -114,6 +107,73 @@ heterps::planner::formStages(const std::vector<size_t> &deviceOfLayer) {
   return stages;
 }
 
+/// The fewest replicas meeting the floor need not be the cheapest: the job
+/// costs (L·M/B) · P · E with P = sum of p_t · k and E the slowest stage's
+/// time, and while the slowest stage holds the pipeline back the others
+/// stand idle but are paid. Lowering a cap on E from the floor's, each cap
+/// needs, per stage, the fewest replicas whose time stays under it; the
+/// cheapest plan is one of those, and the caps where they change are
+/// exactly the times of the slowest stages. So give the slowest stages one
+/// more replica at a time and keep the cheapest P · E, until a type runs out,
+/// the slowest stage stops speeding up, or P times the least E any counts
+/// within max_count reach cannot beat the best. `used` is the devices per
+/// type of `stages`, which meet the floor within the limits.
+static void addReplicasWhileCheaper(const ClusterSpec &spec,
+                                    const std::vector<Layer> &layers,
+                                    std::vector<Stage> &stages,
+                                    std::map<size_t, int64_t> used) {
+  // The stages' times as serial and parallel parts: ET(k) in O(1).
+  std::vector<SplitTimes> times(stages.size());
+  std::vector<double> et(stages.size());
+  double price = 0, leastE = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const Stage &s = stages[i];
+    const DeviceType &d = spec.deviceTypes[s.deviceType];
+    for (size_t l : s.layers)
+      times[i].add(layers[l].costs[s.deviceType],
+                   static_cast<double>(spec.job.batchSize));
+    et[i] = times[i].et(static_cast<double>(s.replicas));
+    price += d.pricePerSecond() * static_cast<double>(s.replicas);
+    leastE = std::max(leastE, times[i].et(static_cast<double>(
+                                  std::max<int64_t>(d.maxCount, 1))));
+  }
+  std::vector<int64_t> best;
+  for (const Stage &s : stages)
+    best.push_back(s.replicas);
+  double e = stages.empty() ? 0 : *std::max_element(et.begin(), et.end());
+  double bestCost = price * e;
+  std::vector<size_t> slowest;
+  while (e > 0) {
+    // Every stage at E needs one more replica to get under it; if one
+    // cannot have it or would not speed up, no lower cap can be met.
+    slowest.clear();
+    for (size_t i = 0; i < stages.size(); ++i)
+      if (et[i] >= e)
+        slowest.push_back(i);
+    bool canSpeedUp = true;
+    for (size_t i : slowest) {
+      Stage &s = stages[i];
+      const DeviceType &d = spec.deviceTypes[s.deviceType];
+      double faster = times[i].et(static_cast<double>(s.replicas + 1));
+      canSpeedUp &= used[s.deviceType] < d.maxCount && faster < et[i];
+      ++s.replicas;
+      ++used[s.deviceType];
+      et[i] = faster;
+      price += d.pricePerSecond();
+    }
+    if (!canSpeedUp || price * leastE >= bestCost)
+      break;
+    e = *std::max_element(et.begin(), et.end());
+    if (price * e < bestCost * (1 - 1e-12)) {
+      bestCost = price * e;
+      for (size_t i = 0; i < stages.size(); ++i)
+        best[i] = stages[i].replicas;
+    }
+  }
+  for (size_t i = 0; i < stages.size(); ++i)
+    stages[i].replicas = best[i];
+}
+
 Provisioning heterps::planner::provision(const ClusterSpec &spec,
                                          const std::vector<Layer> &layers,
                                          std::vector<Stage> &stages,
@@ -143,6 +203,7 @@ Provisioning heterps::planner::provision(const ClusterSpec &spec,
     withinLimits &= count <= spec.deviceTypes[type].maxCount;
   if (eachStageCanMeet && withinLimits) {
     result.feasible = true;
+    addReplicasWhileCheaper(spec, layers, stages, used);
     return result;
   }
 

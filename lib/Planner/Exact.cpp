@@ -28,6 +28,9 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 /// A probe of cap c answers for the caps in [kProbeSpan·c, c].
 constexpr double kProbeSpan = 0.7;
+/// A range of caps [lo, hi] with hi <= lo·(1 + kNarrow) is settled by one
+/// probe at hi: the optimum is exact to this relative precision.
+constexpr double kNarrow = 1e-10;
 
 /// A plan the DP found: its placement, price per second P, largest stage
 /// time E, and devices per type.
@@ -69,7 +72,7 @@ public:
     free_.clear();
     // The empty plan: no type yet, so every type may follow it.
     candidateUsage_.assign(dims_, 0);
-    newLabel(Label{0, 0, -1, 0, types_});
+    newLabel(Label{0, 0, -1, 0, static_cast<uint32_t>(types_), 0});
     std::vector<int32_t> sources;
     for (size_t start = 0; start < n_; ++start)
       for (size_t t = 0; t < types_; ++t) {
@@ -78,22 +81,23 @@ public:
           continue;
         int dim = dimOfType_[t];
         int64_t limit = problem_.spec().deviceTypes[t].maxCount;
-        for (const Run *r = runs_.begin(start, t); r != runs_.end(start, t);
-             ++r) {
-          if (r->et > cap)
-            continue;
+        runs_.forEachUnderCap(start, t, cap, [&](const Run &r) {
           for (int32_t s : sources) {
-            if (dim >= 0 && usageOf(s)[dim] + r->replicas > limit)
+            if (dim >= 0 && usageOf(s)[dim] + r.replicas > limit)
               continue;
-            Label next{labels_[s].price + prices_[t] * r->replicas,
-                       std::max(labels_[s].maxEt, r->et), s,
-                       static_cast<uint32_t>(start), t};
+            Label next{labels_[s].price + prices_[t] * r.replicas,
+                       std::max(labels_[s].maxEt, r.et),
+                       s,
+                       static_cast<uint32_t>(start),
+                       static_cast<uint32_t>(t),
+                       r.replicas};
             // Sources are by increasing price: the rest fail too.
-            if (next.price + rest[r->end * types_ + t] > ub)
+            if (next.price + rest[r.end * types_ + t] > ub)
               break;
-            insert(r->end * types_ + t, next, s, dim, r->replicas);
+            insert(r.end * types_ + t, next, s, dim, r.replicas);
           }
-        }
+          return true;
+        });
       }
     int32_t best = -1;
     for (size_t t = 0; t < types_; ++t)
@@ -112,8 +116,9 @@ private:
     double price;
     double maxEt;
     int32_t parent;
-    uint32_t start; // first layer of the label's last run
-    size_t type;    // type of that run; types_ for the empty plan
+    uint32_t start;   // first layer of the label's last run
+    uint32_t type;    // type of that run; types_ for the empty plan
+    int32_t replicas; // of that run
   };
 
   static bool lexLess(const Label &a, const Label &b) {
@@ -217,14 +222,7 @@ private:
       const Label &run = labels_[l];
       std::fill(plan.placement.begin() + run.start,
                 plan.placement.begin() + end, run.type);
-      // The run's replicas: its price step divided by the type's price is
-      // fragile, so look the run up instead.
-      for (const Run *r = runs_.begin(run.start, run.type);
-           r != runs_.end(run.start, run.type); ++r)
-        if (r->end == end) {
-          plan.devices[run.type] += r->replicas;
-          break;
-        }
+      plan.devices[run.type] += run.replicas;
       end = run.start;
     }
     return plan;
@@ -243,8 +241,8 @@ private:
   int64_t labelsCreated_ = 0;
 };
 
-/// The smallest largest-stage-time of any plan (max_count sums relaxed): a
-/// lower bound on E for the stopping test.
+/// The smallest largest-stage-time of any plan, every run with its type's
+/// max_count devices (the sums relaxed): a lower bound on E.
 double smallestMaxEt(const PlacementProblem &problem, const RunTable &runs) {
   size_t n = problem.numLayers(), types = problem.numTypes();
   // best[b * types + t]: least E of plans covering layers [0, b) ending on t.
@@ -257,10 +255,13 @@ double smallestMaxEt(const PlacementProblem &problem, const RunTable &runs) {
           from = std::min(from, best[start * types + prev]);
       if (from == kInf)
         continue;
-      for (const Run *r = runs.begin(start, t); r != runs.end(start, t); ++r) {
-        double &to = best[r->end * types + t];
-        to = std::min(to, std::max(from, r->et));
-      }
+      double most = static_cast<double>(
+          std::max<int64_t>(problem.spec().deviceTypes[t].maxCount, 1));
+      runs.forEachRun(start, t, [&](const Run &r, const SplitTimes &times) {
+        double &to = best[r.end * types + t];
+        to = std::min(to, std::max(from, times.et(most)));
+        return true;
+      });
     }
   return *std::min_element(best.begin() + n * types, best.end());
 }
@@ -273,6 +274,9 @@ struct RestBound {
   std::vector<double> afterType;
   /// Least P of a whole plan under the cap.
   double whole = kInf;
+  /// The smallest cap above this one that allows other runs or counts: P*
+  /// is constant from this cap up to it.
+  double nextCap = kInf;
 };
 
 /// A backward DP over the run table.
@@ -288,9 +292,13 @@ RestBound leastRestPrice(const PlacementProblem &problem, const RunTable &runs,
     for (size_t t = 0; t < types; ++t) {
       double price = problem.spec().deviceTypes[t].pricePerSecond();
       double &best = from[b * types + t];
-      for (const Run *r = runs.begin(b, t); r != runs.end(b, t); ++r)
-        if (r->et <= cap)
-          best = std::min(best, price * r->replicas + rest[r->end * types + t]);
+      runs.forEachUnderCap(
+          b, t, cap,
+          [&](const Run &r) {
+            best = std::min(best, price * r.replicas + rest[r.end * types + t]);
+            return true;
+          },
+          &bound.nextCap);
     }
     for (size_t t = 0; t < types; ++t) {
       double best = kInf;
@@ -379,16 +387,11 @@ SearchResult heterps::planner::placeExact(const PlacementProblem &problem,
   RunTable runs(problem, problem.limit());
   stats.runs = static_cast<int64_t>(runs.size());
 
-  // The caps worth trying: the distinct stage times from E_min up (a plan's
-  // E is one of them; below E_min no plan fits).
-  std::vector<double> caps = runs.stageTimes();
+  // The caps worth trying lie between E_min (below it no plan fits) and the
+  // largest run time at the floor's replica counts (above it every cap
+  // allows the same plans).
   double smallestE = smallestMaxEt(problem, runs);
-  caps.erase(caps.begin(),
-             std::lower_bound(caps.begin(), caps.end(), smallestE));
-  auto indexOf = [&](double e) {
-    return static_cast<size_t>(std::lower_bound(caps.begin(), caps.end(), e) -
-                               caps.begin());
-  };
+  double largestE = std::max(runs.largestTime(), smallestE);
 
   const Job &job = problem.spec().job;
   double perPriceTime = static_cast<double>(job.epochs) *
@@ -397,88 +400,96 @@ SearchResult heterps::planner::placeExact(const PlacementProblem &problem,
   double bestCost = kInf;
 
   // The cost is (L·M/B)·P·E and P*(c), the least P of plans whose stages
-  // all have ET <= c, never rises with c; so the optimum is min over caps c
-  // of c·P*(c). The caps are searched best-first by index ranges
-  // [lo, hi] with a lower bound on P* over the range (P* at or above hi),
-  // so no cap inside costs less than (L·M/B)·caps[lo]·lowerPrice. A range
-  // is settled by probing one cap m in it with the DP: a plan with E = e
-  // proves P* constant on [e, m], leaving [lo, index(e) - 1] and
-  // [m + 1, hi]. The DP drops partial plans that cannot finish with a P
-  // low enough to beat the best cost (or below P* at lo - 1, which is an
-  // upper bound); a fresh probe halves its range in value (geometric
-  // mean), and answers for the caps [s, m] near it: finding none rules
-  // them out and bounds P* below s. A DP pass that breaks a
-  // max_count limit only raises the range's lower bound: the probe goes
-  // back into the queue tracking that limit, and waits its turn, so the
-  // costly passes run only where the bounds cannot rule them out.
+  // all have ET <= c (each run with the fewest replicas that keep it under
+  // c), never rises with c; so the optimum is min over caps c of c·P*(c).
+  // The caps are searched best-first by ranges [lo, hi] with a lower bound
+  // on P* over the range (P* at or above hi), so no cap inside costs less
+  // than (L·M/B)·lo·lowerPrice. A range is settled by probing one cap m in
+  // it with the DP: a plan with E = e proves P* constant on [e, m], leaving
+  // [lo, e) and (m, hi]. The DP drops partial plans that cannot finish with
+  // a P low enough to beat the best cost (or below P* just under lo, which
+  // is an upper bound); a fresh probe halves its range in value (geometric
+  // mean), and answers for the caps [s, m] near it: finding none rules them
+  // out and bounds P* below s. A range narrower than kNarrow (relative) is
+  // settled by one probe at hi: its plan costs within kNarrow of every cap
+  // in it. A DP pass that breaks a max_count limit only raises the range's
+  // lower bound: the probe goes back into the queue tracking that limit,
+  // and waits its turn, so the costly passes run only where the bounds
+  // cannot rule them out.
   struct Range {
     double bound;
-    int64_t lo, hi;
+    double lo, hi;
     double lowerPrice; // <= P* over [lo, hi]
-    double priceBelow; // P* at lo - 1, when solved; else infinity
-    int64_t probe;     // cap of a probe under way, else -1
+    double priceBelow; // P* just below lo, when solved; else infinity
+    double probe;      // cap of a probe under way, else -1
     std::vector<size_t> tracked;
     std::shared_ptr<const RestBound> rest; // of the probe's cap, once known
     bool operator<(const Range &o) const { return bound > o.bound; }
   };
   std::priority_queue<Range> open;
   std::map<double, std::shared_ptr<const RestBound>> restBounds; // by cap
-  auto push = [&](int64_t lo, int64_t hi, double lowerPrice, double priceBelow,
-                  int64_t probe = -1, std::vector<size_t> tracked = {},
+  auto push = [&](double lo, double hi, double lowerPrice, double priceBelow,
+                  double probe = -1, std::vector<size_t> tracked = {},
                   std::shared_ptr<const RestBound> rest = {}) {
-    if (lo > hi || lowerPrice >= priceBelow)
+    if (!(lo <= hi) || std::isinf(lo) || lowerPrice >= priceBelow)
       return;
-    open.push({perPriceTime * caps[lo] * lowerPrice, lo, hi, lowerPrice,
-               priceBelow, probe, std::move(tracked), std::move(rest)});
+    open.push({perPriceTime * lo * lowerPrice, lo, hi, lowerPrice, priceBelow,
+               probe, std::move(tracked), std::move(rest)});
   };
-  if (!caps.empty()) {
-    int64_t top = static_cast<int64_t>(caps.size()) - 1;
-    push(0, top, 0, kInf, top);
-  }
+  auto below = [](double x) { return std::nextafter(x, 0.0); };
+  auto above = [](double x) { return std::nextafter(x, kInf); };
+  if (smallestE < kInf) // else no chain of runs covers the model
+    push(smallestE, largestE, 0, kInf, largestE);
   while (!open.empty()) {
     Range r = open.top();
     open.pop();
     if (r.bound >= bestCost * (1 - 1e-12))
       break; // best-first: every other range's bound is higher still
-    int64_t m = r.probe;
-    if (m < 0) {
-      m = caps[r.lo] > 0 ? static_cast<int64_t>(
-                               indexOf(std::sqrt(caps[r.lo] * caps[r.hi])))
-                         : (r.lo + r.hi) / 2;
-      m = std::clamp(m, r.lo, r.hi);
-    }
-    // The probe settles [s, m], caps within a factor kProbeSpan of caps[m]:
-    // a plan there can only win with P below best / ((L·M/B)·caps[s]).
-    int64_t s = std::clamp(static_cast<int64_t>(indexOf(caps[m] * kProbeSpan)),
-                           r.lo, m);
-    double ub = std::min(
-        r.priceBelow, caps[s] > 0 ? bestCost / (perPriceTime * caps[s]) : kInf);
+    bool narrow = r.hi <= r.lo * (1 + kNarrow);
+    double m = r.probe;
+    if (m < 0)
+      m = r.lo == 0 ? 0 : narrow ? r.hi : std::sqrt(r.lo * r.hi);
+    // The probe settles [s, m]: a plan there can only win with P below
+    // best / ((L·M/B)·s).
+    double s = narrow ? r.lo : std::max(r.lo, m * kProbeSpan);
+    double ub =
+        std::min(r.priceBelow, s > 0 ? bestCost / (perPriceTime * s) : kInf);
     if (r.probe < 0)
       ++stats.capSteps;
+    if (getenv("EXACT_DEBUG"))
+      fprintf(stderr,
+              "range [%.17g, %.17g] lp %g pb %g probe %.17g m %.17g s %.17g "
+              "best %g tracked %zu\n",
+              r.lo, r.hi, r.lowerPrice, r.priceBelow, r.probe, m, s, bestCost,
+              r.tracked.size());
     ub *= 1 + 1e-12;
     std::optional<DPPlan> plan;
     // A bound computed for a higher cap is weaker but still valid: if it
     // rules this cap out, the exact one need not be computed.
-    auto higher = restBounds.lower_bound(caps[m]);
+    auto higher = restBounds.lower_bound(m);
     if (!r.rest && higher != restBounds.end() && higher->second->whole > ub) {
       ++stats.dpPasses;
     } else {
       if (!r.rest) {
-        r.rest = std::make_shared<const RestBound>(
-            leastRestPrice(problem, runs, caps[m]));
-        restBounds[caps[m]] = r.rest;
+        r.rest =
+            std::make_shared<const RestBound>(leastRestPrice(problem, runs, m));
+        restBounds[m] = r.rest;
       }
       PriceDP dp(problem, runs, r.tracked);
-      plan = dp.solve(caps[m], r.rest->afterType, ub);
+      plan = dp.solve(m, r.rest->afterType, ub);
       ++stats.dpPasses;
       stats.labels += dp.labelsCreated();
     }
     stats.tracked =
         std::max(stats.tracked, static_cast<int64_t>(r.tracked.size()));
+    // Caps from m up to the next one that changes the DP's choices have
+    // the answer of m.
+    double aboveM = r.rest ? r.rest->nextCap : above(m);
     if (!plan) {
       // P*(m) > ub: no cap in [s, m] can win, and P* > ub below.
-      push(r.lo, s - 1, std::max(r.lowerPrice, ub), r.priceBelow);
-      push(m + 1, r.hi, r.lowerPrice, kInf);
+      if (s > r.lo)
+        push(r.lo, below(s), std::max(r.lowerPrice, ub), r.priceBelow);
+      push(aboveM, r.hi, r.lowerPrice, kInf);
       continue;
     }
     std::vector<size_t> broken = r.tracked;
@@ -488,8 +499,9 @@ SearchResult heterps::planner::placeExact(const PlacementProblem &problem,
     if (broken.size() > r.tracked.size()) {
       // A relaxation's optimum: a lower bound on P*(m), hence on [lo, m].
       double lower = std::max(r.lowerPrice, plan->price);
-      push(m + 1, r.hi, r.lowerPrice, kInf);
-      push(r.lo, s - 1, lower, r.priceBelow);
+      push(aboveM, r.hi, r.lowerPrice, kInf);
+      if (s > r.lo)
+        push(r.lo, below(s), lower, r.priceBelow);
       push(s, m, lower, r.priceBelow, m, std::move(broken), r.rest);
       continue;
     }
@@ -497,9 +509,9 @@ SearchResult heterps::planner::placeExact(const PlacementProblem &problem,
     const PlacementEval &eval = search.evaluate(plan->placement);
     if (eval.feasible)
       bestCost = std::min(bestCost, eval.cost);
-    int64_t planIndex = std::min(static_cast<int64_t>(indexOf(plan->maxEt)), m);
-    push(r.lo, planIndex - 1, plan->price, r.priceBelow);
-    push(m + 1, r.hi, r.lowerPrice, plan->price);
+    if (double e = std::min(plan->maxEt, m); !narrow && e > r.lo)
+      push(r.lo, below(e), plan->price, r.priceBelow);
+    push(aboveM, r.hi, r.lowerPrice, plan->price);
   }
   if (!stats.feasible)
     placeMostThroughput(problem, search, stats);

@@ -9,6 +9,8 @@
 #include "heterps/Planner/RLPolicy.h"
 #include "heterps/Planner/Rebalance.h"
 
+#include "PlanReward.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -637,21 +639,8 @@ Placement Policy::sample(std::mt19937_64 &rng, ForwardCache &cache,
     for (Index k = 0; k < workspace.noise.size(); ++k)
       workspace.noise.data()[k] = normal(rng);
   }
-  std::uniform_real_distribution<double> uniform(0, 1);
-  return rollout(cache, workspace, exploration, [&](Index t) {
-    auto p = cache.probs.col(t);
-    double u = uniform(rng), sum = 0;
-    Index last = 0;
-    for (Index k = 0; k < p.size(); ++k) {
-      if (p[k] == 0)
-        continue;
-      sum += p[k];
-      last = k;
-      if (u < sum)
-        return static_cast<size_t>(k);
-    }
-    return static_cast<size_t>(last); // rounding: the last possible type
-  });
+  return rollout(cache, workspace, exploration,
+                 [&](Index t) { return drawIndex(cache.probs.col(t), rng); });
 }
 
 Placement Policy::mostLikely(ForwardCache &cache, Workspace &workspace) const {
@@ -740,36 +729,6 @@ void Policy::reinforce(const Placement &actions, double advantage,
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-/// Rewards of evaluated plans; see RLPlacer.h.
-class Reward {
-public:
-  static constexpr double infeasiblePenalty = 10;
-  static constexpr double shortfallWeight = 10;
-  static constexpr double worstFeasible = -9;
-
-  /// Sets c_ref unless it is set; ignores infeasible plans.
-  void noteReference(const PlacementEval &eval) {
-    if (eval.feasible && !hasReference_) {
-      reference_ = eval.cost;
-      hasReference_ = true;
-    }
-  }
-  double operator()(const PlacementEval &eval) {
-    if (!eval.feasible)
-      return -(infeasiblePenalty + shortfallWeight * eval.shortfall);
-    noteReference(eval);
-    // Guards against zero costs (layers that take no time).
-    double ref = reference_ > 0 ? reference_ : 1.0;
-    double cost = std::max(eval.cost, 1e-12 * ref);
-    return std::max(-std::log(cost / ref), worstFeasible);
-  }
-  double reference() const { return reference_ > 0 ? reference_ : 1.0; }
-
-private:
-  double reference_ = 0;
-  bool hasReference_ = false;
-};
 
 /// The moving-average baseline of REINFORCE.
 class Baseline {
@@ -890,7 +849,7 @@ private:
   size_t numLayers_, numTypes_;
   int threads_;
   std::mt19937_64 rng_;
-  Reward reward_;
+  PlanReward reward_;
   Policy policy_;
   Elites elites_;
   PlanState tracker_;

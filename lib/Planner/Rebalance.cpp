@@ -104,17 +104,16 @@ public:
         Cell from = j == 0 ? Cell{0, 0, 0} : cell(j - 1, a);
         if (from.price == kInf)
           continue;
-        for (const Run *r = runs_.begin(a, t); r != runs_.end(a, t); ++r) {
-          if (r->end > lastEnd)
-            break;
-          if (r->et > cap)
-            continue;
-          Cell next{from.price + prices_[t] * r->replicas,
-                    std::max(from.maxEt, r->et), static_cast<uint32_t>(a)};
-          Cell &to = cell(j, r->end);
+        runs_.forEachUnderCap(a, t, cap, [&](const Run &r) {
+          if (r.end > lastEnd)
+            return false;
+          Cell next{from.price + prices_[t] * r.replicas,
+                    std::max(from.maxEt, r.et), static_cast<uint32_t>(a)};
+          Cell &to = cell(j, r.end);
           if (lexLess(next, to))
             to = next;
-        }
+          return true;
+        });
       }
     }
     const Cell &last = cell(s - 1, n_);

@@ -8,40 +8,23 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <optional>
-#include <utility>
 
 using namespace heterps::planner;
 
-/// Sorts non-negative doubles ascending. Their IEEE-754 bit patterns, read as
-/// unsigned integers, order the same way, so an LSD radix sort on 16-bit
-/// digits applies: four linear passes instead of std::sort's n log n
-/// comparisons, which dominated the exact search on 1000-layer models
-/// (millions of run times).
-void heterps::planner::sortNonNegative(std::vector<double> &values) {
-  constexpr int kBits = 16, kBuckets = 1 << kBits;
-  std::vector<uint64_t> keys(values.size()), scratch(values.size());
-  for (size_t i = 0; i < values.size(); ++i)
-    std::memcpy(&keys[i], &values[i], sizeof(double));
-  std::vector<size_t> count(kBuckets);
-  for (int shift = 0; shift < 64; shift += kBits) {
-    std::fill(count.begin(), count.end(), 0);
-    for (uint64_t k : keys)
-      ++count[(k >> shift) & (kBuckets - 1)];
-    size_t sum = 0;
-    for (size_t &c : count)
-      sum += std::exchange(c, sum);
-    for (uint64_t k : keys)
-      scratch[count[(k >> shift) & (kBuckets - 1)]++] = k;
-    keys.swap(scratch);
-  }
-  for (size_t i = 0; i < values.size(); ++i)
-    std::memcpy(&values[i], &keys[i], sizeof(double));
-}
-
 namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// The closed form of the fewest k with serial + parallel / k <= budget
+/// (infinite when none). Callers check it against their test itself, as
+/// the two can round differently by one.
+double replicasWithin(double serial, double parallel, double budget) {
+  if (parallel == 0)
+    return serial <= budget ? 1 : kInf;
+  return serial >= budget ? kInf : std::ceil(parallel / (budget - serial));
+}
 
 /// The times of a run of layers on one type (a run's are the sums of its
 /// layers'), with the provisioning questions the searches ask of them.
@@ -67,16 +50,9 @@ std::optional<int64_t> RunCoefficients::smallestReplicas(double batch,
     return std::nullopt;
   if (limit <= 0)
     return 1;
-  // The closed form k >= parallel / (B/limit - serial), then the test.
-  constexpr double inf = std::numeric_limits<double>::infinity();
   double budget = batch / limit;
-  auto needed = [&](double serial, double parallel) -> double {
-    if (parallel == 0)
-      return serial <= budget ? 1 : inf;
-    return serial >= budget ? inf : std::ceil(parallel / (budget - serial));
-  };
-  double guess = std::max(
-      {1.0, needed(ctSerial, ctParallel), needed(dtSerial, dtParallel)});
+  double guess = std::max({1.0, replicasWithin(ctSerial, ctParallel, budget),
+                           replicasWithin(dtSerial, dtParallel, budget)});
   if (guess > static_cast<double>(cap) + 1)
     return std::nullopt;
   int64_t k = static_cast<int64_t>(guess);
@@ -92,19 +68,24 @@ std::optional<int64_t> RunCoefficients::smallestReplicas(double batch,
 
 RunTable::RunTable(const PlacementProblem &problem, double limit)
     : n_(problem.numLayers()), types_(problem.numTypes()),
-      offsets_(n_ * types_ + 1, 0) {
+      offsets_(n_ * types_ + 1, 0), layerTimes_(n_ * types_) {
   const ClusterSpec &spec = problem.spec();
   double batch = static_cast<double>(spec.job.batchSize);
+  for (const DeviceType &d : spec.deviceTypes)
+    maxCount_.push_back(d.maxCount);
+  for (size_t i = 0; i < n_; ++i)
+    for (size_t t = 0; t < types_; ++t)
+      layerTimes_[i * types_ + t].add(problem.layers()[i].costs[t], batch);
   // Room for every run: untouched pages cost nothing, and the table never
   // moves while it grows.
   runs_.reserve(std::min<size_t>(n_ * (n_ + 1) / 2 * types_, 1 << 26));
   for (size_t start = 0; start < n_; ++start)
     for (size_t t = 0; t < types_; ++t) {
       RunCoefficients c;
-      int64_t cap = spec.deviceTypes[t].maxCount;
       for (size_t end = start + 1; end <= n_; ++end) {
-        c.add(problem.layers()[end - 1].costs[t], batch);
-        std::optional<int64_t> k = c.smallestReplicas(batch, limit, cap);
+        c += layerTimes_[(end - 1) * types_ + t];
+        std::optional<int64_t> k =
+            c.smallestReplicas(batch, limit, maxCount_[t]);
         // Times only grow as the run grows: no longer run fits either.
         if (!k)
           break;
@@ -115,12 +96,9 @@ RunTable::RunTable(const PlacementProblem &problem, double limit)
     }
 }
 
-std::vector<double> RunTable::stageTimes() const {
-  std::vector<double> times;
-  times.reserve(runs_.size());
+double RunTable::largestTime() const {
+  double largest = 0;
   for (const Run &r : runs_)
-    times.push_back(r.et);
-  sortNonNegative(times);
-  times.erase(std::unique(times.begin(), times.end()), times.end());
-  return times;
+    largest = std::max(largest, r.et);
+  return largest;
 }

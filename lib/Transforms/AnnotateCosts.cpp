@@ -72,8 +72,8 @@ struct AnnotateCostsPass
       auto fromProfile = measured.find(layer.name);
       SmallVector<NamedAttribute> costs;
       for (const planner::DeviceType &device : spec->deviceTypes) {
-        planner::LayerCost c =
-            planner::analyticCost(layer, device, spec->job.batchSize);
+        planner::LayerCost c = planner::analyticCost(
+            layer, device, spec->job.batchSize, spec->job.step);
         if (fromProfile != measured.end())
           if (auto it = fromProfile->second.find(device.name);
               it != fromProfile->second.end())

@@ -6,6 +6,7 @@
 #include "heterps/Planner/Placement.h"
 #include "heterps/Planner/PlacementFile.h"
 #include "heterps/Planner/RLPlacer.h"
+#include "heterps/Planner/Tapp.h"
 #include "heterps/Runtime/AtomicFile.h"
 #include "heterps/Support/PrintableLine.h"
 #include "heterps/Transforms/Passes.h"
@@ -26,6 +27,9 @@ namespace {
 
 struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
   using PlaceBase::PlaceBase;
+
+  /// strategy=tapp's oracle maker; empty: the cost model's oracle.
+  StepOracleFactory makeOracle_;
 
   /// What goes into hps.search, gathered over the run.
   SmallVector<NamedAttribute> search_;
@@ -79,6 +83,11 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
       result = planner::placeGenetic(problem, options);
     } else if (strategy == "exact") {
       result = planner::placeExact(problem);
+    } else if (strategy == "tapp") {
+      FailureOr<planner::SearchResult> found = searchTapp(module, problem);
+      if (failed(found))
+        return failure();
+      result = std::move(*found);
     } else {
       result = planner::placeBruteForce(problem);
       if (result.placement.empty())
@@ -89,13 +98,70 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
     }
 
     Builder b(module.getContext());
-    search_ = {
-        b.getNamedAttr("search_time_s", b.getF64FloatAttr(result.seconds)),
-        b.getNamedAttr("evaluations", b.getI64IntegerAttr(result.evaluations))};
+    search_.insert(
+        search_.begin(),
+        {b.getNamedAttr("search_time_s", b.getF64FloatAttr(result.seconds)),
+         b.getNamedAttr("evaluations",
+                        b.getI64IntegerAttr(result.evaluations))});
     std::vector<std::string> names;
     for (size_t type : result.placement)
       names.push_back(spec.deviceTypes[type].name);
     return names;
+  }
+
+  /// The TAPP search with the oracle of makeOracle_ (else the cost model);
+  /// records the oracle and every plan it timed in search_.
+  FailureOr<planner::SearchResult>
+  searchTapp(ModuleOp module, const planner::PlacementProblem &problem) {
+    planner::TappOptions options;
+    options.groups = tappGroups;
+    options.maxMeasuredPlans = tappPlans;
+    options.timeBudgetSeconds = timeBudget;
+    options.seed = seed;
+    std::unique_ptr<planner::StepOracle> oracle;
+    if (makeOracle_) {
+      llvm::Expected<std::unique_ptr<planner::StepOracle>> made =
+          makeOracle_(problem);
+      if (!made)
+        return emitError(module.getLoc())
+               << "hps-place: strategy=tapp: "
+               << heterps::printableLine(llvm::toString(made.takeError()));
+      oracle = std::move(*made);
+    } else {
+      oracle = std::make_unique<planner::CostModelOracle>(problem);
+    }
+    llvm::Expected<planner::TappResult> found =
+        planner::placeTapp(problem, *oracle, options);
+    if (!found)
+      return emitError(module.getLoc())
+             << "hps-place: strategy=tapp: "
+             << heterps::printableLine(llvm::toString(found.takeError()));
+    Builder b(module.getContext());
+    const planner::ClusterSpec &spec = problem.spec();
+    SmallVector<Attribute> plans;
+    for (const planner::MeasuredPlan &m : found->measured) {
+      // "cpu x2 [0, 12), v100 x1 [12, 30)": the stages as timed.
+      std::string stages;
+      for (const planner::Stage &stage : m.stages)
+        stages += llvm::formatv(
+                      "{0}{1} x{2} [{3}, {4})", stages.empty() ? "" : ", ",
+                      spec.deviceTypes[stage.deviceType].name, stage.replicas,
+                      stage.layers.front(), stage.layers.back() + 1)
+                      .str();
+      SmallVector<NamedAttribute> entry = {
+          b.getNamedAttr("stages", b.getStringAttr(stages)),
+          b.getNamedAttr("predicted_step_s",
+                         b.getF64FloatAttr(m.predictedStep)),
+          b.getNamedAttr("measured_step_s", b.getF64FloatAttr(m.measuredStep)),
+          b.getNamedAttr("feasible", b.getBoolAttr(m.eval.feasible))};
+      if (m.eval.feasible)
+        entry.push_back(b.getNamedAttr("cost", b.getF64FloatAttr(m.eval.cost)));
+      plans.push_back(b.getDictionaryAttr(entry));
+    }
+    search_.push_back(
+        b.getNamedAttr("oracle", b.getStringAttr(oracle->name())));
+    search_.push_back(b.getNamedAttr("timed_plans", b.getArrayAttr(plans)));
+    return std::move(found->best);
   }
 
   /// Runs the exact search beside the chosen placement and adds its figures
@@ -147,6 +213,8 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
       return bad("learning-rate", "positive");
     if (!(timeBudget > 0))
       return bad("time-budget", "positive (seconds)");
+    if (tappPlans < 1 || tappGroups < 1)
+      return bad("tapp-plans and tapp-groups", "at least 1");
     if (episodes < 0 || pretrainEpisodes < 0 || polish < 0 || budget < 0)
       return bad("episodes, pretrain-episodes, polish and budget",
                  "non-negative");
@@ -205,8 +273,8 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
         }
         devices.push_back(it->second);
       }
-    } else if (s == "rl" || s == "greedy" || s == "random" || s == "genetic" ||
-               s == "exact" || s == "exhaustive") {
+    } else if (s == "rl" || s == "tapp" || s == "greedy" || s == "random" ||
+               s == "genetic" || s == "exact" || s == "exhaustive") {
       if (failed(checkSearchOptions(module)))
         return signalPassFailure();
       FailureOr<std::vector<std::string>> searched =
@@ -217,8 +285,8 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
     } else {
       emitError(module.getLoc())
           << "hps-place: unknown strategy '" << strategy
-          << "' (expected manual, all-<device type>, rl, greedy, random, "
-             "genetic, exact or exhaustive)";
+          << "' (expected manual, all-<device type>, rl, tapp, greedy, "
+             "random, genetic, exact or exhaustive)";
       return signalPassFailure();
     }
 
@@ -276,3 +344,10 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
 };
 
 } // namespace
+
+std::unique_ptr<Pass> mlir::hps::createPlace(PlaceOptions options,
+                                             StepOracleFactory makeOracle) {
+  auto pass = std::make_unique<PlacePass>(std::move(options));
+  pass->makeOracle_ = std::move(makeOracle);
+  return pass;
+}

@@ -57,7 +57,8 @@ ClusterAttr mlir::hps::clusterAttrOf(MLIRContext *context,
   const planner::Job &job = spec.job;
   return ClusterAttr::get(context, ArrayAttr::get(context, types),
                           job.batchSize, job.samplesPerEpoch, job.epochs,
-                          APFloat(job.throughputLimit));
+                          APFloat(job.throughputLimit),
+                          planner::stepName(job.step));
 }
 
 FailureOr<planner::ClusterSpec> mlir::hps::loadRecordedSpec(ModuleOp module,
@@ -83,7 +84,8 @@ FailureOr<planner::ClusterSpec> mlir::hps::loadRecordedSpec(ModuleOp module,
   }
   spec.job = {cluster.getBatchSize(), cluster.getSamplesPerEpoch(),
               cluster.getEpochs(),
-              cluster.getThroughputLimit().convertToDouble()};
+              cluster.getThroughputLimit().convertToDouble(),
+              *planner::parseStep(cluster.getStep())};
   return spec;
 }
 

@@ -31,6 +31,32 @@ llvm::json::Value number(double v) {
   return v;
 }
 
+/// hps.search's values as they are: strings, numbers, booleans, and
+/// arrays and dictionaries of them (tapp's timed plans).
+llvm::json::Value jsonOf(Attribute value) {
+  if (auto s = dyn_cast<StringAttr>(value))
+    return s.getValue();
+  if (auto b = dyn_cast<BoolAttr>(value))
+    return b.getValue();
+  if (auto f = dyn_cast<FloatAttr>(value))
+    return number(f.getValueAsDouble());
+  if (auto i = dyn_cast<IntegerAttr>(value))
+    return i.getInt();
+  if (auto array = dyn_cast<ArrayAttr>(value)) {
+    llvm::json::Array out;
+    for (Attribute element : array)
+      out.push_back(jsonOf(element));
+    return out;
+  }
+  if (auto dict = dyn_cast<DictionaryAttr>(value)) {
+    llvm::json::Object out;
+    for (NamedAttribute entry : dict)
+      out[entry.getName().getValue()] = jsonOf(entry.getValue());
+    return out;
+  }
+  return nullptr;
+}
+
 llvm::json::Value toJson(const PlanView &v) {
   const planner::ClusterSpec &spec = v.spec;
   llvm::json::Array stages;
@@ -79,7 +105,8 @@ llvm::json::Value toJson(const PlanView &v) {
        llvm::json::Object{{"batch_size", spec.job.batchSize},
                           {"samples_per_epoch", spec.job.samplesPerEpoch},
                           {"epochs", spec.job.epochs},
-                          {"throughput_limit", v.limit}}},
+                          {"throughput_limit", v.limit},
+                          {"step", planner::stepName(spec.job.step)}}},
       {"device_types", std::move(types)},
       {"throughput", number(v.figures.throughput)},
       {"total_time_s", v.figures.totalTime},
@@ -91,14 +118,8 @@ llvm::json::Value toJson(const PlanView &v) {
   // hps.search as it is: strategy, and search_time_s, evaluations,
   // optimal_cost, gap, optimal_throughput, certify_time_s when recorded.
   if (v.search)
-    for (NamedAttribute entry : v.search) {
-      if (auto s = dyn_cast<StringAttr>(entry.getValue()))
-        report[entry.getName().getValue()] = s.getValue();
-      else if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
-        report[entry.getName().getValue()] = f.getValueAsDouble();
-      else if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
-        report[entry.getName().getValue()] = i.getInt();
-    }
+    for (NamedAttribute entry : v.search)
+      report[entry.getName().getValue()] = jsonOf(entry.getValue());
   return report;
 }
 
@@ -122,6 +143,22 @@ void printSearch(llvm::raw_ostream &os, DictionaryAttr search) {
     os << llvm::formatv(", {0} evaluations, {1:F3} s", evaluations.getInt(),
                         real("search_time_s").value_or(0));
   os << "\n";
+  if (auto plans = search.getAs<ArrayAttr>("timed_plans")) {
+    os << llvm::formatv("timed plans ({0} oracle): step ms predicted / "
+                        "timed, cost\n",
+                        search.getAs<StringAttr>("oracle").getValue());
+    for (auto plan : plans.getAsRange<DictionaryAttr>()) {
+      auto ms = [&](StringRef key) {
+        return plan.getAs<FloatAttr>(key).getValueAsDouble() * 1e3;
+      };
+      auto cost = plan.getAs<FloatAttr>("cost");
+      os << llvm::formatv("  {0,10:F3} {1,10:F3}  {2,9}  {3}\n",
+                          ms("predicted_step_s"), ms("measured_step_s"),
+                          cost ? "$" + money(cost.getValueAsDouble())
+                               : std::string("infeasible"),
+                          plan.getAs<StringAttr>("stages").getValue());
+    }
+  }
   if (std::optional<double> optimal = real("optimal_cost")) {
     os << "certificate: optimal cost $" << money(*optimal);
     if (std::optional<double> gap = real("gap"))

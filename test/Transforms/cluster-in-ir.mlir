@@ -8,9 +8,9 @@
 // RUN: heterps-opt %t.mlir --hps-place=strategy=all-gpu --hps-form-stages --hps-provision --hps-report -o /dev/null 2>&1 | FileCheck %s
 // RUN: heterps-opt %t.cnn.mlir --hps-place=strategy=all-v100 --hps-lower-to-runtime=output=- -o /dev/null | FileCheck %s --check-prefix=PLAN
 
-// CHECK: plan: throughput 2212389.4 samples/s (limit 40.0, met)
+// CHECK: plan: throughput 1661129.6 samples/s (limit 40.0, met)
 // CHECK: devices: gpu x1
-// CHECK: hps.gemm {{.*}} 4.000E-05    1.680E-05    4.000E-06    8.880E-06
+// CHECK: hps.gemm {{.*}} 1.200E-04    3.440E-05    1.200E-05    1.064E-05
 
 // PLAN: device_types {
 // PLAN-NEXT: name: "cpu"

@@ -54,6 +54,7 @@
 // JSON60-NEXT:     "batch_size": 20,
 // JSON60-NEXT:     "epochs": 2,
 // JSON60-NEXT:     "samples_per_epoch": 1000,
+// JSON60-NEXT:     "step": "training",
 // JSON60-NEXT:     "throughput_limit": 60
 // JSON60-NEXT:   },
 // JSON60-NEXT:   "layers": [

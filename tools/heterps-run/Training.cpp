@@ -32,6 +32,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
 
+#include <algorithm>
 #include <cstdio>
 
 using namespace heterps;
@@ -239,6 +240,31 @@ bool pipelineRequested(const plan::Plan &plan, bool sparseTables) {
                       [](cl::Option *o) { return o->getNumOccurrences() > 0; });
 }
 
+/// The single-stage trainer's options, as the flags describe them.
+llvm::Expected<TrainerOptions> trainerOptions(const TrainingRun &run) {
+  TrainerOptions options;
+  options.numThreads = run.threads;
+  options.seed = seed;
+  options.emulateMissingDevices = run.emulateMissingDevices;
+  auto loss = parseLoss(lossOption);
+  if (!loss)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--loss: " +
+                                       llvm::toString(loss.takeError()));
+  options.loss = *loss;
+  auto optimizer = parseOptimizer(optimizerName);
+  if (!optimizer)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--optimizer: " +
+                                       llvm::toString(optimizer.takeError()));
+  options.optimizer.kind = *optimizer;
+  options.optimizer.momentum = momentum;
+  options.optimizer.nesterov = nesterov;
+  options.optimizer.weightDecay = weightDecay;
+  options.frozen.assign(freeze.begin(), freeze.end());
+  return options;
+}
+
 /// The pipelined trainer's options, as the flags describe them.
 llvm::Expected<pipeline::PipelineTrainerOptions>
 pipelineOptions(const plan::Plan &plan, const TrainerOptions &trainer,
@@ -408,22 +434,10 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
   for (const std::string &device : (*devices)->emulated())
     noteEmulatedDevice(plan, device, "train");
   int64_t batch = run.batch > 0 ? run.batch : 32;
-  TrainerOptions options;
-  options.numThreads = run.threads;
-  options.seed = seed;
-  options.emulateMissingDevices = run.emulateMissingDevices;
-  auto loss = parseLoss(lossOption);
-  if (!loss)
-    return fail("--loss: " + llvm::toString(loss.takeError()));
-  options.loss = *loss;
-  auto optimizer = parseOptimizer(optimizerName);
-  if (!optimizer)
-    return fail("--optimizer: " + llvm::toString(optimizer.takeError()));
-  options.optimizer.kind = *optimizer;
-  options.optimizer.momentum = momentum;
-  options.optimizer.nesterov = nesterov;
-  options.optimizer.weightDecay = weightDecay;
-  options.frozen.assign(freeze.begin(), freeze.end());
+  auto made = trainerOptions(run);
+  if (!made)
+    return fail(llvm::toString(made.takeError()));
+  TrainerOptions options = std::move(*made);
   LRSchedule schedule;
   auto kind = parseSchedule(scheduleName);
   if (!kind)
@@ -688,6 +702,13 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
       {"epochs", std::move(trained->epochs)}};
   if (pipelineReport)
     report["pipeline"] = std::move(*pipelineReport);
+  if (!run.planReport.empty()) {
+    llvm::Expected<llvm::json::Value> planned =
+        llvm::json::parse(run.planReport);
+    if (!planned)
+      return fail("--report: " + llvm::toString(planned.takeError()));
+    report["plan"] = std::move(*planned);
+  }
   if (trained->checkpoints)
     report["checkpoints"] = llvm::json::Object{
         {"count", trained->checkpoints},
@@ -697,4 +718,30 @@ int tools::runTraining(const plan::Plan &plan, const TrainingRun &run) {
           run.reportPath, llvm::json::Value(std::move(report))))
     return fail("--report: " + llvm::toString(std::move(e)));
   return 0;
+}
+
+llvm::Expected<MeasurementSetup>
+tools::measurementSetup(const plan::Plan &plan, const TrainingRun &run) {
+  if (dataSpec.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--train needs --data SPEC");
+  auto data = data::loadDataset(dataSpec);
+  if (!data)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--data: " +
+                                       llvm::toString(data.takeError()));
+  int64_t batch = std::min(run.batch > 0 ? run.batch : 32, data->size());
+  auto trainer = trainerOptions(run);
+  if (!trainer)
+    return trainer.takeError();
+  auto pipelined = pipelineOptions(plan, *trainer, nullptr);
+  if (!pipelined)
+    return pipelined.takeError();
+  MeasurementSetup setup;
+  setup.inputs = data::sampleRows(data->inputs, 0, batch);
+  setup.targets = data::sampleRows(data->targets, 0, batch);
+  setup.trainer = std::move(*pipelined);
+  setup.learningRate = learningRate;
+  setup.sparseTables = pipeline::gatherTables(plan, sparseMinRows);
+  return setup;
 }

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Distributed.h"
+#include "MeasuredPlacement.h"
 #include "OptionChecks.h"
 #include "Training.h"
 
@@ -136,6 +137,15 @@ cl::opt<std::string> strategy(
              "exact, ...; default: all-<the spec's first CPU type>, this "
              "machine's CPU)"),
     cl::cat(category));
+cl::opt<int64_t> tappPlans(
+    "tapp-plans",
+    cl::desc("--strategy tapp: candidate plans to train and time at most "
+             "(default 30)"),
+    cl::init(30), cl::cat(category));
+cl::opt<double> searchSeconds(
+    "search-seconds",
+    cl::desc("--strategy rl or tapp: seconds of search (default 10)"),
+    cl::init(10), cl::cat(category));
 cl::opt<std::string> placementFile(
     "placement",
     cl::desc("With --cluster: a device type per layer (JSON, as hps-place "
@@ -158,10 +168,12 @@ int fail(const llvm::Twine &message) {
   return 1;
 }
 
-/// Imports and lowers an ONNX model; MLIR diagnostics become the error.
 /// --cluster's passes: costs, placement (--strategy, by default every layer
-/// on the spec's first CPU type), stages and replicas.
-llvm::Error addPlacementPasses(mlir::PassManager &pm) {
+/// on the spec's first CPU type), stages and replicas. --strategy tapp
+/// measures its candidate plans on this machine with `run`'s training
+/// flags.
+llvm::Error addPlacementPasses(mlir::PassManager &pm, mlir::ModuleOp module,
+                               const heterps::tools::TrainingRun &run) {
   std::string chosen = strategy;
   if (chosen.empty() && !placementFile.empty())
     chosen = "manual";
@@ -184,7 +196,19 @@ llvm::Error addPlacementPasses(mlir::PassManager &pm) {
   mlir::hps::PlaceOptions place;
   place.strategy = chosen;
   place.placement = placementFile;
-  pm.addPass(mlir::hps::createPlace(place));
+  place.tappPlans = tappPlans;
+  place.timeBudget = searchSeconds;
+  if (chosen == "tapp") {
+    if (!heterps::tools::trainingRequested())
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "--strategy tapp times candidate plans by training them: it needs "
+          "--train and --data");
+    pm.addPass(mlir::hps::createPlace(
+        place, heterps::tools::measuredStepOracles(module, run)));
+  } else {
+    pm.addPass(mlir::hps::createPlace(place));
+  }
   pm.addPass(mlir::hps::createFormStages());
   pm.addPass(mlir::hps::createProvision());
   return llvm::Error::success();
@@ -194,10 +218,17 @@ llvm::Error addPlacementPasses(mlir::PassManager &pm) {
 /// --placement is a strategy of its own.
 OptionProblem checkPlacementOptions() {
   if (clusterFile.empty())
-    for (const cl::opt<std::string> *o :
-         {&strategy, &placementFile, &costProfile})
+    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+             &strategy, &placementFile, &costProfile, &tappPlans,
+             &searchSeconds})
       if (o->getNumOccurrences())
         return "--" + o->ArgStr.str() + " needs --cluster FILE.yaml";
+  if (tappPlans < 1)
+    return "--tapp-plans must be at least 1, got " +
+           std::to_string(tappPlans.getValue());
+  if (!(searchSeconds > 0))
+    return "--search-seconds must be positive, got " +
+           std::to_string(searchSeconds.getValue());
   if (placementFile.getNumOccurrences() && strategy.getNumOccurrences() &&
       strategy != "manual")
     return "--placement gives every layer's device type, which --strategy " +
@@ -223,7 +254,11 @@ std::string describeStages(const plan::Plan &plan) {
   return text;
 }
 
-llvm::Expected<plan::Plan> planFromONNX(llvm::StringRef path) {
+/// Imports and lowers an ONNX model; MLIR diagnostics become the error.
+/// With --cluster, places it first (--strategy tapp trains candidates as
+/// `run` says) and keeps the plan's report (JSON) in `run.planReport`.
+llvm::Expected<plan::Plan> planFromONNX(llvm::StringRef path,
+                                        heterps::tools::TrainingRun &run) {
   mlir::DialectRegistry registry;
   mlir::hps::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
@@ -240,9 +275,14 @@ llvm::Expected<plan::Plan> planFromONNX(llvm::StringRef path) {
     return module.takeError();
   if (!clusterFile.empty()) {
     mlir::PassManager pm(&context);
-    if (llvm::Error e = addPlacementPasses(pm))
+    if (llvm::Error e = addPlacementPasses(pm, **module, run))
       return e;
     if (mlir::failed(pm.run(**module)))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     path + ": " + diagnostic);
+    llvm::raw_string_ostream os(run.planReport);
+    if (mlir::failed(mlir::hps::writePlanReport(
+            **module, mlir::hps::OutputFormat::Json, os)))
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      path + ": " + diagnostic);
   }
@@ -579,8 +619,11 @@ static int runTool(int argc, char **argv) {
       return fail("--output-dir: " + outputDir + ": not a directory");
   }
 
+  heterps::tools::TrainingRun run{
+      modelPath, threads, batch.getNumOccurrences() ? batch.getValue() : 0,
+      reportPath, emulateMissing};
   llvm::Expected<plan::Plan> plan = mlir::hps::isONNXFilename(modelPath)
-                                        ? planFromONNX(modelPath)
+                                        ? planFromONNX(modelPath, run)
                                         : loadPlan(modelPath);
   if (!plan)
     return fail(llvm::toString(plan.takeError()));
@@ -605,10 +648,7 @@ static int runTool(int argc, char **argv) {
           static_cast<int>(int64_t(i) * splitStages / plan->ops_size()));
   }
   if (heterps::tools::trainingRequested())
-    return heterps::tools::runTraining(
-        *plan,
-        {modelPath, threads, batch.getNumOccurrences() ? batch.getValue() : 0,
-         reportPath, emulateMissing});
+    return heterps::tools::runTraining(*plan, run);
 
   ExecutorOptions options;
   options.numThreads = threads;

@@ -88,6 +88,7 @@ TEST(ClusterSpec, ParsesAValidSpec) {
   EXPECT_EQ(spec->job.samplesPerEpoch, 1000000);
   EXPECT_EQ(spec->job.epochs, 10);
   EXPECT_DOUBLE_EQ(spec->job.throughputLimit, 5000);
+  EXPECT_EQ(spec->job.step, Step::Training); // step is optional
 
   EXPECT_EQ(spec->find("v100"), std::optional<size_t>(0));
   EXPECT_EQ(spec->find("xeon"), std::optional<size_t>(1));
@@ -137,6 +138,18 @@ TEST(ClusterSpec, MissingRequiredField) {
   std::string noJob = kValid;
   noJob.resize(noJob.find("job:"));
   EXPECT_EQ(errorOf(noJob), "c.yaml:1:1: missing required key 'job'");
+}
+
+TEST(ClusterSpec, StepSaysWhatTheCostsModel) {
+  llvm::Expected<ClusterSpec> spec =
+      parseClusterSpec(edit("throughput_limit: 5000",
+                            "throughput_limit: 5000\n  step: inference"),
+                       "c.yaml");
+  ASSERT_TRUE(static_cast<bool>(spec)) << llvm::toString(spec.takeError());
+  EXPECT_EQ(spec->job.step, Step::Inference);
+  EXPECT_NE(errorOf(edit("throughput_limit: 5000",
+                         "throughput_limit: 5000\n  step: serving")),
+            "");
 }
 
 TEST(ClusterSpec, BadKind) {

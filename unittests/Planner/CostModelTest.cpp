@@ -280,23 +280,44 @@ TEST(EvaluatePlan, AllZeroPlanTakesNoTime) {
 // analyticCost
 //===----------------------------------------------------------------------===//
 
-TEST(AnalyticCost, FollowsTheFormulas) {
-  ClusterSpec spec = makeSpec();
+/// 5 MFLOPs and 1 MB of activations per sample, 25 MB of parameters.
+Layer layerWithParameters() {
   Layer l;
   l.flops = 5'000'000;
   l.activationBytes = 1'000'000;
   l.paramBytes = 25'000'000;
+  return l;
+}
+
+TEST(AnalyticCost, TrainingStepFollowsTheFormulas) {
+  ClusterSpec spec = makeSpec();
+  Layer l = layerWithParameters();
   // gpu: 1000 GFLOP/s, 100 GB/s memory, 10 GB/s network, alpha 0.5.
-  LayerCost c = analyticCost(l, spec.deviceTypes[kGpu], /*batch=*/64);
-  // OCT = 5e6 * 64 / (1000 * 1e9) = 3.2e-4
-  EXPECT_NEAR(c.oct, 3.2e-4, 1e-18);
-  // ODT = 1e6 * 64 / (100 * 1e9) + 2 * 2.5e7 / (10 * 1e9)
-  //     = 6.4e-4 + 5e-3 = 5.64e-3
-  EXPECT_NEAR(c.odt, 5.64e-3, 1e-17);
-  // beta = 6.4e-4 / 5.64e-3 = 16/141
-  EXPECT_NEAR(c.beta, 16.0 / 141.0, 1e-15);
+  LayerCost c =
+      analyticCost(l, spec.deviceTypes[kGpu], /*batch=*/64, Step::Training);
+  // Forward, backward-data and backward-weights:
+  // OCT = 3 * 5e6 * 64 / (1000 * 1e9) = 9.6e-4
+  EXPECT_NEAR(c.oct, 9.6e-4, 1e-18);
+  // Activations written, read back and their gradient written; parameters
+  // pulled and pushed:
+  // ODT = 3 * 1e6 * 64 / (100 * 1e9) + 2 * 2.5e7 / (10 * 1e9)
+  //     = 1.92e-3 + 5e-3 = 6.92e-3
+  EXPECT_NEAR(c.odt, 6.92e-3, 1e-17);
+  // beta = 1.92e-3 / 6.92e-3 = 48/173
+  EXPECT_NEAR(c.beta, 48.0 / 173.0, 1e-15);
   EXPECT_DOUBLE_EQ(c.alpha, 0.5); // the device's alpha
   EXPECT_DOUBLE_EQ(c.b0, 64.0);   // costs are for the batch asked for
+}
+
+TEST(AnalyticCost, InferenceStepIsTheForwardAlone) {
+  ClusterSpec spec = makeSpec();
+  Layer l = layerWithParameters();
+  LayerCost c =
+      analyticCost(l, spec.deviceTypes[kGpu], /*batch=*/64, Step::Inference);
+  EXPECT_NEAR(c.oct, 3.2e-4, 1e-18); // 5e6 * 64 / 1e12
+  // The activations written once; the parameters stay on the device.
+  EXPECT_NEAR(c.odt, 6.4e-4, 1e-18); // 1e6 * 64 / 100e9
+  EXPECT_DOUBLE_EQ(c.beta, 1.0);
 }
 
 TEST(AnalyticCost, EmbeddingsMoveOnlyTheTouchedRows) {
@@ -306,13 +327,14 @@ TEST(AnalyticCost, EmbeddingsMoveOnlyTheTouchedRows) {
   l.activationBytes = 72;     // 8 bytes of id + 64 bytes of row per sample
   l.paramBytes = 640'000'000; // the whole table
   // gpu: 100 GB/s memory, 10 GB/s network; 64 samples touch at most 64 rows.
-  LayerCost c = analyticCost(l, spec.deviceTypes[kGpu], /*batch=*/64);
-  // ODT = 72 * 64 / 100e9 + 2 * (72 * 64) / 10e9
-  EXPECT_NEAR(c.odt, 72.0 * 64 / 100e9 + 2 * 72.0 * 64 / 10e9, 1e-20);
+  LayerCost c =
+      analyticCost(l, spec.deviceTypes[kGpu], /*batch=*/64, Step::Training);
+  // ODT = 3 * 72 * 64 / 100e9 + 2 * (72 * 64) / 10e9
+  EXPECT_NEAR(c.odt, 3 * 72.0 * 64 / 100e9 + 2 * 72.0 * 64 / 10e9, 1e-20);
   // A table smaller than the batch's rows moves whole.
   l.paramBytes = 1000;
-  c = analyticCost(l, spec.deviceTypes[kGpu], 64);
-  EXPECT_NEAR(c.odt, 72.0 * 64 / 100e9 + 2 * 1000 / 10e9, 1e-20);
+  c = analyticCost(l, spec.deviceTypes[kGpu], 64, Step::Training);
+  EXPECT_NEAR(c.odt, 3 * 72.0 * 64 / 100e9 + 2 * 1000 / 10e9, 1e-20);
 }
 
 TEST(AnalyticCost, TakesAlphaFromTheDevice) {
@@ -321,31 +343,31 @@ TEST(AnalyticCost, TakesAlphaFromTheDevice) {
   l.flops = 1'000'000;
   l.activationBytes = 500;
   // cpu: 100 GFLOP/s, 50 GB/s memory, alpha 0.95 (the default).
-  LayerCost c = analyticCost(l, spec.deviceTypes[kCpu], /*batch=*/10);
-  EXPECT_NEAR(c.oct, 1e-4, 1e-19); // 1e6 * 10 / 100e9
-  EXPECT_NEAR(c.odt, 1e-7, 1e-22); // 500 * 10 / 50e9, no parameters
+  LayerCost c =
+      analyticCost(l, spec.deviceTypes[kCpu], /*batch=*/10, Step::Training);
+  // No parameters: forward and backward-data only.
+  EXPECT_NEAR(c.oct, 2e-4, 1e-19); // 2 * 1e6 * 10 / 100e9
+  EXPECT_NEAR(c.odt, 3e-7, 1e-22); // 3 * 500 * 10 / 50e9, no parameters
   EXPECT_DOUBLE_EQ(c.beta, 1.0);   // all of ODT is activations
   EXPECT_DOUBLE_EQ(c.alpha, 0.95);
 }
 
 TEST(AnalyticCost, ParameterTrafficDoesNotShrinkWithReplicas) {
   ClusterSpec spec = makeSpec();
-  Layer l;
-  l.flops = 5'000'000;
-  l.activationBytes = 1'000'000;
-  l.paramBytes = 25'000'000;
-  LayerCost c = analyticCost(l, spec.deviceTypes[kGpu], 64);
+  Layer l = layerWithParameters();
+  LayerCost c = analyticCost(l, spec.deviceTypes[kGpu], 64, Step::Training);
   StageTimes t = layerTimes(c, /*batch=*/128, /*k=*/4);
-  // CT = 3.2e-4 * (128/64) * (0.5 + 0.5/4) = 6.4e-4 * 0.625 = 4e-4
-  EXPECT_NEAR(t.ct, 4e-4, 1e-17);
+  // CT = 9.6e-4 * (128/64) * (0.5 + 0.5/4) = 1.92e-3 * 0.625 = 1.2e-3
+  EXPECT_NEAR(t.ct, 1.2e-3, 1e-17);
   // DT = (128/64) * (activations/4 + parameters)
-  //    = 2 * (6.4e-4/4 + 5e-3) = 2 * 5.16e-3 = 1.032e-2
-  EXPECT_NEAR(t.dt, 1.032e-2, 1e-15);
+  //    = 2 * (1.92e-3/4 + 5e-3) = 2 * 5.48e-3 = 1.096e-2
+  EXPECT_NEAR(t.dt, 1.096e-2, 1e-15);
 }
 
 TEST(AnalyticCost, ZeroLayerHasNoNaN) {
   ClusterSpec spec = makeSpec();
-  LayerCost c = analyticCost(Layer(), spec.deviceTypes[kGpu], 64);
+  LayerCost c =
+      analyticCost(Layer(), spec.deviceTypes[kGpu], 64, Step::Training);
   EXPECT_EQ(c.oct, 0.0);
   EXPECT_EQ(c.odt, 0.0);
   EXPECT_EQ(c.beta, 0.0); // 0/0 avoided
@@ -454,14 +476,49 @@ TEST(Provision, LimitZeroGivesOneReplicaPerStage) {
 
 TEST(Provision, ZeroCostStageNeedsOneReplica) {
   ClusterSpec spec = makeSpec();
+  // The cpu stage is serial (alpha 0): ET = 1 at any k.
+  std::vector<Layer> layers = {freeLayer("free"),
+                               layer("b", cost(9, 9, 0, 0), cost(1, 0, 0, 0))};
+  std::vector<Stage> stages = formStages({kGpu, kCpu});
+  Provisioning p = provision(spec, layers, stages, /*throughputLimit=*/60);
+  EXPECT_TRUE(p.feasible);
+  EXPECT_EQ(stages[0].replicas, 1); // infinite throughput at k = 1
+  EXPECT_EQ(stages[1].replicas, 1); // 64 >= 60, and more would not help
+}
+
+TEST(Provision, MoreReplicasWhenTheWaitingStagesCostMore) {
+  ClusterSpec spec = makeSpec();
+  // A free gpu stage before a cpu stage with ET = 1/k (alpha 1): the gpu,
+  // $0.001/s, waits for the cpu stage, so
+  //   P·E = (0.001 + 0.0001 k) / k = 0.001/k + 0.0001
+  // falls with every cpu device, up to max_count 16, far past the 5 that
+  // the floor needs (64k >= 300).
   std::vector<Layer> layers = {freeLayer("free"),
                                layer("b", cost(9, 9, 0, 0), cost(1, 0, 1, 0))};
   std::vector<Stage> stages = formStages({kGpu, kCpu});
   Provisioning p = provision(spec, layers, stages, /*throughputLimit=*/300);
   EXPECT_TRUE(p.feasible);
-  EXPECT_EQ(stages[0].replicas, 1); // infinite throughput at k = 1
-  // cpu: 64k >= 300 first at k = 5 (320); k = 4 gives 256.
-  EXPECT_EQ(stages[1].replicas, 5);
+  EXPECT_EQ(stages[0].replicas, 1);
+  EXPECT_EQ(stages[1].replicas, 16);
+  // 3000 samples at 64·16 samples/s, $(0.001 + 0.0016)/s.
+  EXPECT_NEAR(evaluatePlan(spec, layers, stages).cost, 3000.0 / 1024 * 0.0026,
+              1e-15);
+}
+
+TEST(Provision, StopsWhereTheSlowestStageCannotSpeedUp) {
+  ClusterSpec spec = makeSpec();
+  // gpu stage ET = 1/k (alpha 1), cpu stage ET = 0.5 at any k (alpha 0).
+  //   k = (1, 1): E = 1,   P = 0.0011 -> P·E = 0.0011
+  //   k = (2, 1): E = 0.5, P = 0.0021 -> P·E = 0.00105 (cheaper)
+  //   then both stages are at E = 0.5 and the cpu one cannot speed up.
+  std::vector<Layer> layers = {
+      layer("a", cost(1, 0, 1, 0), cost(9, 9, 0, 0)),
+      layer("b", cost(9, 9, 0, 0), cost(0.5, 0, 0, 0))};
+  std::vector<Stage> stages = formStages({kGpu, kCpu});
+  Provisioning p = provision(spec, layers, stages, /*throughputLimit=*/0);
+  EXPECT_TRUE(p.feasible);
+  EXPECT_EQ(stages[0].replicas, 2);
+  EXPECT_EQ(stages[1].replicas, 1);
 }
 
 TEST(Provision, DeviceLimitExceededMaximisesWithinIt) {

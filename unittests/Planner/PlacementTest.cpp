@@ -42,11 +42,16 @@ TEST(Placement, EvaluateFormsStagesAndProvisions) {
   ASSERT_EQ(slow.stages.size(), 1u);
   EXPECT_EQ(slow.stages[0].replicas, 4);
   // fast then slow: two stages; fast needs k = 1 (0.1 <= 0.2, 100/s), slow
-  // needs k = 2 (0.4/2 = 0.2, 50/s). Throughput 50, cost 20 * (0.01 + 0.002).
+  // k = 2 (0.4/2 = 0.2, 50/s): cost 20 * (0.01 + 0.002) = 0.24. But the dear
+  // fast stage waits for the slow one: with slow at k = 4 (0.1, 100/s) the
+  // job takes 10 s and costs 10 * (0.01 + 0.004) = 0.14, the cheapest.
   PlacementEval mixed = problem.evaluate({0, 1});
   EXPECT_TRUE(mixed.feasible);
-  EXPECT_EQ(mixed.stages.size(), 2u);
-  EXPECT_DOUBLE_EQ(mixed.cost, 20 * (0.01 + 0.002));
+  ASSERT_EQ(mixed.stages.size(), 2u);
+  EXPECT_EQ(mixed.stages[0].replicas, 1);
+  EXPECT_EQ(mixed.stages[1].replicas, 4);
+  EXPECT_DOUBLE_EQ(mixed.throughput, 100);
+  EXPECT_DOUBLE_EQ(mixed.cost, 10 * (0.01 + 0.004));
   EXPECT_EQ(problem.evaluations(), 2);
 }
 

@@ -11,7 +11,9 @@
 
 #include "heterps/Planner/Placement.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -59,6 +61,42 @@ inline Instance randomInstance(std::mt19937_64 &rng, size_t layers,
     total += l.costs.back().oct * 2;
   in.limit = 32 / total * (0.2 + 3 * unit(rng));
   return in;
+}
+
+/// The cheapest job cost of `placement` over every replica count per stage
+/// (1..max_count) that meets the floor within the max_count sums, by
+/// enumeration; infinity when none does. Independent of provision().
+inline double cheapestByEnumeration(const Instance &in,
+                                    const Placement &placement) {
+  std::vector<Stage> stages = formStages(placement);
+  double best = std::numeric_limits<double>::infinity();
+  for (Stage &s : stages)
+    s.replicas = 1;
+  while (true) {
+    std::vector<int64_t> used(in.spec.deviceTypes.size(), 0);
+    for (const Stage &s : stages)
+      used[s.deviceType] += s.replicas;
+    bool withinLimits = true;
+    for (size_t t = 0; t < used.size(); ++t)
+      withinLimits &= used[t] <= in.spec.deviceTypes[t].maxCount;
+    if (withinLimits) {
+      PlanFigures f = evaluatePlan(in.spec, in.layers, stages);
+      if (f.throughput >= in.limit)
+        best = std::min(best, f.cost);
+    }
+    // Next replica vector, counting in mixed radix.
+    size_t i = 0;
+    for (; i < stages.size(); ++i) {
+      if (stages[i].replicas <
+          in.spec.deviceTypes[stages[i].deviceType].maxCount) {
+        ++stages[i].replicas;
+        break;
+      }
+      stages[i].replicas = 1;
+    }
+    if (i == stages.size())
+      return best;
+  }
 }
 
 } // namespace heterps::planner::testutil

@@ -16,6 +16,8 @@
 //     samples_per_epoch: 1000000  # M
 //     epochs: 10                # L
 //     throughput_limit: 5000    # samples/s the pipeline must sustain
+//     step: training            # optional: what the analytic costs model,
+//                               # training (default) or inference
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,11 +45,18 @@ struct DeviceType {
   double pricePerSecond() const { return pricePerHour / 3600.0; }
 };
 
+/// What one step of the job computes: the analytic costs differ (see
+/// analyticCost in CostModel.h).
+enum class Step { Training, Inference };
+llvm::StringRef stepName(Step step);
+std::optional<Step> parseStep(llvm::StringRef name);
+
 struct Job {
   int64_t batchSize = 0;       // B
   int64_t samplesPerEpoch = 0; // M
   int64_t epochs = 0;          // L
   double throughputLimit = 0;  // samples per second
+  Step step = Step::Training;
 };
 
 struct ClusterSpec {

@@ -11,6 +11,7 @@
 
 #include "heterps/Planner/ClusterSpec.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,16 +38,23 @@ struct Layer {
   std::vector<LayerCost> costs; // one per device type of the spec
 };
 
-/// Analytic costs of a layer on `device` for a batch of `batch` samples:
-///   OCT = flops * batch / (gflops * 1e9)
-///   ODT = activationBytes * batch / memory bandwidth
-///       + 2 * paramBytes / network bandwidth        (pull + push)
+/// Analytic costs of one `step` of a layer on `device` for a batch of
+/// `batch` samples. `flops` and `activationBytes` are the forward's.
+///   training:  OCT = m * flops * batch / (gflops * 1e9), m = 3 for a layer
+///              with parameters (forward, backward-data, backward-weights),
+///              else 2 (forward, backward-data);
+///              ODT = 3 * activationBytes * batch / memory bandwidth
+///              (written forward, read back and its gradient written
+///              backward) + 2 * paramBytes / network bandwidth (pull, push)
+///   inference: OCT = flops * batch / (gflops * 1e9);
+///              ODT = activationBytes * batch / memory bandwidth (the
+///              parameters stay on the device)
 ///   (for an embedding, a sparse table, only the touched rows move:
 ///   min(paramBytes, activationBytes * batch) instead of paramBytes)
 ///   alpha = device.alpha; beta = activation share of ODT (the parameter
 ///   traffic of each replica does not shrink with more replicas).
 LayerCost analyticCost(const Layer &layer, const DeviceType &device,
-                       int64_t batch);
+                       int64_t batch, Step step);
 
 /// A layer's times for a batch of B samples on k devices of one type:
 ///   CT = OCT * (B/B0) * (1 - alpha + alpha/k), DT likewise with ODT, beta.
@@ -64,9 +72,18 @@ struct SplitTimes {
 
   /// Adds a layer's parts at batch `batch` (layerTimes' terms).
   void add(const LayerCost &cost, double batch);
-  SplitTimes &operator+=(const SplitTimes &other);
+  // Inline: the exact search calls these for every run it reads.
+  SplitTimes &operator+=(const SplitTimes &other) {
+    ctSerial += other.ctSerial;
+    ctParallel += other.ctParallel;
+    dtSerial += other.dtSerial;
+    dtParallel += other.dtParallel;
+    return *this;
+  }
   /// ET = max(CT, DT) on k devices (k may be fractional).
-  double et(double k) const;
+  double et(double k) const {
+    return std::max(ctSerial + ctParallel / k, dtSerial + dtParallel / k);
+  }
 };
 
 /// A stage: consecutive layers on one device type.
@@ -107,9 +124,11 @@ struct Provisioning {
   std::string reason;
 };
 
-/// Gives each stage the smallest k meeting `throughputLimit` (so stage
-/// throughputs are balanced just above the limit), then checks the N_t
-/// limits. When infeasible, `stages` get the replica counts that maximise
+/// Gives the stages the replica counts of the cheapest plan that meets
+/// `throughputLimit` within the N_t limits: starting from the smallest k per
+/// stage meeting the limit, the slowest stages get more replicas while that
+/// lowers the job cost (faster stages are paid while they wait for the
+/// slowest). When infeasible, `stages` get the replica counts that maximise
 /// the pipeline throughput within the limits.
 Provisioning provision(const ClusterSpec &spec,
                        const std::vector<Layer> &layers,

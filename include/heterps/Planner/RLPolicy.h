@@ -68,6 +68,24 @@ struct FeatureLayout {
   size_t planStateSize() const { return 10 * numTypes + 3; }
 };
 
+/// An index drawn from the distribution `p` (a column of probabilities;
+/// one of probability 0 is never drawn, and rounding falls back to the last
+/// possible index).
+template <typename Column>
+size_t drawIndex(const Column &p, std::mt19937_64 &rng) {
+  double u = std::uniform_real_distribution<double>(0, 1)(rng), sum = 0;
+  Eigen::Index last = 0;
+  for (Eigen::Index k = 0; k < p.size(); ++k) {
+    if (p[k] == 0)
+      continue;
+    sum += p[k];
+    last = k;
+    if (u < sum)
+      return static_cast<size_t>(k);
+  }
+  return static_cast<size_t>(last);
+}
+
 /// Index of `kind` among the 12 known layer kinds, or -1.
 int kindIndex(const std::string &kind);
 
@@ -106,8 +124,10 @@ public:
   void allowedTypes(size_t layer, double *allowed) const;
   /// Places `layer` (the next one) on `type`.
   void place(size_t layer, size_t type);
-  /// The job cost of the plan so far, its open stage included, as
-  /// provision() and evaluatePlan() would price it on its own.
+  /// The job cost of the plan so far, its open stage included, with each
+  /// stage at the fewest replicas meeting the floor (provision() may add
+  /// replicas to the slowest stages where that is cheaper): the rewards'
+  /// shaping, not the plan's score.
   double partialCost() const;
 
   /// Fills the previous-action and plan-state slots of every column of

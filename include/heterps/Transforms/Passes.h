@@ -9,6 +9,14 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include <functional>
+#include <memory>
+
+namespace heterps::planner {
+class PlacementProblem;
+class StepOracle;
+} // namespace heterps::planner
+
 namespace mlir::hps {
 
 /// How a reporting pass writes its output.
@@ -19,6 +27,17 @@ enum class OutputFormat { Text, Json, Html };
 
 #define GEN_PASS_REGISTRATION
 #include "heterps/Transforms/Passes.h.inc"
+
+/// Makes the oracle that times plans for hps-place strategy=tapp, for the
+/// placement problem of the module being placed.
+using StepOracleFactory =
+    std::function<llvm::Expected<std::unique_ptr<heterps::planner::StepOracle>>(
+        const heterps::planner::PlacementProblem &)>;
+
+/// hps-place whose strategy=tapp times plans with `makeOracle`'s oracle
+/// instead of the cost model (heterps-run measures them on this machine).
+std::unique_ptr<Pass> createPlace(PlaceOptions options,
+                                  StepOracleFactory makeOracle);
 
 /// Writes each layer's kind, FLOPs, parameter and activation bytes as
 /// hps-layer-stats does (text, or JSON).

@@ -70,6 +70,13 @@ def Place : Pass<"hps-place", "::mlir::ModuleOp"> {
     * `genetic`: a genetic algorithm with `budget` evaluations;
     * `exact`: the provable optimum of the same space, limits included (a
       dynamic programme over stage runs, docs/placement.md);
+    * `tapp`: the TAPP scheduler, a partition network grouping the layers
+      and an attention network giving each group a type, trained jointly by
+      policy gradient on step times (`tapp-plans`, `tapp-groups`, `seed`,
+      `time-budget`). This pass times plans with the cost model;
+      `heterps-run --strategy tapp` measures them by training each for a
+      few steps. `hps.search` lists every plan timed, with the cost
+      model's and the oracle's step;
     * `exhaustive`: every placement (only for small models).
 
     The searching strategies evaluate plans exactly as `hps-form-stages` and
@@ -84,8 +91,8 @@ def Place : Pass<"hps-place", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"strategy", "strategy", "std::string", /*default=*/"",
-           "manual, all-<device type>, rl, greedy, random, genetic, exact "
-           "or exhaustive">,
+           "manual, all-<device type>, rl, tapp, greedy, random, genetic, "
+           "exact or exhaustive">,
     Option<"placement", "placement", "std::string", /*default=*/"",
            "JSON placement file read by strategy=manual">,
     Option<"save", "save", "std::string", /*default=*/"",
@@ -95,7 +102,8 @@ def Place : Pass<"hps-place", "::mlir::ModuleOp"> {
            "Throughput floor the search plans for, in samples/s, at least 0 "
            "(default: the job's throughput_limit)">,
     Option<"seed", "seed", "uint64_t", /*default=*/"1",
-           "Random seed of rl, random and genetic (same seed, same plan)">,
+           "Random seed of rl, tapp, random and genetic (same seed, same "
+           "plan)">,
     Option<"episodes", "episodes", "int", /*default=*/"1000000",
            "rl: at most this many episodes on the policy's own plans (the "
            "time budget usually ends training first)">,
@@ -113,7 +121,11 @@ def Place : Pass<"hps-place", "::mlir::ModuleOp"> {
            "stage types (exact stage boundaries per sequence, descent over "
            "sequences one stage added, removed or split away)">,
     Option<"timeBudget", "time-budget", "double", /*default=*/"10",
-           "rl: stop after this many seconds">,
+           "rl, tapp: stop after this many seconds">,
+    Option<"tappPlans", "tapp-plans", "int64_t", /*default=*/"200",
+           "tapp: distinct plans to time at most (each measured once)">,
+    Option<"tappGroups", "tapp-groups", "int", /*default=*/"6",
+           "tapp: groups the partition network may form">,
     Option<"certify", "certify", "bool", /*default=*/"false",
            "Also find the optimum (strategy=exact) and record optimal_cost "
            "and gap = (cost - optimal_cost) / optimal_cost">,
@@ -135,12 +147,14 @@ def FormStages : Pass<"hps-form-stages", "::mlir::ModuleOp"> {
 def Provision : Pass<"hps-provision", "::mlir::ModuleOp"> {
   let summary = "Choose the number of devices of every stage";
   let description = [{
-    Gives each stage the smallest number of devices `k` whose throughput
-    `B / ET(k)` meets the limit, so stage throughputs are balanced just above
-    it, then checks the `max_count` limit of every device type. Records the
-    counts as `hps.replicas` on the module. When the limit cannot be met the
-    pass fails with an error stating the best achievable throughput and the
-    stage that caps it.
+    Gives the stages the device counts of the cheapest plan whose
+    throughput meets the limit within every type's `max_count`: from the
+    smallest `k` per stage meeting the limit, the slowest stages get more
+    devices while that lowers the job's cost (the other stages are paid
+    while they wait for the slowest; docs/cost-model.md). Records the counts
+    as `hps.replicas` on the module. When the limit cannot be met the pass
+    fails with an error stating the best achievable throughput and the stage
+    that caps it.
   }];
   let options = [
     Option<"throughputLimit", "throughput-limit", "double",

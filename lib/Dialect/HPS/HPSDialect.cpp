@@ -133,7 +133,7 @@ LogicalResult DeviceTypeAttr::verify(
 LogicalResult ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   ArrayAttr deviceTypes, int64_t batchSize,
                                   int64_t samplesPerEpoch, int64_t epochs,
-                                  APFloat throughputLimit) {
+                                  APFloat throughputLimit, StringRef step) {
   if (!deviceTypes || deviceTypes.empty())
     return emitError() << "'device_types' must list at least one device type";
   llvm::StringSet<> names;
@@ -152,6 +152,9 @@ LogicalResult ClusterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   double limit = throughputLimit.convertToDouble();
   if (!(limit >= 0) || !std::isfinite(limit))
     return emitError() << "'throughput_limit' must be a non-negative number";
+  if (step != "training" && step != "inference")
+    return emitError() << "'step' must be training or inference, not '" << step
+                       << "'";
   return success();
 }
 

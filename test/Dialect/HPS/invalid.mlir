@@ -1621,6 +1621,12 @@ module attributes {hps.cluster = #hps.cluster<device_types = [#hps.device_type<n
 
 // -----
 
+// expected-error @+1 {{'step' must be training or inference, not 'serving'}}
+module attributes {hps.cluster = #hps.cluster<device_types = [#hps.device_type<name = "cpu", kind = "cpu", price_per_hour = 1.0, max_count = 1, gflops = 1.0, memory_bandwidth_gbs = 1.0, network_bandwidth_gbs = 1.0, alpha = 0.5>], batch_size = 1, samples_per_epoch = 1, epochs = 1, throughput_limit = 0.0, step = "serving">} {
+}
+
+// -----
+
 // expected-error @+2 {{device type 'tpu0': 'kind' must be cpu or cuda, got 'tpu'}}
 // expected-error @+1 {{failed to parse HPS_ClusterAttr parameter 'device_types'}}
 module attributes {hps.cluster = #hps.cluster<device_types = [#hps.device_type<name = "tpu0", kind = "tpu", price_per_hour = 1.0, max_count = 1, gflops = 1.0, memory_bandwidth_gbs = 1.0, network_bandwidth_gbs = 1.0, alpha = 0.5>], batch_size = 1, samples_per_epoch = 1, epochs = 1, throughput_limit = 0.0>} {

@@ -133,13 +133,19 @@ def HPS_ClusterAttr : AttrDef<HPS_Dialect, "Cluster"> {
         batch_size = 256, samples_per_epoch = 1281167, epochs = 1,
         throughput_limit = 1000.0>} { ... }
     ```
+
+    `step` (`training`, the default, printed only when it is not, or
+    `inference`) says what the analytic costs of `hps-annotate-costs`
+    model.
   }];
   let parameters = (ins
     "::mlir::ArrayAttr":$device_types,
     "int64_t":$batch_size,
     "int64_t":$samples_per_epoch,
     "int64_t":$epochs,
-    HPS_F64Parameter<"samples per second the pipeline must sustain">:$throughput_limit);
+    HPS_F64Parameter<"samples per second the pipeline must sustain">:$throughput_limit,
+    StringRefParameter<"what a step computes, which the analytic costs "
+                       "model: training or inference", "\"training\"">:$step);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
