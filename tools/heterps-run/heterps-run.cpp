@@ -227,8 +227,9 @@ OptionProblem checkPlacementOptions() {
     return "--tapp-plans must be at least 1, got " +
            std::to_string(tappPlans.getValue());
   if (!(searchSeconds > 0))
-    return "--search-seconds must be positive, got " +
-           std::to_string(searchSeconds.getValue());
+    return llvm::formatv("--search-seconds must be positive, got {0}",
+                         searchSeconds.getValue())
+        .str();
   if (placementFile.getNumOccurrences() && strategy.getNumOccurrences() &&
       strategy != "manual")
     return "--placement gives every layer's device type, which --strategy " +

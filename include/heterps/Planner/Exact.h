@@ -1,15 +1,16 @@
 //===- Exact.h - the provable optimum of the placement space ----*- C++ -*-===//
 //
-// placeExact finds the cheapest feasible placement of Placement.h's space
-// (one type per layer, stages = maximal runs, minimal replicas per stage,
-// throughput floor, max_count limits), or, when none is feasible, the
-// placement whose best achievable throughput is highest. docs/placement.md
-// has the algorithm and its proof; in short:
+// placeExact finds the cheapest feasible plan of Placement.h's space (one
+// type per layer, stages = maximal runs, replica counts per stage, throughput
+// floor, max_count limits), or, when none is feasible, the placement whose
+// best achievable throughput is highest. docs/placement.md has the
+// algorithm and its proof; in short:
 //
 // * A placement is a segmentation of the layer chain into runs whose
-//   neighbours differ in type. A run's replica count k (the smallest meeting
-//   the floor), its price per second p_t·k and its batch time ET depend on
-//   the run alone, so they are tabulated per run once.
+//   neighbours differ in type. Under a cap on the stages' batch time, a
+//   run's cheapest replica count is the fewest that meet the floor and keep
+//   it under the cap; that count, its price p_t·k and its time depend on
+//   the run and the cap alone (RunTable::forEachUnderCap).
 // * The job cost is (L·M/B) · P · E, with P = Σ p_t·k over stages and
 //   E = max stage ET. For a cap on E, a dynamic programme over layer
 //   boundaries finds the least P among plans whose stages all have ET under
@@ -17,9 +18,10 @@
 //   a type whose limit the result breaks becomes a tracked resource, whose
 //   usage joins the DP labels (Pareto sets), and the DP runs again. A
 //   relaxation's optimum that satisfies every limit is optimal.
-// * The cap starts unlimited and drops just below the E of each plan found;
-//   the best P·E seen is optimal once P_found · E_min can no longer beat it
-//   (P only grows as the cap drops; E_min is the smallest E of any plan).
+// * The optimum is the least c·P*(c) over caps c; P* never rises with c.
+//   The caps, real numbers between the least E any plan reaches and the
+//   largest run time, are searched best-first by ranges with lower bounds
+//   on P*, each settled by probing one cap.
 //
 //===----------------------------------------------------------------------===//
 

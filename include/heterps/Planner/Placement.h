@@ -2,8 +2,9 @@
 //
 // Every placement strategy searches the same space: one device type per
 // layer (in the fixed topological order of the layers); stages are the
-// maximal runs of one type; each stage gets the smallest number of devices
-// meeting the throughput limit (provision()); the max_count limits apply.
+// maximal runs of one type; the stages get the replica counts of the
+// cheapest plan meeting the throughput limit (provision()); the max_count
+// limits apply.
 // PlacementProblem evaluates a placement in that space and counts the
 // evaluations, so strategies are compared at equal budgets.
 //
