@@ -74,21 +74,14 @@ CLUSTER = """\
 # each core with --threads 1): examples/clusters/this-machine-cpu.yaml's
 # figures with its GFLOP/s (both cores) and price halved; the same price.
 device_types:
-  - name: core-a
+""" + "".join("""  - name: core-%s
     kind: cpu
     price_per_hour: 0.0425
     max_count: 1
     gflops: 75
     memory_bandwidth_gbs: 38
     network_bandwidth_gbs: 19
-  - name: core-b
-    kind: cpu
-    price_per_hour: 0.0425
-    max_count: 1
-    gflops: 75
-    memory_bandwidth_gbs: 38
-    network_bandwidth_gbs: 19
-job:
+""" % core for core in "ab") + """job:
   batch_size: {batch}
   samples_per_epoch: 60000
   epochs: 1

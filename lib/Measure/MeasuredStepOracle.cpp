@@ -22,8 +22,8 @@ static llvm::Error error(const llvm::Twine &message) {
 
 llvm::Expected<std::unique_ptr<MeasuredStepOracle>> MeasuredStepOracle::create(
     plan::Plan plan, const std::vector<planner::Layer> &layers,
-    const planner::ClusterSpec &spec, runtime::WeightMap weights,
-    Tensor inputs, Tensor targets, MeasureOptions options) {
+    const planner::ClusterSpec &spec, runtime::WeightMap weights, Tensor inputs,
+    Tensor targets, MeasureOptions options) {
   if (options.warmupSteps < 0 || options.timedSteps < 1)
     return error("measuring needs at least one timed step and no negative "
                  "warm-up");

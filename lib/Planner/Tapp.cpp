@@ -72,16 +72,22 @@ CachedOracle::stepSeconds(const std::vector<Stage> &stages) {
   return step;
 }
 
+/// The devices of each type that `stages` use beyond its max_count.
+static std::vector<int64_t>
+devicesOverLimits(const ClusterSpec &spec, const std::vector<Stage> &stages) {
+  std::vector<int64_t> over(spec.deviceTypes.size(), 0);
+  for (const Stage &s : stages)
+    over[s.deviceType] += s.replicas;
+  for (size_t t = 0; t < over.size(); ++t)
+    over[t] = std::max<int64_t>(0, over[t] - spec.deviceTypes[t].maxCount);
+  return over;
+}
+
 /// Whether `stages` use more devices of some type than its max_count.
 static bool breaksLimits(const ClusterSpec &spec,
                          const std::vector<Stage> &stages) {
-  std::vector<int64_t> used(spec.deviceTypes.size(), 0);
-  for (const Stage &s : stages)
-    used[s.deviceType] += s.replicas;
-  for (size_t t = 0; t < used.size(); ++t)
-    if (used[t] > spec.deviceTypes[t].maxCount)
-      return true;
-  return false;
+  std::vector<int64_t> over = devicesOverLimits(spec, stages);
+  return std::any_of(over.begin(), over.end(), [](int64_t n) { return n > 0; });
 }
 
 PlacementEval heterps::planner::measuredEval(const PlacementProblem &problem,
@@ -124,14 +130,11 @@ namespace {
 /// with too many stages all have shortfall 1, and this ranks those with
 /// fewer devices to give back higher.
 double excessShare(const ClusterSpec &spec, const std::vector<Stage> &stages) {
-  std::vector<int64_t> used(spec.deviceTypes.size(), 0);
   int64_t total = 0, over = 0;
-  for (const Stage &s : stages) {
-    used[s.deviceType] += s.replicas;
+  for (const Stage &s : stages)
     total += s.replicas;
-  }
-  for (size_t t = 0; t < used.size(); ++t)
-    over += std::max<int64_t>(0, used[t] - spec.deviceTypes[t].maxCount);
+  for (int64_t n : devicesOverLimits(spec, stages))
+    over += n;
   return total > 0 ? static_cast<double>(over) / static_cast<double>(total)
                    : 0.0;
 }

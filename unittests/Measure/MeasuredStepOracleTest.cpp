@@ -96,9 +96,9 @@ TEST(MeasuredStepOracle, Errors) {
 
   measure::MeasureOptions untimed;
   untimed.timedSteps = 0;
-  auto bad = measure::MeasuredStepOracle::create(
-      mlp.plan, gemmLayers(), twoCpuTypes(), mlp.weights, d.inputs, d.targets,
-      untimed);
+  auto bad = measure::MeasuredStepOracle::create(mlp.plan, gemmLayers(),
+                                                 twoCpuTypes(), mlp.weights,
+                                                 d.inputs, d.targets, untimed);
   ASSERT_FALSE(bool(bad));
   EXPECT_EQ(llvm::toString(bad.takeError()),
             "measuring needs at least one timed step and no negative warm-up");

@@ -1,4 +1,5 @@
-//===- MeasuredStepOracle.h - step times measured by the runtime -*- C++ -*-===//
+//===- MeasuredStepOracle.h - step times measured by the runtime -*- C++
+//-*-===//
 //
 // TAPP's reward is the measured time of a training batch under a candidate
 // plan. This oracle measures it on this machine: it gives the model's
