@@ -16,13 +16,13 @@
 //
 // Usage: heterps-placement-bench [--quick] [--rl-seconds S] [--rl-polish N]
 //                                [--rl-no-rebalance] [--only NAME]...
-//                                [--max-layers N]
+//                                [--min-layers N] [--max-layers N]
 //                                [--report NAME=FILE.json]...
 //        --quick: chains of 10 and 50 layers only;
 //        --rl-polish: RLOptions::polishEvaluations (0: the policy alone);
 //        --rl-no-rebalance: RLOptions::rebalance off (Rebalance.h);
 //        --only: run only the cases of that name ("chain", "resnet50", ...);
-//        --max-layers: skip cases with more layers.
+//        --min-layers, --max-layers: skip cases with fewer or more layers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -181,10 +181,10 @@ struct BenchOptions {
   double rlSeconds = 10;
   int64_t rlPolish = RLOptions().polishEvaluations;
   bool rlRebalance = RLOptions().rebalance;
-  size_t maxLayers = SIZE_MAX;
+  size_t minLayers = 0, maxLayers = SIZE_MAX;
   std::vector<std::string> only;
   bool selected(const Case &c) const {
-    return c.layers.size() <= maxLayers &&
+    return c.layers.size() >= minLayers && c.layers.size() <= maxLayers &&
            (only.empty() ||
             std::find(only.begin(), only.end(), c.name) != only.end());
   }
@@ -262,6 +262,8 @@ int main(int argc, char **argv) {
       options.rlRebalance = false;
     } else if (arg == "--max-layers" && i + 1 < argc) {
       options.maxLayers = static_cast<size_t>(std::atoll(argv[++i]));
+    } else if (arg == "--min-layers" && i + 1 < argc) {
+      options.minLayers = static_cast<size_t>(std::atoll(argv[++i]));
     } else if (arg == "--only" && i + 1 < argc) {
       options.only.push_back(argv[++i]);
     } else if (arg == "--report" && i + 1 < argc) {
@@ -280,7 +282,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "usage: heterps-placement-bench [--quick] [--rl-seconds S] "
                    "[--rl-polish N] [--rl-no-rebalance] [--only NAME]... "
-                   "[--max-layers N] "
+                   "[--min-layers N] [--max-layers N] "
                    "[--report NAME=FILE.json]...\n");
       return 2;
     }

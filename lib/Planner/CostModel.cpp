@@ -247,16 +247,14 @@ Provisioning heterps::planner::provision(const ClusterSpec &spec,
       // Times are a + b/k: a = 2*T(2) - T(1).
       double ct = 2 * parallel.ct - serial.ct, dt = 2 * parallel.dt - serial.dt;
       double asymptote = throughputOf(StageTimes{ct, dt}, batch);
-      if (asymptote < throughputLimit) {
-        std::ostringstream os;
-        os << "its serial fraction (1 - alpha, 1 - beta) caps it at "
-           << asymptote << " samples/s however many devices it gets";
-        result.reason = os.str();
-      } else {
-        result.reason = "its device type '" + d.name +
-                        "' has no devices left (max_count " +
-                        std::to_string(d.maxCount) + ")";
-      }
+      std::ostringstream os;
+      os << "its device type '" << d.name << "' has no devices left (max_count "
+         << d.maxCount << ")";
+      if (asymptote < throughputLimit)
+        os << ", and its serial fraction (1 - alpha, 1 - beta) would cap it "
+              "at "
+           << asymptote << " samples/s however many devices it got";
+      result.reason = os.str();
       break;
     }
     if (throughputAt(s, s.replicas + 1) <= worst) {

@@ -31,6 +31,12 @@ constexpr double kProbeSpan = 0.7;
 /// A range of caps [lo, hi] with hi <= lo·(1 + kNarrow) is settled by one
 /// probe at hi: the optimum is exact to this relative precision.
 constexpr double kNarrow = 1e-10;
+/// Subgradient steps on the Lagrangian of the tracked limits per probe, and
+/// how far above the bound it must beat each step aims (Polyak's step with
+/// an overestimate, so that L can pass the bound rather than creep up to
+/// it).
+constexpr int kRelaxationSteps = 3;
+constexpr double kRelaxationAim = 1.05;
 
 /// A plan the DP found: its placement, price per second P, largest stage
 /// time E, and devices per type.
@@ -41,6 +47,41 @@ struct DPPlan {
   std::vector<int64_t> devices;
 };
 
+/// Lower bounds on the P still to come (max_count sums relaxed), for the
+/// DP's pruning.
+struct RestBound {
+  /// [b * types + t]: least P of covering layers [b, n) with runs under the
+  /// cap whose first run's type is not t (0 at b = n).
+  std::vector<double> afterType;
+  /// Least P of a whole plan under the cap.
+  double whole = kInf;
+  /// A plan with that P (the least E of those), unless infinite. With
+  /// the real prices and no limit tracked, the DP's answer.
+  DPPlan plan;
+  /// The smallest cap above this one that allows other runs or counts: P*
+  /// is constant from this cap up to it.
+  double nextCap = kInf;
+};
+
+std::vector<double> devicePrices(const PlacementProblem &problem) {
+  std::vector<double> prices;
+  for (const DeviceType &d : problem.spec().deviceTypes)
+    prices.push_back(d.pricePerSecond());
+  return prices;
+}
+
+/// The Lagrangian relaxation of the tracked max_count limits at one cap:
+/// for multipliers lambda >= 0, a device of type t costs price_t +
+/// lambda_t, and L(lambda) = (least penalized P) - sum lambda_t max_count_t
+/// is a lower bound on P*(cap). Its penalized rest prices bound a partial
+/// plan's completion more tightly than the plain ones when the plan has
+/// used much of a limit (see PriceDP::solve).
+struct LimitRelaxation {
+  std::vector<double> lambda; // per type; 0 for the untracked
+  std::vector<double> afterType;
+  double bound = 0; // L(lambda)
+};
+
 /// The least-P plan whose stages all have ET <= cap, with the max_count
 /// limits of the `tracked` types enforced. Labels at a layer boundary are
 /// partial plans: (P, usage of the tracked types, E). One label dominates
@@ -49,23 +90,26 @@ struct DPPlan {
 /// tracked that is a single label, and the DP is the plain shortest path.
 class PriceDP {
 public:
-  PriceDP(const PlacementProblem &problem, const RunTable &runs,
+  PriceDP(const PlacementProblem &problem, const CapRuns &runs,
           const std::vector<size_t> &tracked)
       : problem_(problem), runs_(runs), n_(problem.numLayers()),
-        types_(problem.numTypes()), dims_(tracked.size()),
+        types_(problem.numTypes()), dims_(tracked.size()), tracked_(tracked),
         dimOfType_(types_, -1) {
-    for (size_t d = 0; d < tracked.size(); ++d)
+    for (size_t d = 0; d < tracked.size(); ++d) {
       dimOfType_[tracked[d]] = static_cast<int>(d);
-    for (const DeviceType &d : problem.spec().deviceTypes)
-      prices_.push_back(d.pricePerSecond());
+      limits_.push_back(problem.spec().deviceTypes[tracked[d]].maxCount);
+    }
+    prices_ = devicePrices(problem);
   }
 
   /// `rest[b * types + t]`: a lower bound on the P of covering layers
   /// [b, n) after a run of type t (see leastRestPrice). Labels that cannot
   /// finish at or below `ub` are dropped, so when P* > ub the result is
   /// empty or above ub.
-  std::optional<DPPlan> solve(double cap, const std::vector<double> &rest,
-                              double ub) {
+  /// With `relaxation`, also drops labels its penalized rest prices rule
+  /// out.
+  std::optional<DPPlan> solve(const std::vector<double> &rest, double ub,
+                              const LimitRelaxation *relaxation = nullptr) {
     labels_.clear();
     usage_.clear();
     fronts_.assign((n_ + 1) * types_, {});
@@ -81,23 +125,27 @@ public:
           continue;
         int dim = dimOfType_[t];
         int64_t limit = problem_.spec().deviceTypes[t].maxCount;
-        runs_.forEachUnderCap(start, t, cap, [&](const Run &r) {
+        for (const Run *r = runs_.begin(start, t); r != runs_.end(start, t);
+             ++r) {
           for (int32_t s : sources) {
-            if (dim >= 0 && usageOf(s)[dim] + r.replicas > limit)
+            if (dim >= 0 && usageOf(s)[dim] + r->replicas > limit)
               continue;
-            Label next{labels_[s].price + prices_[t] * r.replicas,
-                       std::max(labels_[s].maxEt, r.et),
+            Label next{labels_[s].price + prices_[t] * r->replicas,
+                       std::max(labels_[s].maxEt, r->et),
                        s,
                        static_cast<uint32_t>(start),
                        static_cast<uint32_t>(t),
-                       r.replicas};
+                       r->replicas};
             // Sources are by increasing price: the rest fail too.
-            if (next.price + rest[r.end * types_ + t] > ub)
+            if (next.price + rest[r->end * types_ + t] > ub)
               break;
-            insert(r.end * types_ + t, next, s, dim, r.replicas);
+            if (relaxation && next.price + penalizedRest(*relaxation, r->end, t,
+                                                         s, dim, r->replicas) >
+                                  ub)
+              continue;
+            insert(r->end * types_ + t, next, s, dim, r->replicas);
           }
-          return true;
-        });
+        }
       }
     int32_t best = -1;
     for (size_t t = 0; t < types_; ++t)
@@ -123,6 +171,23 @@ private:
 
   static bool lexLess(const Label &a, const Label &b) {
     return a.price < b.price || (a.price == b.price && a.maxEt < b.maxEt);
+  }
+
+  /// A lower bound on the P still to come after `parent` extended by a run
+  /// of `replicas` devices of type t (tracked dimension `dim`) ending at
+  /// `end`: the completion's penalized P less what its devices' penalties
+  /// can be at most, lambda times the room left under each limit.
+  double penalizedRest(const LimitRelaxation &relaxation, uint32_t end,
+                       size_t t, int32_t parent, int dim,
+                       int32_t replicas) const {
+    double rest = relaxation.afterType[end * types_ + t];
+    const int32_t *usage = usageOf(parent);
+    for (size_t d = 0; d < dims_; ++d) {
+      int64_t used = usage[d] + (static_cast<int>(d) == dim ? replicas : 0);
+      rest -= relaxation.lambda[tracked_[d]] *
+              static_cast<double>(limits_[d] - used);
+    }
+    return rest;
   }
 
   const int32_t *usageOf(int32_t label) const {
@@ -229,8 +294,10 @@ private:
   }
 
   const PlacementProblem &problem_;
-  const RunTable &runs_;
+  const CapRuns &runs_;
   size_t n_, types_, dims_;
+  std::vector<size_t> tracked_; // type of each tracked dimension
+  std::vector<int64_t> limits_; // max_count of each tracked dimension
   std::vector<int> dimOfType_;
   std::vector<double> prices_;
   std::vector<Label> labels_;
@@ -266,51 +333,141 @@ double smallestMaxEt(const PlacementProblem &problem, const RunTable &runs) {
   return *std::min_element(best.begin() + n * types, best.end());
 }
 
-/// Lower bounds on the P still to come (max_count sums relaxed), for the
-/// DP's pruning.
-struct RestBound {
-  /// [b * types + t]: least P of covering layers [b, n) with runs under the
-  /// cap whose first run's type is not t (0 at b = n).
-  std::vector<double> afterType;
-  /// Least P of a whole plan under the cap.
-  double whole = kInf;
-  /// The smallest cap above this one that allows other runs or counts: P*
-  /// is constant from this cap up to it.
-  double nextCap = kInf;
-};
+/// The runs of `runs` as leastRestPrice visits them.
+auto visitor(const CapRuns &runs) {
+  return [&runs](size_t start, size_t t, auto visit) {
+    for (const Run *r = runs.begin(start, t); r != runs.end(start, t); ++r)
+      visit(*r);
+  };
+}
 
-/// A backward DP over the run table.
-RestBound leastRestPrice(const PlacementProblem &problem, const RunTable &runs,
-                         double cap) {
+/// The runs of `table` under `cap`, lowering `nextCap` as they go (see
+/// RunTable::forEachUnderCap).
+auto visitor(const RunTable &table, double cap, double &nextCap) {
+  return [&table, cap, &nextCap](size_t start, size_t t, auto visit) {
+    table.forEachUnderCap(
+        start, t, cap,
+        [&](const Run &r) {
+          visit(r);
+          return true;
+        },
+        &nextCap);
+  };
+}
+
+/// A backward DP over the runs `forEachRun(start, t, visit)` visits, each
+/// device of type t costing `prices[t]`; ties in P go to the smaller largest
+/// stage time.
+template <typename ForEachRun>
+RestBound leastRestPrice(const PlacementProblem &problem, ForEachRun forEachRun,
+                         const std::vector<double> &prices) {
   size_t n = problem.numLayers(), types = problem.numTypes();
-  // from[b * types + t]: least P of covering [b, n) starting with type t.
-  std::vector<double> from((n + 1) * types, kInf);
+  struct Best {
+    double price = kInf, maxEt = kInf;
+    bool operator<(const Best &o) const {
+      return price < o.price || (price == o.price && maxEt < o.maxEt);
+    }
+  };
+  // from[b * types + t]: the least (P, E) of covering [b, n) starting with
+  // type t, by the run `fromRun`; rest[b * types + t]: the least over the
+  // other types, by `restType`.
+  std::vector<Best> from((n + 1) * types), rest((n + 1) * types);
+  std::vector<Run> fromRun((n + 1) * types);
+  std::vector<uint32_t> restType((n + 1) * types, 0);
+  for (size_t t = 0; t < types; ++t)
+    rest[n * types + t] = {0, 0};
   RestBound bound;
-  std::vector<double> &rest = bound.afterType;
-  rest.assign((n + 1) * types, 0);
   for (size_t b = n; b-- > 0;) {
     for (size_t t = 0; t < types; ++t) {
-      double price = problem.spec().deviceTypes[t].pricePerSecond();
-      double &best = from[b * types + t];
-      runs.forEachUnderCap(
-          b, t, cap,
-          [&](const Run &r) {
-            best = std::min(best, price * r.replicas + rest[r.end * types + t]);
-            return true;
-          },
-          &bound.nextCap);
+      Best &best = from[b * types + t];
+      forEachRun(b, t, [&](const Run &r) {
+        const Best &after = rest[r.end * types + t];
+        Best via{prices[t] * r.replicas + after.price,
+                 std::max(r.et, after.maxEt)};
+        if (via < best) {
+          best = via;
+          fromRun[b * types + t] = r;
+        }
+      });
     }
-    for (size_t t = 0; t < types; ++t) {
-      double best = kInf;
+    for (size_t t = 0; t < types; ++t)
       for (size_t next = 0; next < types; ++next)
-        if (next != t)
-          best = std::min(best, from[b * types + next]);
-      rest[b * types + t] = best;
-    }
+        if (next != t && from[b * types + next] < rest[b * types + t]) {
+          rest[b * types + t] = from[b * types + next];
+          restType[b * types + t] = static_cast<uint32_t>(next);
+        }
   }
-  for (size_t t = 0; t < types; ++t)
-    bound.whole = std::min(bound.whole, from[t]);
+  bound.afterType.resize((n + 1) * types);
+  for (size_t i = 0; i < rest.size(); ++i)
+    bound.afterType[i] = rest[i].price;
+  size_t first = 0;
+  for (size_t t = 1; t < types; ++t)
+    if (from[t] < from[first])
+      first = t;
+  bound.whole = from[first].price;
+  if (bound.whole == kInf)
+    return bound;
+  DPPlan &plan = bound.plan;
+  plan.price = from[first].price;
+  plan.maxEt = from[first].maxEt;
+  plan.placement.assign(n, 0);
+  plan.devices.assign(types, 0);
+  for (size_t b = 0, t = first; b < n;) {
+    const Run &r = fromRun[b * types + t];
+    std::fill(plan.placement.begin() + b, plan.placement.begin() + r.end, t);
+    plan.devices[t] += r.replicas;
+    b = r.end;
+    t = restType[b * types + t];
+  }
   return bound;
+}
+
+/// Subgradient ascent on L from lambda = 0 (whose DP is `plain`), aiming at
+/// `target` (Polyak's step), for at most `steps` DP passes; stops early
+/// once L exceeds the target. The best multipliers found.
+LimitRelaxation relaxLimits(const PlacementProblem &problem,
+                            const CapRuns &runs,
+                            const std::vector<size_t> &tracked,
+                            const RestBound &plain, double target, int steps,
+                            ExactStats &stats) {
+  size_t types = problem.numTypes();
+  const std::vector<DeviceType> &devices = problem.spec().deviceTypes;
+  std::vector<double> prices = devicePrices(problem);
+  LimitRelaxation best{std::vector<double>(types, 0), plain.afterType,
+                       plain.whole};
+  std::vector<double> lambda(types, 0);
+  const RestBound *at = &plain;
+  RestBound penalized;
+  for (int step = 0; step < steps && best.bound <= target; ++step) {
+    // L's subgradient: devices over the limits in the penalized optimum.
+    double norm = 0;
+    std::vector<double> over(types, 0);
+    for (size_t t : tracked) {
+      over[t] = static_cast<double>(at->plan.devices[t] - devices[t].maxCount);
+      if (over[t] < 0 && lambda[t] == 0)
+        over[t] = 0; // lambda would stay at 0
+      norm += over[t] * over[t];
+    }
+    if (norm == 0)
+      break; // the optimum keeps every limit: L cannot rise
+    double length = (target * kRelaxationAim - best.bound) / norm;
+    std::vector<double> penalizedPrices = prices;
+    for (size_t t : tracked) {
+      lambda[t] = std::max(0.0, lambda[t] + length * over[t]);
+      penalizedPrices[t] += lambda[t];
+    }
+    penalized = leastRestPrice(problem, visitor(runs), penalizedPrices);
+    ++stats.relaxationPasses;
+    at = &penalized;
+    if (penalized.whole == kInf)
+      return {lambda, penalized.afterType, kInf};
+    double bound = penalized.whole;
+    for (size_t t : tracked)
+      bound -= lambda[t] * static_cast<double>(devices[t].maxCount);
+    if (bound > best.bound)
+      best = {lambda, penalized.afterType, bound};
+  }
+  return best;
 }
 
 /// The least-P plan under no cap (any plan keeping the floor and the
@@ -320,10 +477,12 @@ std::optional<DPPlan> feasiblePlan(const PlacementProblem &problem,
                                    const RunTable &runs,
                                    std::vector<size_t> &tracked,
                                    ExactStats &stats) {
-  std::vector<double> rest = leastRestPrice(problem, runs, kInf).afterType;
+  CapRuns all(runs, kInf);
+  std::vector<double> rest =
+      leastRestPrice(problem, visitor(all), devicePrices(problem)).afterType;
   while (true) {
-    PriceDP dp(problem, runs, tracked);
-    std::optional<DPPlan> plan = dp.solve(kInf, rest, kInf);
+    PriceDP dp(problem, all, tracked);
+    std::optional<DPPlan> plan = dp.solve(rest, kInf);
     ++stats.dpPasses;
     stats.labels += dp.labelsCreated();
     if (!plan)
@@ -339,6 +498,13 @@ std::optional<DPPlan> feasiblePlan(const PlacementProblem &problem,
       return plan;
   }
 }
+
+/// What the search knows of one cap: the relaxed DP's answer, and once a
+/// limit is tracked there, the runs under it for the passes that follow.
+struct Probe {
+  RestBound rest;
+  std::optional<CapRuns> runs;
+};
 
 /// No plan meets the floor: the highest floor some plan meets, by bisection
 /// (feasibility only grows as the floor drops), and that plan.
@@ -398,6 +564,7 @@ SearchResult heterps::planner::placeExact(const PlacementProblem &problem,
                         static_cast<double>(job.samplesPerEpoch) /
                         static_cast<double>(job.batchSize);
   double bestCost = kInf;
+  const std::vector<double> prices = devicePrices(problem);
 
   // The cost is (L·M/B)·P·E and P*(c), the least P of plans whose stages
   // all have ET <= c (each run with the fewest replicas that keep it under
@@ -415,7 +582,12 @@ SearchResult heterps::planner::placeExact(const PlacementProblem &problem,
   // in it. A DP pass that breaks a max_count limit only raises the range's
   // lower bound: the probe goes back into the queue tracking that limit,
   // and waits its turn, so the costly passes run only where the bounds
-  // cannot rule them out.
+  // cannot rule them out. After a probe that found nothing cheap enough, or
+  // only a plan breaking a limit, the range above it is probed at its top
+  // next: bisecting it would creep up on hi one costly probe at a time,
+  // while P*(hi) bounds the whole range and usually rules it out at once.
+  // The untracked probe's answer is the backward DP's (leastRestPrice); a
+  // tracked one first tries the Lagrangian bound (relaxLimits).
   struct Range {
     double bound;
     double lo, hi;
@@ -423,18 +595,18 @@ SearchResult heterps::planner::placeExact(const PlacementProblem &problem,
     double priceBelow; // P* just below lo, when solved; else infinity
     double probe;      // cap of a probe under way, else -1
     std::vector<size_t> tracked;
-    std::shared_ptr<const RestBound> rest; // of the probe's cap, once known
+    std::shared_ptr<Probe> at; // of the probe's cap, once known
     bool operator<(const Range &o) const { return bound > o.bound; }
   };
   std::priority_queue<Range> open;
-  std::map<double, std::shared_ptr<const RestBound>> restBounds; // by cap
+  std::map<double, double> leastPrices; // P* with the limits relaxed, by cap
   auto push = [&](double lo, double hi, double lowerPrice, double priceBelow,
                   double probe = -1, std::vector<size_t> tracked = {},
-                  std::shared_ptr<const RestBound> rest = {}) {
+                  std::shared_ptr<Probe> at = {}) {
     if (!(lo <= hi) || std::isinf(lo) || lowerPrice >= priceBelow)
       return;
     open.push({perPriceTime * lo * lowerPrice, lo, hi, lowerPrice, priceBelow,
-               probe, std::move(tracked), std::move(rest)});
+               probe, std::move(tracked), std::move(at)});
   };
   auto below = [](double x) { return std::nextafter(x, 0.0); };
   auto above = [](double x) { return std::nextafter(x, kInf); };
@@ -454,42 +626,59 @@ SearchResult heterps::planner::placeExact(const PlacementProblem &problem,
     double s = narrow ? r.lo : std::max(r.lo, m * kProbeSpan);
     double ub =
         std::min(r.priceBelow, s > 0 ? bestCost / (perPriceTime * s) : kInf);
-    if (r.probe < 0)
-      ++stats.capSteps;
-    if (getenv("EXACT_DEBUG"))
-      fprintf(stderr,
-              "range [%.17g, %.17g] lp %g pb %g probe %.17g m %.17g s %.17g "
-              "best %g tracked %zu\n",
-              r.lo, r.hi, r.lowerPrice, r.priceBelow, r.probe, m, s, bestCost,
-              r.tracked.size());
     ub *= 1 + 1e-12;
+    if (!r.at)
+      ++stats.capSteps;
     std::optional<DPPlan> plan;
     // A bound computed for a higher cap is weaker but still valid: if it
     // rules this cap out, the exact one need not be computed.
-    auto higher = restBounds.lower_bound(m);
-    if (!r.rest && higher != restBounds.end() && higher->second->whole > ub) {
+    auto higher = leastPrices.lower_bound(m);
+    if (!r.at && higher != leastPrices.end() && higher->second > ub) {
       ++stats.dpPasses;
     } else {
-      if (!r.rest) {
-        r.rest =
-            std::make_shared<const RestBound>(leastRestPrice(problem, runs, m));
-        restBounds[m] = r.rest;
+      if (!r.at) {
+        auto probe = std::make_shared<Probe>();
+        double nextCap = kInf;
+        probe->rest =
+            leastRestPrice(problem, visitor(runs, m, nextCap), prices);
+        probe->rest.nextCap = nextCap;
+        leastPrices[m] = probe->rest.whole;
+        r.at = std::move(probe);
       }
-      PriceDP dp(problem, runs, r.tracked);
-      plan = dp.solve(m, r.rest->afterType, ub);
       ++stats.dpPasses;
-      stats.labels += dp.labelsCreated();
+      if (r.tracked.empty()) {
+        // The backward DP has the answer already.
+        if (r.at->rest.whole <= ub)
+          plan = r.at->rest.plan;
+      } else {
+        // Pricing the tracked limits in can prove P*(m) > ub without the
+        // label DP, and otherwise prunes its labels harder.
+        if (!r.at->runs)
+          r.at->runs.emplace(runs, m);
+        std::optional<LimitRelaxation> relaxation;
+        if (ub < kInf)
+          relaxation = relaxLimits(problem, *r.at->runs, r.tracked, r.at->rest,
+                                   ub, kRelaxationSteps, stats);
+        if (!relaxation || relaxation->bound <= ub) {
+          PriceDP dp(problem, *r.at->runs, r.tracked);
+          plan = dp.solve(r.at->rest.afterType, ub,
+                          relaxation ? &*relaxation : nullptr);
+          stats.labels += dp.labelsCreated();
+        }
+      }
     }
     stats.tracked =
         std::max(stats.tracked, static_cast<int64_t>(r.tracked.size()));
     // Caps from m up to the next one that changes the DP's choices have
     // the answer of m.
-    double aboveM = r.rest ? r.rest->nextCap : above(m);
+    double aboveM = r.at ? r.at->rest.nextCap : above(m);
     if (!plan) {
       // P*(m) > ub: no cap in [s, m] can win, and P* > ub below.
       if (s > r.lo)
         push(r.lo, below(s), std::max(r.lowerPrice, ub), r.priceBelow);
-      push(aboveM, r.hi, r.lowerPrice, kInf);
+      // Plans cheap enough are scarce here: probe the rest from its top,
+      // which settles it at once when they are absent there too.
+      push(aboveM, r.hi, r.lowerPrice, kInf, r.hi);
       continue;
     }
     std::vector<size_t> broken = r.tracked;
@@ -499,10 +688,10 @@ SearchResult heterps::planner::placeExact(const PlacementProblem &problem,
     if (broken.size() > r.tracked.size()) {
       // A relaxation's optimum: a lower bound on P*(m), hence on [lo, m].
       double lower = std::max(r.lowerPrice, plan->price);
-      push(aboveM, r.hi, r.lowerPrice, kInf);
+      push(aboveM, r.hi, r.lowerPrice, kInf, r.hi);
       if (s > r.lo)
         push(r.lo, below(s), lower, r.priceBelow);
-      push(s, m, lower, r.priceBelow, m, std::move(broken), r.rest);
+      push(s, m, lower, r.priceBelow, m, std::move(broken), r.at);
       continue;
     }
     stats.feasible = true;

@@ -102,3 +102,22 @@ double RunTable::largestTime() const {
     largest = std::max(largest, r.et);
   return largest;
 }
+
+CapRuns::CapRuns(const RunTable &table, double cap)
+    : types_(table.numTypes()), cap_(cap),
+      nextCap_(std::numeric_limits<double>::infinity()),
+      offsets_(table.numLayers() * types_ + 1, 0) {
+  // No more runs than the table's; untouched pages cost nothing.
+  runs_.reserve(table.size());
+  for (size_t start = 0; start < table.numLayers(); ++start)
+    for (size_t t = 0; t < types_; ++t) {
+      table.forEachUnderCap(
+          start, t, cap,
+          [&](const Run &r) {
+            runs_.push_back(r);
+            return true;
+          },
+          &nextCap_);
+      offsets_[start * types_ + t + 1] = runs_.size();
+    }
+}

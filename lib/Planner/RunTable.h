@@ -102,12 +102,40 @@ public:
   /// The largest batch time of any run at its floor's replica count.
   double largestTime() const;
 
+  size_t numLayers() const { return n_; }
+  size_t numTypes() const { return types_; }
+
 private:
   size_t n_, types_;
   std::vector<size_t> offsets_;
   std::vector<Run> runs_;
   std::vector<SplitTimes> layerTimes_; // [layer * types + t], at batch B
   std::vector<int64_t> maxCount_;      // per type
+};
+
+/// The runs of a table under one cap, as RunTable::forEachUnderCap gives
+/// them, gathered once for the several DP passes made at that cap.
+class CapRuns {
+public:
+  CapRuns(const RunTable &table, double cap);
+
+  /// The runs starting at layer `start` on type `t`, by increasing end.
+  const Run *begin(size_t start, size_t t) const {
+    return runs_.data() + offsets_[start * types_ + t];
+  }
+  const Run *end(size_t start, size_t t) const {
+    return runs_.data() + offsets_[start * types_ + t + 1];
+  }
+  double cap() const { return cap_; }
+  /// The smallest batch time above the cap some run has at some count:
+  /// below it, a cap allows the same runs and counts.
+  double nextCap() const { return nextCap_; }
+
+private:
+  size_t types_;
+  double cap_, nextCap_;
+  std::vector<size_t> offsets_;
+  std::vector<Run> runs_;
 };
 
 } // namespace heterps::planner

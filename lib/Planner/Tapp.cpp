@@ -194,11 +194,10 @@ private:
         .count();
   }
   /// The measurement of `plan`, from the oracle if it is new; `isNew` tells
-  /// which.
-  llvm::Expected<const MeasuredPlan *> measure(const Placement &plan,
-                                               bool &isNew);
+  /// which. A plan the oracle fails on gets the worst score.
+  const MeasuredPlan *measure(const Placement &plan, bool &isNew);
   /// Measures the T one-type plans and makes them elites.
-  llvm::Error measureOneTypePlans();
+  void measureOneTypePlans();
   /// One REINFORCE step on the first `size` plans of the batch and on the
   /// elites that beat the baseline.
   void update(int size);
@@ -223,8 +222,9 @@ private:
   bool hasBaseline_ = false;
   TappResult result_;
   std::map<Placement, size_t> measuredIndex_;
-  /// Plans whose stages need more devices than their types have.
-  std::map<Placement, MeasuredPlan> undeployable_;
+  /// Plans whose stages need more devices than their types have, and plans
+  /// the oracle failed on, scored without a measurement.
+  std::map<Placement, MeasuredPlan> undeployable_, failures_;
   /// How often each plan was sampled (for the novelty penalty).
   std::map<Placement, int64_t> samplings_;
   // Per batch item, and the elites' forward pass.
@@ -254,17 +254,19 @@ Searcher::Searcher(const PlacementProblem &problem, StepOracle &oracle,
 }
 
 bool Searcher::done() const {
-  return static_cast<int64_t>(result_.measured.size()) >=
+  return static_cast<int64_t>(result_.measured.size() +
+                              result_.failed.size()) >=
              options_.maxMeasuredPlans ||
          result_.episodes >= options_.maxEpisodes ||
          elapsed() >= options_.timeBudgetSeconds;
 }
 
-llvm::Expected<const MeasuredPlan *> Searcher::measure(const Placement &plan,
-                                                       bool &isNew) {
+const MeasuredPlan *Searcher::measure(const Placement &plan, bool &isNew) {
   isNew = false;
   if (auto it = measuredIndex_.find(plan); it != measuredIndex_.end())
     return &result_.measured[it->second];
+  if (auto it = failures_.find(plan); it != failures_.end())
+    return &it->second;
   PlacementEval modelled = problem_.evaluate(plan);
   if (breaksLimits(problem_.spec(), modelled.stages)) {
     // More devices of a type than it has: the plan cannot run, so it is
@@ -279,16 +281,28 @@ llvm::Expected<const MeasuredPlan *> Searcher::measure(const Placement &plan,
     return &it->second;
   }
   llvm::Expected<double> step = oracle_.stepSeconds(modelled.stages);
-  if (!step)
-    return error(llvm::formatv("{0}: measuring {1}: {2}", oracle_.name(),
-                               describe(problem_.spec(), modelled.stages),
-                               llvm::toString(step.takeError())));
-  if (!std::isfinite(*step) || *step < 0) {
+  std::string failure;
+  if (!step) {
+    failure = llvm::toString(step.takeError());
+  } else if (!std::isfinite(*step) || *step < 0) {
     std::ostringstream seconds; // -1, inf, nan
-    seconds << *step;
-    return error(llvm::formatv(
-        "{0}: measuring {1}: a step of {2} seconds", oracle_.name(),
-        describe(problem_.spec(), modelled.stages), seconds.str()));
+    seconds << "a step of " << *step << " seconds";
+    failure = seconds.str();
+  }
+  if (!failure.empty()) {
+    // Skipped, scored as missing the floor entirely: one plan the runtime
+    // cannot run (out of memory, say) says nothing about the others.
+    auto [it, inserted] = failures_.try_emplace(plan);
+    it->second.placement = plan;
+    it->second.stages = modelled.stages;
+    it->second.eval.stages = modelled.stages;
+    it->second.eval.shortfall = 1;
+    result_.failed.push_back(
+        {plan, modelled.stages,
+         llvm::formatv("{0}: measuring {1}: {2}", oracle_.name(),
+                       describe(problem_.spec(), modelled.stages), failure)});
+    isNew = true;
+    return &it->second;
   }
   MeasuredPlan m;
   m.placement = plan;
@@ -312,27 +326,25 @@ llvm::Expected<const MeasuredPlan *> Searcher::measure(const Placement &plan,
   return &result_.measured.back();
 }
 
-llvm::Error Searcher::measureOneTypePlans() {
+void Searcher::measureOneTypePlans() {
   // As the networks would choose them: their most likely grouping, every
   // group on the type.
   tapp::Pass pass;
   tapp::Sample grouping = tapp::mostLikely(params_, features_, pass);
   std::vector<tapp::Sample> plans;
+  std::vector<PlacementEval> evals;
   for (size_t t = 0; t < problem_.numTypes() && !done(); ++t) {
     tapp::Sample s = grouping;
     std::fill(s.typeOfGroup.begin(), s.typeOfGroup.end(), t);
     bool isNew;
-    llvm::Expected<const MeasuredPlan *> m = measure(s.placement(), isNew);
-    if (!m)
-      return m.takeError();
+    evals.push_back(measure(s.placement(), isNew)->eval);
     plans.push_back(std::move(s));
   }
   // c_ref: the cheapest feasible one (as the RL scheduler's), the best
   // plan so far.
   reward_.noteReference(result_.best.eval);
   for (size_t t = 0; t < plans.size(); ++t)
-    elites_.offer(plans[t], reward(result_.measured[t].eval));
-  return llvm::Error::success();
+    elites_.offer(plans[t], reward(evals[t]));
 }
 
 void Searcher::update(int size) {
@@ -383,8 +395,7 @@ void Searcher::update(int size) {
 
 llvm::Expected<TappResult> Searcher::run() {
   if (options_.measureOneTypePlans)
-    if (llvm::Error e = measureOneTypePlans())
-      return e;
+    measureOneTypePlans();
   while (!done()) {
     int size = 0;
     for (; size < options_.batchSize && !done(); ++size) {
@@ -393,10 +404,7 @@ llvm::Expected<TappResult> Searcher::run() {
       ++result_.episodes;
       Placement plan = s.placement();
       bool isNew;
-      llvm::Expected<const MeasuredPlan *> m = measure(plan, isNew);
-      if (!m)
-        return m.takeError();
-      double r = reward((*m)->eval);
+      double r = reward(measure(plan, isNew)->eval);
       if (isNew)
         elites_.offer(s, r);
       // Repeats cost nothing to measure but teach nothing new: the
@@ -408,6 +416,13 @@ llvm::Expected<TappResult> Searcher::run() {
     }
     if (size > 0)
       update(size);
+  }
+  if (result_.measured.empty() && !result_.failed.empty()) {
+    std::string message = result_.failed.front().message;
+    if (size_t more = result_.failed.size() - 1)
+      message += llvm::formatv(" (and {0} more plan{1} failed)", more,
+                               more == 1 ? "" : "s");
+    return error(message);
   }
   result_.best.seconds = elapsed();
   result_.best.evaluations = static_cast<int64_t>(result_.measured.size());

@@ -138,18 +138,30 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
              << heterps::printableLine(llvm::toString(found.takeError()));
     Builder b(module.getContext());
     const planner::ClusterSpec &spec = problem.spec();
+    // "cpu x2 [0, 12), v100 x1 [12, 30)": the stages as timed.
+    auto describe = [&](ArrayRef<planner::Stage> stages) {
+      std::string text;
+      for (const planner::Stage &stage : stages)
+        text += llvm::formatv(
+                    "{0}{1} x{2} [{3}, {4})", text.empty() ? "" : ", ",
+                    spec.deviceTypes[stage.deviceType].name, stage.replicas,
+                    stage.layers.front(), stage.layers.back() + 1)
+                    .str();
+      return b.getStringAttr(text);
+    };
     SmallVector<Attribute> plans;
+    for (const planner::FailedPlan &f : found->failed) {
+      emitWarning(module.getLoc())
+          << "hps-place: strategy=tapp: skipped a plan: "
+          << heterps::printableLine(f.message);
+      plans.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("stages", describe(f.stages)),
+           b.getNamedAttr(
+               "error", b.getStringAttr(heterps::printableLine(f.message)))}));
+    }
     for (const planner::MeasuredPlan &m : found->measured) {
-      // "cpu x2 [0, 12), v100 x1 [12, 30)": the stages as timed.
-      std::string stages;
-      for (const planner::Stage &stage : m.stages)
-        stages += llvm::formatv(
-                      "{0}{1} x{2} [{3}, {4})", stages.empty() ? "" : ", ",
-                      spec.deviceTypes[stage.deviceType].name, stage.replicas,
-                      stage.layers.front(), stage.layers.back() + 1)
-                      .str();
       SmallVector<NamedAttribute> entry = {
-          b.getNamedAttr("stages", b.getStringAttr(stages)),
+          b.getNamedAttr("stages", describe(m.stages)),
           b.getNamedAttr("predicted_step_s",
                          b.getF64FloatAttr(m.predictedStep)),
           b.getNamedAttr("measured_step_s", b.getF64FloatAttr(m.measuredStep)),

@@ -148,6 +148,11 @@ void printSearch(llvm::raw_ostream &os, DictionaryAttr search) {
                         "timed, cost\n",
                         search.getAs<StringAttr>("oracle").getValue());
     for (auto plan : plans.getAsRange<DictionaryAttr>()) {
+      if (auto error = plan.getAs<StringAttr>("error")) {
+        os << llvm::formatv("  {0,10} {1,10}  {2,9}  {3}\n", "-", "failed", "",
+                            error.getValue());
+        continue;
+      }
       auto ms = [&](StringRef key) {
         return plan.getAs<FloatAttr>(key).getValueAsDouble() * 1e3;
       };

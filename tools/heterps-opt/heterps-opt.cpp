@@ -41,16 +41,9 @@ static int fail(const llvm::Twine &message) {
 static llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 importToBuffer(llvm::StringRef path, DialectRegistry &registry) {
   hps::ONNXImportOptions options;
-  for (llvm::StringRef spec : onnxDims) {
-    auto [name, size] = spec.split('=');
-    int64_t n = 0;
-    if (name.empty() || size.getAsInteger(10, n) || n <= 0)
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "--onnx-dim expects NAME=SIZE with a positive SIZE, got '" + spec +
-              "'");
-    options.dimSizes[name.str()] = n;
-  }
+  for (llvm::StringRef setting : onnxDims)
+    if (llvm::Error e = hps::addDimSize(options, setting))
+      return std::move(e);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   auto module = hps::importONNXFile(path, &context, options);

@@ -63,6 +63,12 @@ cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.onnx | plan>"),
 cl::list<std::string>
     inputFiles("input", cl::desc("NAME=FILE: a graph input (.pb or .npy)"),
                cl::value_desc("NAME=FILE"), cl::cat(category));
+cl::list<std::string> onnxDims(
+    "onnx-dim",
+    cl::desc("NAME=SIZE: import the .onnx model as if its dynamic dimension "
+             "NAME (e.g. seq) had SIZE, so every shape depending on it is "
+             "static and the planner costs it at that size (repeatable)"),
+    cl::value_desc("NAME=SIZE"), cl::cat(category));
 cl::opt<std::string>
     outputDir("output-dir",
               cl::desc("Write the outputs as DIR/output_<k>.pb (graph-output "
@@ -269,9 +275,15 @@ llvm::Expected<plan::Plan> planFromONNX(llvm::StringRef path,
     if (diagnostic.empty() &&
         d.getSeverity() == mlir::DiagnosticSeverity::Error)
       diagnostic = d.str();
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Warning)
+      llvm::WithColor::warning(llvm::errs(), kTool) << d.str() << "\n";
     return mlir::success();
   });
-  auto module = mlir::hps::importONNXFile(path, &context);
+  mlir::hps::ONNXImportOptions options;
+  for (llvm::StringRef setting : onnxDims)
+    if (llvm::Error e = mlir::hps::addDimSize(options, setting))
+      return std::move(e);
+  auto module = mlir::hps::importONNXFile(path, &context, options);
   if (!module)
     return module.takeError();
   if (!clusterFile.empty()) {
@@ -620,6 +632,9 @@ static int runTool(int argc, char **argv) {
       return fail("--output-dir: " + outputDir + ": not a directory");
   }
 
+  if (!onnxDims.empty() && !mlir::hps::isONNXFilename(modelPath))
+    return fail("--onnx-dim applies to .onnx models, and " + modelPath +
+                " is a plan");
   heterps::tools::TrainingRun run{
       modelPath, threads, batch.getNumOccurrences() ? batch.getValue() : 0,
       reportPath, emulateMissing};

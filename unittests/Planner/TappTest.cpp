@@ -644,28 +644,66 @@ TEST(Tapp, Errors) {
   EXPECT_EQ(llvm::toString(r.takeError()),
             "tapp: nothing to place (0 layers, 3 device types)");
 
-  // The oracle's error ends the search, naming the plan.
+  // An oracle that fails on every plan: each is tried once, and the error
+  // names the first plan and counts the rest.
   FakeOracle failing([](const std::vector<Stage> &) -> llvm::Expected<double> {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "out of memory");
   });
-  r = placeTapp(problem, failing, TappOptions());
+  options = TappOptions();
+  options.maxMeasuredPlans = 5;
+  r = placeTapp(problem, failing, options);
   ASSERT_FALSE(!!r);
   std::string message = llvm::toString(r.takeError());
   EXPECT_EQ(message.rfind("fake: measuring ", 0), 0u) << message;
   EXPECT_NE(message.find("(layers 0-"), std::string::npos) << message;
-  EXPECT_NE(message.find(": out of memory"), std::string::npos) << message;
-  EXPECT_EQ(failing.calls, 1);
+  EXPECT_NE(message.find(": out of memory (and 4 more plans failed)"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(failing.calls, 5);
 
   // So does a step time that is no time at all.
   FakeOracle negative([](const std::vector<Stage> &) -> llvm::Expected<double> {
     return -1.0;
   });
-  r = placeTapp(problem, negative, TappOptions());
+  r = placeTapp(problem, negative, options);
   ASSERT_FALSE(!!r);
   message = llvm::toString(r.takeError());
   EXPECT_NE(message.find(": a step of -1 seconds"), std::string::npos)
       << message;
+}
+
+TEST(Tapp, SkipsPlansTheOracleFailsOn) {
+  // Plans with more than one stage run out of memory; the search skips
+  // them, never retries one, and returns the best plan that ran.
+  ClusterSpec spec = makeEightLayerSpec();
+  PlacementProblem problem(spec, makeEightLayers(), kEightLayerLimit);
+  CostModelOracle model(problem);
+  FakeOracle oneStageOnly(
+      [&](const std::vector<Stage> &stages) -> llvm::Expected<double> {
+        if (stages.size() > 1)
+          return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                         "out of memory");
+        return model.stepSeconds(stages);
+      });
+  TappOptions options;
+  options.maxMeasuredPlans = 40;
+  options.timeBudgetSeconds = 1e9;
+  TappResult r = search(problem, oneStageOnly, options);
+  ASSERT_FALSE(r.failed.empty());
+  ASSERT_FALSE(r.measured.empty());
+  EXPECT_EQ(static_cast<size_t>(oneStageOnly.calls),
+            r.measured.size() + r.failed.size());
+  std::set<Placement> failedPlans;
+  for (const FailedPlan &f : r.failed) {
+    EXPECT_GT(f.stages.size(), 1u);
+    EXPECT_NE(f.message.find(": out of memory"), std::string::npos)
+        << f.message;
+    EXPECT_TRUE(failedPlans.insert(f.placement).second) << "retried";
+  }
+  for (const MeasuredPlan &m : r.measured)
+    EXPECT_EQ(m.stages.size(), 1u);
+  EXPECT_EQ(r.best.eval.stages.size(), 1u);
 }
 
 } // namespace

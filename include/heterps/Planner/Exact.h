@@ -17,7 +17,11 @@
 //   the cap. max_count limits are added lazily: the DP first ignores them;
 //   a type whose limit the result breaks becomes a tracked resource, whose
 //   usage joins the DP labels (Pareto sets), and the DP runs again. A
-//   relaxation's optimum that satisfies every limit is optimal.
+//   relaxation's optimum that satisfies every limit is optimal. Before a
+//   tracked pass, a few subgradient steps on the limits' Lagrangian (each
+//   device priced up by a multiplier) give a lower bound on P* that often
+//   rules the cap out, and penalized completion prices that prune labels
+//   having used up most of a limit.
 // * The optimum is the least c·P*(c) over caps c; P* never rises with c.
 //   The caps, real numbers between the least E any plan reaches and the
 //   largest run time, are searched best-first by ranges with lower bounds
@@ -36,12 +40,13 @@ namespace heterps::planner {
 
 /// What the exact search did, for the benchmark and the docs.
 struct ExactStats {
-  int64_t runs = 0;      // (start, end, type) runs meeting the floor
-  int64_t dpPasses = 0;  // DP passes over the run table
-  int64_t capSteps = 0;  // caps on E tried
-  int64_t tracked = 0;   // most device types one DP tracked the limit of
-  int64_t labels = 0;    // DP labels created over all passes
-  bool feasible = false; // some placement meets the floor and the limits
+  int64_t runs = 0;             // (start, end, type) runs meeting the floor
+  int64_t dpPasses = 0;         // DP passes over the run table
+  int64_t capSteps = 0;         // caps on E tried
+  int64_t tracked = 0;          // most device types one DP tracked the limit of
+  int64_t labels = 0;           // DP labels created over all passes
+  int64_t relaxationPasses = 0; // DP passes with the limits priced in
+  bool feasible = false;        // some placement meets the floor and the limits
 };
 
 /// The optimal placement: the cheapest feasible one, or when there is none,

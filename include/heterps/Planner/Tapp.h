@@ -182,6 +182,15 @@ struct MeasuredPlan {
   PlacementEval eval;
 };
 
+/// A plan whose measurement failed: the search skips it, scored as missing
+/// the floor entirely, and goes on.
+struct FailedPlan {
+  Placement placement;
+  std::vector<Stage> stages;
+  /// "<oracle>: measuring <stages>: <the oracle's error>".
+  std::string message;
+};
+
 struct TappResult {
   /// The best measured plan (PlacementEval::betterThan on measured
   /// evaluations). Its eval is the *measured* evaluation, not the cost
@@ -190,14 +199,17 @@ struct TappResult {
   SearchResult best;
   /// Every plan measured, in the order measured.
   std::vector<MeasuredPlan> measured;
+  /// Every plan whose measurement failed (they count against
+  /// maxMeasuredPlans too).
+  std::vector<FailedPlan> failed;
   /// Plans sampled from the networks, measured or remembered (the
   /// one-type plans measured first are not among them).
   int64_t episodes = 0;
 };
 
 /// The TAPP search; see the file comment. Fails on invalid options, on a
-/// problem without device types, and when the oracle fails (with the plan
-/// it was measuring).
+/// problem without device types, and when no plan could be measured (with
+/// the first failure's message). A plan the oracle fails on is skipped.
 llvm::Expected<TappResult> placeTapp(const PlacementProblem &problem,
                                      StepOracle &oracle,
                                      const TappOptions &options = {});

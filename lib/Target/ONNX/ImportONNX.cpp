@@ -967,3 +967,16 @@ void NodeImporter::setConstOutput(unsigned i, ConstTensor tensor) {
   if (static_cast<int>(i) < node.output_size() && !node.output(i).empty())
     graph.constants[node.output(i)] = std::move(tensor);
 }
+
+llvm::Error mlir::hps::addDimSize(ONNXImportOptions &options,
+                                  llvm::StringRef setting) {
+  auto [name, size] = setting.split('=');
+  int64_t n = 0;
+  if (name.empty() || size.getAsInteger(10, n) || n <= 0)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--onnx-dim expects NAME=SIZE with a positive SIZE, got '" + setting +
+            "'");
+  options.dimSizes[name.str()] = n;
+  return llvm::Error::success();
+}

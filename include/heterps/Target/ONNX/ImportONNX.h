@@ -72,6 +72,10 @@ llvm::Expected<OwningOpRef<ModuleOp>>
 importONNXBuffer(llvm::StringRef bytes, llvm::StringRef path,
                  MLIRContext *context, const ONNXImportOptions &options = {});
 
+/// Adds a "NAME=SIZE" setting (the tools' --onnx-dim) to `options.dimSizes`;
+/// fails with one line naming the option unless SIZE is a positive integer.
+llvm::Error addDimSize(ONNXImportOptions &options, llvm::StringRef setting);
+
 /// True when `path` names an ONNX file (by its ".onnx" extension).
 bool isONNXFilename(llvm::StringRef path);
 
