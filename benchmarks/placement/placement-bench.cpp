@@ -15,14 +15,17 @@
 // floor (0.9 x, "high"), where the cheap types alone no longer suffice.
 //
 // Usage: heterps-placement-bench [--quick] [--rl-seconds S] [--rl-polish N]
-//                                [--rl-no-rebalance] [--only NAME]...
-//                                [--min-layers N] [--max-layers N]
+//                                [--rl-no-rebalance] [--rl-no-cap-refinement]
+//                                [--only NAME]...
+//                                [--min-layers N] [--max-layers N] [--plans]
 //                                [--report NAME=FILE.json]...
 //        --quick: chains of 10 and 50 layers only;
 //        --rl-polish: RLOptions::polishEvaluations (0: the policy alone);
 //        --rl-no-rebalance: RLOptions::rebalance off (Rebalance.h);
+//        --rl-no-cap-refinement: RLOptions::capRefinement off (RLPlacer.h);
 //        --only: run only the cases of that name ("chain", "resnet50", ...);
-//        --min-layers, --max-layers: skip cases with fewer or more layers.
+//        --min-layers, --max-layers: skip cases with fewer or more layers;
+//        --plans: after each row, the stages of the exact and rl plans.
 //
 //===----------------------------------------------------------------------===//
 
@@ -166,6 +169,23 @@ double referenceThroughput(const ClusterSpec &spec,
   return best;
 }
 
+/// "cpu x3 [0, 12) $0.0003/s, v100 x1 [12, 38) ...", with each stage's
+/// batch time.
+std::string describeStages(const ClusterSpec &spec,
+                           const std::vector<Stage> &stages) {
+  std::string text;
+  for (const Stage &s : stages) {
+    char part[160];
+    std::snprintf(part, sizeof(part), "%s%s x%lld [%zu, %zu)",
+                  text.empty() ? "" : ", ",
+                  spec.deviceTypes[s.deviceType].name.c_str(),
+                  static_cast<long long>(s.replicas), s.layers.front(),
+                  s.layers.back() + 1);
+    text += part;
+  }
+  return text;
+}
+
 std::string cell(const SearchResult &r, double optimal) {
   char text[64];
   if (!r.eval.feasible)
@@ -181,7 +201,9 @@ struct BenchOptions {
   double rlSeconds = 10;
   int64_t rlPolish = RLOptions().polishEvaluations;
   bool rlRebalance = RLOptions().rebalance;
+  bool rlCapRefinement = RLOptions().capRefinement;
   size_t minLayers = 0, maxLayers = SIZE_MAX;
+  bool plans = false;
   std::vector<std::string> only;
   bool selected(const Case &c) const {
     return c.layers.size() >= minLayers && c.layers.size() <= maxLayers &&
@@ -217,6 +239,7 @@ void runCase(const Case &c, const BenchOptions &options) {
     rl.timeBudgetSeconds = options.rlSeconds;
     rl.polishEvaluations = options.rlPolish;
     rl.rebalance = options.rlRebalance;
+    rl.capRefinement = options.rlCapRefinement;
     SearchResult rlResult = placeRL(problem, rl);
     GeneticOptions ga;
     ga.budget = rlResult.evaluations;
@@ -241,6 +264,11 @@ void runCase(const Case &c, const BenchOptions &options) {
         cell(genetic, opt).c_str(), cell(random, opt).c_str(),
         cell(greedy, opt).c_str(), cell(bestOneType, opt).c_str(),
         static_cast<long long>(rlResult.evaluations));
+    if (options.plans)
+      for (auto [name, result] :
+           {std::pair{"exact", &exact}, {"rl", &rlResult}})
+        std::printf("    %s: %s\n", name,
+                    describeStages(spec, result->eval.stages).c_str());
     std::fflush(stdout);
   }
 }
@@ -260,8 +288,12 @@ int main(int argc, char **argv) {
       options.rlPolish = std::atoll(argv[++i]);
     } else if (arg == "--rl-no-rebalance") {
       options.rlRebalance = false;
+    } else if (arg == "--rl-no-cap-refinement") {
+      options.rlCapRefinement = false;
     } else if (arg == "--max-layers" && i + 1 < argc) {
       options.maxLayers = static_cast<size_t>(std::atoll(argv[++i]));
+    } else if (arg == "--plans") {
+      options.plans = true;
     } else if (arg == "--min-layers" && i + 1 < argc) {
       options.minLayers = static_cast<size_t>(std::atoll(argv[++i]));
     } else if (arg == "--only" && i + 1 < argc) {
@@ -279,19 +311,23 @@ int main(int argc, char **argv) {
         return 1;
       reports.push_back(std::move(c));
     } else {
-      std::fprintf(stderr,
-                   "usage: heterps-placement-bench [--quick] [--rl-seconds S] "
-                   "[--rl-polish N] [--rl-no-rebalance] [--only NAME]... "
-                   "[--min-layers N] [--max-layers N] "
-                   "[--report NAME=FILE.json]...\n");
+      std::fprintf(
+          stderr,
+          "usage: heterps-placement-bench [--quick] [--rl-seconds S] "
+          "[--rl-polish N] [--rl-no-rebalance] [--rl-no-cap-refinement] "
+          "[--only NAME]... "
+          "[--min-layers N] [--max-layers N] [--plans] "
+          "[--report NAME=FILE.json]...\n");
       return 2;
     }
   }
   std::printf("Cells: cost / optimal cost · search time (rl's time budget "
-              "%.0f s, %lld polish evaluations per batch, rebalance %s; "
+              "%.0f s, %lld polish evaluations per batch, rebalance %s, cap "
+              "refinement %s; "
               "genetic and random at rl's evaluation budget).\n\n",
               options.rlSeconds, static_cast<long long>(options.rlPolish),
-              options.rlRebalance ? "on" : "off");
+              options.rlRebalance ? "on" : "off",
+              options.rlCapRefinement ? "on" : "off");
   std::printf("| case | layers | types | constraint | optimal $ | exact s | rl "
               "| genetic | random | greedy | best one-type | rl evaluations "
               "|\n");

@@ -470,19 +470,29 @@ LimitRelaxation relaxLimits(const PlacementProblem &problem,
   return best;
 }
 
-/// The least-P plan under no cap (any plan keeping the floor and the
-/// limits will do for the callers), adding types to `tracked` until the plan
-/// keeps every max_count limit.
-std::optional<DPPlan> feasiblePlan(const PlacementProblem &problem,
-                                   const RunTable &runs,
-                                   std::vector<size_t> &tracked,
-                                   ExactStats &stats) {
-  CapRuns all(runs, kInf);
-  std::vector<double> rest =
-      leastRestPrice(problem, visitor(all), devicePrices(problem)).afterType;
+/// The least-P plan whose stages all have ET <= cap and whose P is at most
+/// `ub` (nullopt when there is none), adding types to `tracked` until the
+/// plan keeps every max_count limit.
+std::optional<DPPlan> leastPricePlan(const PlacementProblem &problem,
+                                     const RunTable &runs, double cap,
+                                     double ub, std::vector<size_t> &tracked,
+                                     ExactStats &stats) {
+  CapRuns under(runs, cap);
+  RestBound rest =
+      leastRestPrice(problem, visitor(under), devicePrices(problem));
+  if (rest.whole > ub)
+    return std::nullopt;
   while (true) {
-    PriceDP dp(problem, all, tracked);
-    std::optional<DPPlan> plan = dp.solve(rest, kInf);
+    std::optional<LimitRelaxation> relaxation;
+    if (!tracked.empty() && ub < kInf) {
+      relaxation = relaxLimits(problem, under, tracked, rest, ub,
+                               kRelaxationSteps, stats);
+      if (relaxation->bound > ub)
+        return std::nullopt;
+    }
+    PriceDP dp(problem, under, tracked);
+    std::optional<DPPlan> plan =
+        dp.solve(rest.afterType, ub, relaxation ? &*relaxation : nullptr);
     ++stats.dpPasses;
     stats.labels += dp.labelsCreated();
     if (!plan)
@@ -497,6 +507,15 @@ std::optional<DPPlan> feasiblePlan(const PlacementProblem &problem,
     if (!added)
       return plan;
   }
+}
+
+/// The least-P plan under no cap (any plan keeping the floor and the
+/// limits will do for the callers).
+std::optional<DPPlan> feasiblePlan(const PlacementProblem &problem,
+                                   const RunTable &runs,
+                                   std::vector<size_t> &tracked,
+                                   ExactStats &stats) {
+  return leastPricePlan(problem, runs, kInf, kInf, tracked, stats);
 }
 
 /// What the search knows of one cap: the relaxed DP's answer, and once a
@@ -705,4 +724,19 @@ SearchResult heterps::planner::placeExact(const PlacementProblem &problem,
   if (!stats.feasible)
     placeMostThroughput(problem, search, stats);
   return done();
+}
+
+CheapestUnderCap::CheapestUnderCap(const PlacementProblem &problem)
+    : problem_(problem),
+      runs_(std::make_unique<RunTable>(problem, problem.limit())) {}
+
+CheapestUnderCap::~CheapestUnderCap() = default;
+
+std::optional<Placement> CheapestUnderCap::solve(double cap, double maxPrice) {
+  ExactStats stats;
+  std::optional<DPPlan> plan =
+      leastPricePlan(problem_, *runs_, cap, maxPrice, tracked_, stats);
+  if (!plan)
+    return std::nullopt;
+  return std::move(plan->placement);
 }

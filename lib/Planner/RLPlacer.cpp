@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "heterps/Planner/RLPlacer.h"
+#include "heterps/Planner/Exact.h"
 #include "heterps/Planner/LocalSearch.h"
 #include "heterps/Planner/RLPolicy.h"
 #include "heterps/Planner/Rebalance.h"
@@ -854,6 +855,11 @@ private:
   Elites elites_;
   PlanState tracker_;
   StageRebalancer rebalancer_;
+  /// Built on first use (its run table is the costly part).
+  std::unique_ptr<CheapestUnderCap> capSolver_;
+  /// Moves `plan` along the caps on its largest stage time (see
+  /// RLOptions::capRefinement); results go to the tracker.
+  void refineCaps(Placement &plan, PlacementEval &eval);
   /// The best polished plan so far: a better one is rebalanced.
   PlacementEval bestPolished_;
   // Per batch item (samples, then elites) and per thread.
@@ -954,6 +960,65 @@ void Trainer::rewardsToGo(const Placement &plan, double reward, VectorXd &out) {
   }
 }
 
+void Trainer::refineCaps(Placement &plan, PlacementEval &eval) {
+  if (!eval.feasible)
+    return;
+  if (!capSolver_)
+    capSolver_ = std::make_unique<CheapestUnderCap>(problem_);
+  const ClusterSpec &spec = problem_.spec();
+  // Caps as multiples of the plan's E: at E itself, a plan no dearer; above
+  // it, one whose P drops by more than E rises; below, the reverse.
+  constexpr double kFactors[] = {1.0, 1.01, 1.02, 1.05, 1.1, 1.2, 1.35, 1.5,
+                                 2.0, 3.0,  0.98, 0.95, 0.9, 0.8, 0.65, 0.5};
+  constexpr int kMaxMoves = 32, kStairSteps = 8;
+  constexpr double kStairPrice = 2;
+  for (int move = 0; move < kMaxMoves && !search_.timeUp(); ++move) {
+    double price = 0;
+    for (const Stage &s : eval.stages)
+      price += spec.deviceTypes[s.deviceType].pricePerSecond() *
+               static_cast<double>(s.replicas);
+    double e = static_cast<double>(spec.job.batchSize) / eval.throughput;
+    bool improved = false;
+    for (double factor : kFactors) {
+      double cap = e * factor * (1 + 1e-12);
+      // A plan under the cap beats this one only with P·cap below P·E.
+      std::optional<Placement> found =
+          capSolver_->solve(cap, price * std::max(1.0, 1 / factor));
+      if (!found)
+        continue;
+      const PlacementEval &next = search_.evaluate(*found);
+      if (next.betterThan(eval)) {
+        plan = std::move(*found);
+        eval = next;
+        improved = true;
+        break;
+      }
+    }
+    // The steps just below E: each the cheapest plan under the last one's
+    // E, dearer and faster, while one could still win.
+    int steps = 0;
+    for (double cap = e; !improved;) {
+      cap = std::nextafter(cap, 0.0);
+      std::optional<Placement> found =
+          capSolver_->solve(cap, price * kStairPrice);
+      if (!found)
+        break;
+      const PlacementEval &next = search_.evaluate(*found);
+      if (next.betterThan(eval)) {
+        plan = std::move(*found);
+        eval = next;
+        improved = true;
+      } else if (!next.feasible || ++steps == kStairSteps) {
+        break;
+      } else {
+        cap = std::min(cap, spec.job.batchSize / next.throughput);
+      }
+    }
+    if (!improved)
+      return;
+  }
+}
+
 void Trainer::trainBatch(int size) {
   // Sample: each plan with its own generator, seeded in order, so that the
   // plans do not depend on the number of threads.
@@ -987,10 +1052,15 @@ void Trainer::trainBatch(int size) {
     // A polished plan better than every earlier one is also refined by
     // the rebalancer (Rebalance.h). Its result goes to the tracker only:
     // imitating it made the policy settle on its sequence of stage types.
-    if (options_.rebalance && bestEval.betterThan(bestPolished_)) {
+    if ((options_.rebalance || options_.capRefinement) &&
+        bestEval.betterThan(bestPolished_)) {
       bestPolished_ = bestEval;
       PlacementEval refined = bestEval;
-      rebalancer_.improve(search_, polished, refined);
+      Placement plan = polished;
+      if (options_.capRefinement)
+        refineCaps(plan, refined);
+      if (options_.rebalance)
+        rebalancer_.improve(search_, std::move(plan), refined);
     }
     if (polished != plans_[best])
       elites_.offer(polished, reward_(bestEval));

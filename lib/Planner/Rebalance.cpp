@@ -87,10 +87,37 @@ public:
       prices_[t] = basePrices_[t] + penalty[t];
   }
 
-  /// The plan, with its largest stage time in `maxEt`; nullopt when no
-  /// plan fits under the cap.
+  /// The least largest stage time of plans with stage types `types`, every
+  /// stage at its type's max_count (the sums relaxed): a lower bound on E.
+  double leastMaxEt(const std::vector<size_t> &types,
+                    const std::vector<int64_t> &maxCount) {
+    size_t s = types.size();
+    if (s == 0 || s > n_)
+      return kInf;
+    std::vector<double> best(n_ + 1, kInf), next(n_ + 1);
+    best[0] = 0;
+    for (size_t j = 0; j < s; ++j) {
+      size_t t = types[j];
+      double most = static_cast<double>(std::max<int64_t>(maxCount[t], 1));
+      std::fill(next.begin(), next.end(), kInf);
+      for (size_t a = 0; a < n_; ++a) {
+        if (best[a] == kInf)
+          continue;
+        runs_.forEachRun(a, t, [&](const Run &r, const SplitTimes &times) {
+          next[r.end] =
+              std::min(next[r.end], std::max(best[a], times.et(most)));
+          return true;
+        });
+      }
+      best.swap(next);
+    }
+    return best[n_];
+  }
+
+  /// The plan, with its largest stage time in `maxEt` and its price in the
+  /// DP in `price`; nullopt when no plan fits under the cap.
   std::optional<Placement> solve(const std::vector<size_t> &types, double cap,
-                                 double &maxEt) {
+                                 double &maxEt, double &price) {
     size_t s = types.size();
     if (s == 0 || s > n_)
       return std::nullopt;
@@ -120,6 +147,7 @@ public:
     if (last.price == kInf)
       return std::nullopt;
     maxEt = last.maxEt;
+    price = last.price;
     Placement plan(n_);
     for (size_t j = s, b = n_; j-- > 0;) {
       size_t a = cell(j, b).start;
@@ -181,17 +209,38 @@ bool StageRebalancer::tryTypes(SearchTracker &search,
   SequenceDP dp(problem_, *runs_);
   const ClusterSpec &spec = problem_.spec();
   size_t numTypes = problem_.numTypes();
+  std::vector<int64_t> maxCount;
+  for (const DeviceType &d : spec.deviceTypes)
+    maxCount.push_back(d.maxCount);
+  double perPriceTime = static_cast<double>(spec.job.epochs) *
+                        static_cast<double>(spec.job.samplesPerEpoch) /
+                        static_cast<double>(spec.job.batchSize);
+  // A plan of the sequence under a cap c costs at least (L·M/B)·P*(c)·E_min,
+  // with P*(c) the unpenalised DP's price at c and E_min the sequence's
+  // least E: once that reaches the best cost, no cap at or below c can
+  // win. `stopCap` is the largest such cap found; most sequences the
+  // descent tries are ruled out by the first pass.
+  double leastE = -1, stopCap = 0;
   std::vector<double> penalty(numTypes, 0);
   bool improved = false;
   for (int round = 0; round < kPenaltyRounds; ++round) {
     dp.setPenalties(penalty);
     std::vector<bool> over(numTypes, false);
     // Caps from none down, each just below the largest ET of the last plan.
-    double cap = kInf, maxEt = 0;
-    for (int step = 0; step < kMaxCaps && !search.timeUp(); ++step) {
-      std::optional<Placement> found = dp.solve(types, cap, maxEt);
+    double cap = kInf, maxEt = 0, price = 0;
+    for (int step = 0; step < kMaxCaps && cap > stopCap && !search.timeUp();
+         ++step) {
+      std::optional<Placement> found = dp.solve(types, cap, maxEt, price);
       if (!found)
         break;
+      if (round == 0 && eval.feasible) {
+        if (leastE < 0)
+          leastE = dp.leastMaxEt(types, maxCount);
+        if (perPriceTime * price * leastE >= eval.cost) {
+          stopCap = cap;
+          break;
+        }
+      }
       const PlacementEval &e = search.evaluate(*found);
       if (e.betterThan(eval)) {
         plan = std::move(*found);
@@ -228,17 +277,19 @@ Placement StageRebalancer::improve(SearchTracker &search, Placement plan,
   if (!runs_)
     runs_ = std::make_unique<RunTable>(problem_, problem_.limit());
   // Descent: the plan's own sequence, then its neighbours, from each
-  // improvement on, until none improves.
-  std::vector<size_t> types = stageTypes(plan);
-  tryTypes(search, types, plan, eval);
+  // improvement on, until none improves. A sequence's best plan does not
+  // depend on where the descent is, so each is tried once.
+  std::set<std::vector<size_t>> tried;
+  auto tryOnce = [&](const std::vector<size_t> &types) {
+    return tried.insert(types).second && tryTypes(search, types, plan, eval);
+  };
+  tryOnce(stageTypes(plan));
   for (bool improved = true; improved && !search.timeUp();) {
     improved = false;
     for (const std::vector<size_t> &next :
          neighbours(stageTypes(plan), problem_.numTypes()))
-      if (tryTypes(search, next, plan, eval)) {
-        improved = true;
+      if ((improved = tryOnce(next)))
         break;
-      }
   }
   return plan;
 }

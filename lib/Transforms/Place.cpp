@@ -69,6 +69,7 @@ struct PlacePass : public mlir::hps::impl::PlaceBase<PlacePass> {
       options.learningRate = learningRate;
       options.polishEvaluations = polish;
       options.rebalance = rebalance;
+      options.capRefinement = capRefinement;
       options.seed = seed;
       options.timeBudgetSeconds = timeBudget;
       result = planner::placeRL(problem, options);

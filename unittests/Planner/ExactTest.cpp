@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 
 using namespace heterps::planner;
@@ -144,6 +145,104 @@ TEST(Exact, CheapestOverPlacementsAndReplicaCounts) {
     }
   }
   EXPECT_GT(feasible, 30);
+}
+
+/// Calls `visit(price, time)` for every replica vector of `placement`
+/// within the limits that meets the floor: its price per second and its
+/// largest stage time.
+template <typename Visit>
+void forEachProvisioning(const Instance &in, const Placement &placement,
+                         Visit visit) {
+  int64_t batch = in.spec.job.batchSize;
+  std::vector<Stage> stages = formStages(placement);
+  for (Stage &s : stages)
+    s.replicas = 1;
+  while (true) {
+    std::vector<int64_t> used(in.spec.deviceTypes.size(), 0);
+    double price = 0, time = 0;
+    for (const Stage &s : stages) {
+      used[s.deviceType] += s.replicas;
+      price += in.spec.deviceTypes[s.deviceType].pricePerSecond() *
+               static_cast<double>(s.replicas);
+      time = std::max(time, stageTimes(in.layers, s, batch, s.replicas).et());
+    }
+    bool fits = static_cast<double>(batch) / time >= in.limit;
+    for (size_t t = 0; t < used.size(); ++t)
+      fits &= used[t] <= in.spec.deviceTypes[t].maxCount;
+    if (fits)
+      visit(price, time);
+    size_t i = 0;
+    for (; i < stages.size(); ++i) {
+      if (stages[i].replicas <
+          in.spec.deviceTypes[stages[i].deviceType].maxCount) {
+        ++stages[i].replicas;
+        break;
+      }
+      stages[i].replicas = 1;
+    }
+    if (i == stages.size())
+      return;
+  }
+}
+
+/// The least price per second of `placement`'s provisionings whose stages
+/// all fit under `cap`; infinity when none does.
+double leastPriceUnder(const Instance &in, const Placement &placement,
+                       double cap) {
+  double least = std::numeric_limits<double>::infinity();
+  forEachProvisioning(in, placement, [&](double price, double time) {
+    if (time <= cap)
+      least = std::min(least, price);
+  });
+  return least;
+}
+
+TEST(Exact, CheapestUnderCapAgainstEnumeration) {
+  // The exact search's inner step, which rl's refinement calls on its own:
+  // the least price of any plan whose stages all fit under the cap.
+  std::mt19937_64 rng(21);
+  int found = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    Instance in = randomInstance(rng, 1 + trial % 4, 2 + trial % 2);
+    size_t n = in.layers.size(), types = in.spec.deviceTypes.size();
+    std::vector<Placement> placements;
+    std::vector<double> times; // of every provisioning
+    for (Placement p(n, 0);;) {
+      placements.push_back(p);
+      forEachProvisioning(in, p,
+                          [&](double, double time) { times.push_back(time); });
+      size_t digit = 0;
+      while (digit < n && ++p[digit] == types)
+        p[digit++] = 0;
+      if (digit == n)
+        break;
+    }
+    PlacementProblem problem(in.spec, in.layers, in.limit);
+    CheapestUnderCap solver(problem);
+    // Caps at the plans' times (where the least price changes; a hair
+    // above, as the solver sums a run's times in another order) and below.
+    std::vector<double> caps;
+    for (size_t i = 0; i < times.size(); i += 1 + times.size() / 6) {
+      caps.push_back(times[i] * (1 + 1e-9));
+      caps.push_back(times[i] * 0.97);
+    }
+    for (double cap : caps) {
+      double least = std::numeric_limits<double>::infinity();
+      for (const Placement &p : placements)
+        least = std::min(least, leastPriceUnder(in, p, cap));
+      std::string what =
+          "trial " + std::to_string(trial) + ", cap " + std::to_string(cap);
+      std::optional<Placement> plan = solver.solve(cap, least * 2 + 1);
+      ASSERT_EQ(plan.has_value(), !std::isinf(least)) << what;
+      if (!plan)
+        continue;
+      ++found;
+      EXPECT_NEAR(leastPriceUnder(in, *plan, cap), least, 1e-9 * least) << what;
+      // Nothing is returned above the price asked for.
+      EXPECT_FALSE(solver.solve(cap, least * (1 - 1e-6)).has_value()) << what;
+    }
+  }
+  EXPECT_GT(found, 100);
 }
 
 TEST(Exact, CostNeverFallsAsTheFloorRises) {

@@ -35,6 +35,9 @@
 #include "heterps/Planner/Placement.h"
 
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
 
 namespace heterps::planner {
 
@@ -55,6 +58,29 @@ struct ExactStats {
 /// the first found. `stats`, when given, receives the search's figures.
 SearchResult placeExact(const PlacementProblem &problem,
                         ExactStats *stats = nullptr);
+
+class RunTable;
+
+/// The exact search's inner step on its own: the cheapest plan whose stages
+/// all have batch times at most a cap (each stage with the fewest replicas
+/// that meet the floor and the cap) and that keeps the max_count limits.
+/// placeRL refines its best plans with it (RLPlacer.h).
+class CheapestUnderCap {
+public:
+  explicit CheapestUnderCap(const PlacementProblem &problem);
+  ~CheapestUnderCap();
+
+  /// The plan, or nullopt when none fits under `cap` with a price per
+  /// second of at most `maxPrice`.
+  std::optional<Placement> solve(double cap, double maxPrice);
+
+private:
+  const PlacementProblem &problem_;
+  std::unique_ptr<RunTable> runs_;
+  /// Types whose limits the DP has had to track: kept across calls, as
+  /// nearby caps break the same limits.
+  std::vector<size_t> tracked_;
+};
 
 } // namespace heterps::planner
 

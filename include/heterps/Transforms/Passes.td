@@ -120,6 +120,10 @@ def Place : Pass<"hps-place", "::mlir::ModuleOp"> {
            "rl: refine each new best polished plan over its sequence of "
            "stage types (exact stage boundaries per sequence, descent over "
            "sequences one stage added, removed or split away)">,
+    Option<"capRefinement", "cap-refinement", "bool", /*default=*/"true",
+           "rl: first move each new best polished plan to the cheapest plan "
+           "(any types and stages, limits kept) whose stages fit under its "
+           "largest stage time or a multiple of it, while one is better">,
     Option<"timeBudget", "time-budget", "double", /*default=*/"10",
            "rl, tapp: stop after this many seconds">,
     Option<"tappPlans", "tapp-plans", "int64_t", /*default=*/"200",
