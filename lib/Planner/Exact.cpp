@@ -657,10 +657,18 @@ SearchResult heterps::planner::placeExact(const PlacementProblem &problem,
     } else {
       if (!r.at) {
         auto probe = std::make_shared<Probe>();
-        double nextCap = kInf;
-        probe->rest =
-            leastRestPrice(problem, visitor(runs, m, nextCap), prices);
-        probe->rest.nextCap = nextCap;
+        if (stats.tracked > 0) {
+          // Once a limit has bound, most probes come back to track one:
+          // gather the runs under the cap for all their passes now.
+          probe->runs.emplace(runs, m);
+          probe->rest = leastRestPrice(problem, visitor(*probe->runs), prices);
+          probe->rest.nextCap = probe->runs->nextCap();
+        } else {
+          double nextCap = kInf;
+          probe->rest =
+              leastRestPrice(problem, visitor(runs, m, nextCap), prices);
+          probe->rest.nextCap = nextCap;
+        }
         leastPrices[m] = probe->rest.whole;
         r.at = std::move(probe);
       }
