@@ -994,8 +994,9 @@ void Trainer::refineCaps(Placement &plan, PlacementEval &eval) {
         break;
       }
     }
-    // The steps just below E: each the cheapest plan under the last one's
-    // E, dearer and faster, while one could still win.
+    // The steps of P*(cap) just below E, which the multiples can step over:
+    // each the cheapest plan under the last one's E (dearer and faster; at
+    // most kStairPrice times this plan's price), up to kStairSteps of them.
     int steps = 0;
     for (double cap = e; !improved;) {
       cap = std::nextafter(cap, 0.0);

@@ -292,17 +292,17 @@ const MeasuredPlan *Searcher::measure(const Placement &plan, bool &isNew) {
   if (!failure.empty()) {
     // Skipped, scored as missing the floor entirely: one plan the runtime
     // cannot run (out of memory, say) says nothing about the others.
-    auto [it, inserted] = failures_.try_emplace(plan);
-    it->second.placement = plan;
-    it->second.stages = modelled.stages;
-    it->second.eval.stages = modelled.stages;
-    it->second.eval.shortfall = 1;
+    MeasuredPlan &skipped = failures_[plan];
+    skipped.placement = plan;
+    skipped.stages = modelled.stages;
+    skipped.eval.stages = modelled.stages;
+    skipped.eval.shortfall = 1;
     result_.failed.push_back(
         {plan, modelled.stages,
          llvm::formatv("{0}: measuring {1}: {2}", oracle_.name(),
                        describe(problem_.spec(), modelled.stages), failure)});
     isNew = true;
-    return &it->second;
+    return &skipped;
   }
   MeasuredPlan m;
   m.placement = plan;
