@@ -972,6 +972,15 @@ void Trainer::refineCaps(Placement &plan, PlacementEval &eval) {
                                  2.0, 3.0,  0.98, 0.95, 0.9, 0.8, 0.65, 0.5};
   constexpr int kMaxMoves = 32, kStairSteps = 8;
   constexpr double kStairPrice = 2;
+  // Evaluates `found`; true (and it replaces the plan) when it is better.
+  auto adopt = [&](Placement &found, const PlacementEval *&next) {
+    next = &search_.evaluate(found);
+    if (!next->betterThan(eval))
+      return false;
+    plan = std::move(found);
+    eval = *next;
+    return true;
+  };
   for (int move = 0; move < kMaxMoves && !search_.timeUp(); ++move) {
     double price = 0;
     for (const Stage &s : eval.stages)
@@ -984,15 +993,9 @@ void Trainer::refineCaps(Placement &plan, PlacementEval &eval) {
       // A plan under the cap beats this one only with P·cap below P·E.
       std::optional<Placement> found =
           capSolver_->solve(cap, price * std::max(1.0, 1 / factor));
-      if (!found)
-        continue;
-      const PlacementEval &next = search_.evaluate(*found);
-      if (next.betterThan(eval)) {
-        plan = std::move(*found);
-        eval = next;
-        improved = true;
+      const PlacementEval *next;
+      if (found && (improved = adopt(*found, next)))
         break;
-      }
     }
     // The steps of P*(cap) just below E, which the multiples can step over:
     // each the cheapest plan under the last one's E (dearer and faster; at
@@ -1002,18 +1005,11 @@ void Trainer::refineCaps(Placement &plan, PlacementEval &eval) {
       cap = std::nextafter(cap, 0.0);
       std::optional<Placement> found =
           capSolver_->solve(cap, price * kStairPrice);
-      if (!found)
+      const PlacementEval *next;
+      if (!found || (improved = adopt(*found, next)) || !next->feasible ||
+          ++steps == kStairSteps)
         break;
-      const PlacementEval &next = search_.evaluate(*found);
-      if (next.betterThan(eval)) {
-        plan = std::move(*found);
-        eval = next;
-        improved = true;
-      } else if (!next.feasible || ++steps == kStairSteps) {
-        break;
-      } else {
-        cap = std::min(cap, spec.job.batchSize / next.throughput);
-      }
+      cap = std::min(cap, spec.job.batchSize / next->throughput);
     }
     if (!improved)
       return;

@@ -79,17 +79,11 @@ TEST(Exact, NoFloorStillMinimisesPriceTimesBatchTime) {
 
 /// The least cost over every placement and every replica count per stage.
 double cheapestOverall(const Instance &in) {
-  size_t n = in.layers.size(), types = in.spec.deviceTypes.size();
   double best = std::numeric_limits<double>::infinity();
-  Placement current(n, 0);
-  while (true) {
-    best = std::min(best, cheapestByEnumeration(in, current));
-    size_t digit = 0;
-    while (digit < n && ++current[digit] == types)
-      current[digit++] = 0;
-    if (digit == n)
-      return best;
-  }
+  forEachPlacement(in, [&](const Placement &p) {
+    best = std::min(best, cheapestByEnumeration(in, p));
+  });
+  return best;
 }
 
 TEST(Exact, ProvisionGivesTheCheapestReplicaCounts) {
@@ -154,35 +148,16 @@ template <typename Visit>
 void forEachProvisioning(const Instance &in, const Placement &placement,
                          Visit visit) {
   int64_t batch = in.spec.job.batchSize;
-  std::vector<Stage> stages = formStages(placement);
-  for (Stage &s : stages)
-    s.replicas = 1;
-  while (true) {
-    std::vector<int64_t> used(in.spec.deviceTypes.size(), 0);
+  forEachReplicaVector(in, placement, [&](const std::vector<Stage> &stages) {
     double price = 0, time = 0;
     for (const Stage &s : stages) {
-      used[s.deviceType] += s.replicas;
       price += in.spec.deviceTypes[s.deviceType].pricePerSecond() *
                static_cast<double>(s.replicas);
       time = std::max(time, stageTimes(in.layers, s, batch, s.replicas).et());
     }
-    bool fits = static_cast<double>(batch) / time >= in.limit;
-    for (size_t t = 0; t < used.size(); ++t)
-      fits &= used[t] <= in.spec.deviceTypes[t].maxCount;
-    if (fits)
+    if (static_cast<double>(batch) / time >= in.limit)
       visit(price, time);
-    size_t i = 0;
-    for (; i < stages.size(); ++i) {
-      if (stages[i].replicas <
-          in.spec.deviceTypes[stages[i].deviceType].maxCount) {
-        ++stages[i].replicas;
-        break;
-      }
-      stages[i].replicas = 1;
-    }
-    if (i == stages.size())
-      return;
-  }
+  });
 }
 
 /// The least price per second of `placement`'s provisionings whose stages
@@ -204,19 +179,13 @@ TEST(Exact, CheapestUnderCapAgainstEnumeration) {
   int found = 0;
   for (int trial = 0; trial < 40; ++trial) {
     Instance in = randomInstance(rng, 1 + trial % 4, 2 + trial % 2);
-    size_t n = in.layers.size(), types = in.spec.deviceTypes.size();
     std::vector<Placement> placements;
     std::vector<double> times; // of every provisioning
-    for (Placement p(n, 0);;) {
+    forEachPlacement(in, [&](const Placement &p) {
       placements.push_back(p);
       forEachProvisioning(in, p,
                           [&](double, double time) { times.push_back(time); });
-      size_t digit = 0;
-      while (digit < n && ++p[digit] == types)
-        p[digit++] = 0;
-      if (digit == n)
-        break;
-    }
+    });
     PlacementProblem problem(in.spec, in.layers, in.limit);
     CheapestUnderCap solver(problem);
     // Caps at the plans' times (where the least price changes; a hair

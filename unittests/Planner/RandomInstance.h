@@ -63,13 +63,12 @@ inline Instance randomInstance(std::mt19937_64 &rng, size_t layers,
   return in;
 }
 
-/// The cheapest job cost of `placement` over every replica count per stage
-/// (1..max_count) that meets the floor within the max_count sums, by
-/// enumeration; infinity when none does. Independent of provision().
-inline double cheapestByEnumeration(const Instance &in,
-                                    const Placement &placement) {
+/// Calls `visit(stages)` for every replica count per stage of `placement`
+/// (1..max_count) whose sums per type keep the max_count limits.
+template <typename Visit>
+void forEachReplicaVector(const Instance &in, const Placement &placement,
+                          Visit visit) {
   std::vector<Stage> stages = formStages(placement);
-  double best = std::numeric_limits<double>::infinity();
   for (Stage &s : stages)
     s.replicas = 1;
   while (true) {
@@ -79,11 +78,8 @@ inline double cheapestByEnumeration(const Instance &in,
     bool withinLimits = true;
     for (size_t t = 0; t < used.size(); ++t)
       withinLimits &= used[t] <= in.spec.deviceTypes[t].maxCount;
-    if (withinLimits) {
-      PlanFigures f = evaluatePlan(in.spec, in.layers, stages);
-      if (f.throughput >= in.limit)
-        best = std::min(best, f.cost);
-    }
+    if (withinLimits)
+      visit(static_cast<const std::vector<Stage> &>(stages));
     // Next replica vector, counting in mixed radix.
     size_t i = 0;
     for (; i < stages.size(); ++i) {
@@ -95,8 +91,36 @@ inline double cheapestByEnumeration(const Instance &in,
       stages[i].replicas = 1;
     }
     if (i == stages.size())
-      return best;
+      return;
   }
+}
+
+/// Calls `visit(placement)` for each of the T^n placements of `in`.
+template <typename Visit>
+void forEachPlacement(const Instance &in, Visit visit) {
+  size_t n = in.layers.size(), types = in.spec.deviceTypes.size();
+  for (Placement current(n, 0);;) {
+    visit(static_cast<const Placement &>(current));
+    size_t digit = 0;
+    while (digit < n && ++current[digit] == types)
+      current[digit++] = 0;
+    if (digit == n)
+      return;
+  }
+}
+
+/// The cheapest job cost of `placement` over every replica count per stage
+/// (1..max_count) that meets the floor within the max_count sums, by
+/// enumeration; infinity when none does. Independent of provision().
+inline double cheapestByEnumeration(const Instance &in,
+                                    const Placement &placement) {
+  double best = std::numeric_limits<double>::infinity();
+  forEachReplicaVector(in, placement, [&](const std::vector<Stage> &stages) {
+    PlanFigures f = evaluatePlan(in.spec, in.layers, stages);
+    if (f.throughput >= in.limit)
+      best = std::min(best, f.cost);
+  });
+  return best;
 }
 
 } // namespace heterps::planner::testutil
