@@ -10,6 +10,7 @@
 #include "heterps/Planner/RLPolicy.h"
 #include "heterps/Planner/Rebalance.h"
 
+#include "Elites.h"
 #include "PlanReward.h"
 
 #include <algorithm>
@@ -753,32 +754,6 @@ private:
   bool started_ = false;
 };
 
-/// The best distinct plans seen, with their rewards, best first.
-class Elites {
-public:
-  explicit Elites(size_t capacity) : capacity_(capacity) {}
-  void offer(const Placement &plan, double reward) {
-    if (capacity_ == 0 ||
-        (plans_.size() == capacity_ && reward <= plans_.back().first))
-      return;
-    for (const auto &e : plans_)
-      if (e.first == reward && e.second == plan)
-        return;
-    auto at = std::find_if(plans_.begin(), plans_.end(),
-                           [&](const auto &e) { return e.first < reward; });
-    plans_.insert(at, {reward, plan});
-    if (plans_.size() > capacity_)
-      plans_.pop_back();
-  }
-  const std::vector<std::pair<double, Placement>> &plans() const {
-    return plans_;
-  }
-
-private:
-  size_t capacity_;
-  std::vector<std::pair<double, Placement>> plans_;
-};
-
 /// A random plan for pre-training: a quarter of the time every layer gets a
 /// uniformly random type; otherwise 1 to min(N, 4T) stages of random types
 /// between random cut points.
@@ -852,7 +827,7 @@ private:
   std::mt19937_64 rng_;
   PlanReward reward_;
   Policy policy_;
-  Elites elites_;
+  Elites<Placement> elites_;
   PlanState tracker_;
   StageRebalancer rebalancer_;
   /// Built on first use (its run table is the costly part).

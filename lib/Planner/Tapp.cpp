@@ -7,6 +7,7 @@
 #include "heterps/Planner/Tapp.h"
 #include "heterps/Planner/TappNetworks.h"
 
+#include "Elites.h"
 #include "PlanReward.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -139,31 +140,6 @@ double excessShare(const ClusterSpec &spec, const std::vector<Stage> &stages) {
                    : 0.0;
 }
 
-/// The best distinct plans measured, as the networks chose them, with their
-/// rewards, best first.
-class Elites {
-public:
-  explicit Elites(size_t capacity) : capacity_(capacity) {}
-  /// `s` must be a plan not offered before.
-  void offer(const tapp::Sample &s, double reward) {
-    if (capacity_ == 0 ||
-        (plans_.size() == capacity_ && reward <= plans_.back().first))
-      return;
-    auto at = std::find_if(plans_.begin(), plans_.end(),
-                           [&](const auto &e) { return e.first < reward; });
-    plans_.insert(at, {reward, s});
-    if (plans_.size() > capacity_)
-      plans_.pop_back();
-  }
-  const std::vector<std::pair<double, tapp::Sample>> &plans() const {
-    return plans_;
-  }
-
-private:
-  size_t capacity_;
-  std::vector<std::pair<double, tapp::Sample>> plans_;
-};
-
 /// "gpu x2 (layers 0-3), cpu x1 (layers 4-7)", for error messages.
 std::string describe(const ClusterSpec &spec,
                      const std::vector<Stage> &stages) {
@@ -216,7 +192,7 @@ private:
     return reward_(
         eval, eval.feasible ? 0 : excessShare(problem_.spec(), eval.stages));
   }
-  Elites elites_;
+  Elites<tapp::Sample> elites_;
   /// Moving average of the rewards and of their squared deviations from it.
   double baseline_ = 0, spread_ = 1;
   bool hasBaseline_ = false;

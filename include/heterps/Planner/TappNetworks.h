@@ -139,6 +139,9 @@ struct Sample {
   std::vector<size_t> typeOfGroup;  // G values; those of empty groups unused
   /// The device type of every layer: typeOfGroup[groupOfLayer[i]].
   Placement placement() const;
+  bool operator==(const Sample &o) const {
+    return groupOfLayer == o.groupOfLayer && typeOfGroup == o.typeOfGroup;
+  }
 };
 
 /// What the forward passes keep for the backward pass.
