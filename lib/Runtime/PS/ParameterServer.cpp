@@ -191,9 +191,11 @@ llvm::Error ParameterServer::addShard(TableInfo info, int shard,
     it->second->sparse.resize(info.kind() == SPARSE ? opts.numShards : 0);
   }
   Table &table = *it->second;
-  bool taken = info.kind() == DENSE ? table.dense[shard] != nullptr
-                                    : table.sparse[shard] != nullptr;
-  if (table.info.SerializeAsString() != info.SerializeAsString() || taken)
+  // The description is compared first: a table of the other kind has no
+  // shard slots of this kind to look at.
+  if (table.info.SerializeAsString() != info.SerializeAsString() ||
+      (info.kind() == DENSE ? table.dense[shard] != nullptr
+                            : table.sparse[shard] != nullptr))
     return psError("the parameter server already has a table '" + name + "'");
   if (info.kind() == DENSE) {
     Tensor slice(DType::F32, {static_cast<int64_t>(values.size())});

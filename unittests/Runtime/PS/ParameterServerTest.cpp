@@ -510,6 +510,16 @@ TEST(ParameterServer, AShardOfAJobRefusesWhatIsNotItsOwn) {
   sparse.mutable_add()->mutable_info()->set_rows(10);
   sparse.mutable_add()->mutable_info()->set_dim(1);
   ASSERT_EQ(handled(*server, sparse), "");
+  // A name taken by a table of the other kind (a fuzz finding: the shard
+  // slots of the other kind were looked at before the kinds were compared).
+  Request dense = add;
+  dense.set_shard(1);
+  dense.mutable_add()->mutable_info()->set_name("e");
+  EXPECT_EQ(handled(*server, dense),
+            "the parameter server already has a table 'e'");
+  sparse.mutable_add()->mutable_info()->set_name("w");
+  EXPECT_EQ(handled(*server, sparse),
+            "the parameter server already has a table 'w'");
   Request restore;
   restore.set_shard(1);
   restore.mutable_restore()->set_table("e");
