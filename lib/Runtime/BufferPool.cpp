@@ -12,11 +12,14 @@ using namespace heterps::runtime;
 
 BufferPool &BufferPool::global() {
   // Never destroyed: tensors in static storage may outlive it otherwise.
-  static BufferPool *pool = new BufferPool();
+  static BufferPool *pool =
+      new BufferPool(size_t(2) << 30, /*followPeak=*/true);
   return *pool;
 }
 
-BufferPool::BufferPool(size_t capacity) : capacity_(capacity) {}
+BufferPool::BufferPool(size_t capacity, bool followPeak)
+    : capacity_(capacity), peakLimit_(followPeak ? memoryLimitBytes() / 2 : 0) {
+}
 
 BufferPool::~BufferPool() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -55,6 +58,8 @@ std::shared_ptr<uint8_t> BufferPool::allocate(size_t bytes) {
       }
     if (!buffer)
       ++stats_.misses;
+    stats_.inUseBytes += size;
+    stats_.peakInUseBytes = std::max(stats_.peakInUseBytes, stats_.inUseBytes);
   }
   if (!buffer)
     buffer = alignedAlloc(rounded);
@@ -65,7 +70,10 @@ std::shared_ptr<uint8_t> BufferPool::allocate(size_t bytes) {
 void BufferPool::release(uint8_t *buffer, size_t bytes) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (stats_.cachedBytes + bytes <= capacity_) {
+    stats_.inUseBytes -= bytes;
+    size_t keep = std::max(capacity_,
+                           std::min<size_t>(stats_.peakInUseBytes, peakLimit_));
+    if (stats_.cachedBytes + bytes <= keep) {
       free_.push_back({buffer, bytes});
       stats_.cachedBytes += bytes;
       return;
@@ -87,6 +95,7 @@ void BufferPool::evict(size_t keep) {
 void BufferPool::setCapacity(size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   capacity_ = bytes;
+  peakLimit_ = 0;
   evict(bytes);
 }
 

@@ -83,6 +83,28 @@ TEST(BufferPool, KeepsNoMoreThanItsCapacity) {
   EXPECT_EQ(pool.stats().cachedBytes, 0u);
 }
 
+// What a training step frees, the next one allocates again: a pool that
+// follows its peak keeps all of it, beyond its capacity.
+TEST(BufferPool, KeepsWhatItHadInUseAtOnceWhenFollowingThePeak) {
+  BufferPool pool(kLarge, /*followPeak=*/true);
+  {
+    auto a = pool.allocate(kLarge), b = pool.allocate(kLarge),
+         c = pool.allocate(kLarge);
+    EXPECT_EQ(pool.stats().inUseBytes, 3 * kLarge);
+  }
+  EXPECT_EQ(pool.stats().peakInUseBytes, 3 * kLarge);
+  EXPECT_EQ(pool.stats().cachedBytes, 3 * kLarge);
+  {
+    auto a = pool.allocate(kLarge), b = pool.allocate(kLarge),
+         c = pool.allocate(kLarge);
+    EXPECT_EQ(pool.stats().hits, 3);
+  }
+  pool.setCapacity(kLarge);
+  EXPECT_EQ(pool.stats().cachedBytes, kLarge);
+  { auto a = pool.allocate(kLarge), b = pool.allocate(kLarge); }
+  EXPECT_EQ(pool.stats().cachedBytes, kLarge);
+}
+
 TEST(BufferPool, ConcurrentAllocationsAreDistinct) {
   BufferPool pool;
   std::vector<std::thread> threads;

@@ -15,7 +15,11 @@
 //
 // Buffers are 64-byte aligned. At most capacity() bytes are kept free (a
 // buffer freed beyond it goes back to the C library), so a process that
-// changes shapes does not hoard memory without bound. Thread-safe.
+// changes shapes does not hoard memory without bound. The global pool keeps
+// more when the process has held more at once (up to half the memory
+// limit): a training step frees its activations and allocates them again
+// in the next step, and with 2 GiB kept EfficientNet-B0 at batch 32 spent
+// 30% of its step zero-filling fresh pages. Thread-safe.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,12 +46,18 @@ public:
   struct Stats {
     int64_t hits = 0, misses = 0;
     size_t cachedBytes = 0;
+    /// Pooled buffers handed out and not yet freed, now and at most.
+    size_t inUseBytes = 0, peakInUseBytes = 0;
   };
 
   /// The process-wide pool that Tensor allocates from.
   static BufferPool &global();
 
-  explicit BufferPool(size_t capacity = size_t(2) << 30);
+  /// A pool keeping at most `capacity` bytes free or, when `followPeak`,
+  /// as many as the most it has had in use at once, if more (at most half
+  /// of memoryLimitBytes()).
+  explicit BufferPool(size_t capacity = size_t(2) << 30,
+                      bool followPeak = false);
   ~BufferPool();
   BufferPool(const BufferPool &) = delete;
   BufferPool &operator=(const BufferPool &) = delete;
@@ -58,7 +68,8 @@ public:
   std::shared_ptr<uint8_t> allocate(size_t bytes);
 
   size_t capacity() const { return capacity_; }
-  /// Sets the most free bytes kept; frees cached buffers beyond it.
+  /// Sets the most free bytes kept, peak or not; frees cached buffers
+  /// beyond it.
   void setCapacity(size_t bytes);
   /// Frees every cached buffer.
   void trim();
@@ -72,6 +83,8 @@ private:
 
   mutable std::mutex mutex_;
   size_t capacity_;
+  /// The most bytes kept following the peak (0: capacity_ only).
+  size_t peakLimit_;
   Stats stats_;
   /// Free buffers and their sizes, the most recently freed last.
   std::vector<std::pair<uint8_t *, size_t>> free_;

@@ -177,6 +177,28 @@ TEST(GradCheck, ConvGroupedDilatedNoBias) {
                 .ints("pads", {2, 2, 2, 2}));
 }
 
+// Depthwise windows whose weight gradient oneDNN 2.6 leaves to its gemm
+// fallback (5x5, dilated 3x3), computed by DepthwiseWeightGrad.h in the
+// forward's channel-blocked layout; 20 channels pad the last block.
+TEST(GradCheck, DepthwiseConvWeights) {
+  gradCheck(
+      "Conv",
+      {random({2, 20, 9, 9}, 63), random({20, 1, 5, 5}, 64), random({20}, 65)},
+      {0, 1, 2},
+      Attrs()
+          .i("group", 20)
+          .ints("pads", {2, 2, 2, 2})
+          .ints("strides", {2, 2}));
+  gradCheck("Conv", {random({2, 24, 8, 7}, 66), random({24, 1, 3, 3}, 67)},
+            {0, 1},
+            Attrs()
+                .i("group", 24)
+                .ints("dilations", {2, 2})
+                .ints("pads", {2, 1, 2, 1}));
+  gradCheck("Conv", {random({1, 8, 6, 6}, 68), random({8, 1, 5, 5}, 69)}, {1},
+            Attrs().i("group", 8).ints("pads", {1, 2, 3, 2}));
+}
+
 TEST(GradCheck, Activations) {
   for (const char *type : {"Relu", "LeakyRelu", "Elu", "Sigmoid", "Tanh"})
     gradCheck(type, {awayFromZero({2, 3, 4, 4}, 6)}, {0});
@@ -252,7 +274,23 @@ TEST(GradCheck, BroadcastingBinaryOps) {
   for (const char *type : {"Add", "Sub", "Mul"}) {
     gradCheck(type, {random({2, 3, 4, 4}, 20), random({3, 1, 1}, 21)}, {0, 1});
     gradCheck(type, {random({2, 3, 4}, 22), random({2, 3, 4}, 23)}, {0, 1});
+    gradCheck(type, {random({2, 3, 1, 1}, 24), random({2, 3, 4, 4}, 25)},
+              {0, 1});
   }
+}
+
+// Over 32768 elements, so that the loops run in parallel, in the patterns
+// models have: a bias over the last axis, a per-channel scale (squeeze-
+// excitation), broadcasts on both sides, and one along a middle axis.
+TEST(GradCheck, BroadcastingBinaryOpsInParallel) {
+  std::pair<Shape, Shape> shapes[] = {{{8, 64, 96}, {96}},
+                                      {{2, 16, 40, 40}, {2, 16, 1, 1}},
+                                      {{4, 1, 96}, {1, 128, 1}},
+                                      {{16, 40, 64}, {16, 1, 64}}};
+  for (const char *type : {"Add", "Sub", "Mul", "Div"})
+    for (auto &[a, b] : shapes)
+      gradCheck(type, {random(a, 80), random(b, 81, 0.5f, 2.f)}, {0, 1},
+                Attrs(), 1e-2f, /*threads=*/2);
 }
 
 TEST(GradCheck, Views) {
@@ -309,6 +347,115 @@ TEST(ConcatGrad, SlicesBlockedGradients) {
             ASSERT_EQ(plain.data<float>()[(n * channels + c) * 9 + k],
                       r.data<float>()[(n * 48 + first + c) * 9 + k])
                 << "input " << i << " n " << n << " c " << c;
+    }
+  }
+}
+
+// A value per channel (squeeze-excitation's scale) on an activation in a
+// channel-blocked layout, 20 channels so that the last block is padded:
+// the op and its gradients run in that layout, against plain loops here.
+TEST(BinaryGrad, ChannelBroadcastInBlockedLayouts) {
+  std::unique_ptr<TrainBackend> own = cpuTrainBackend();
+  TrainBackend &backend = *own;
+  backend.enterThread();
+  auto ctx = std::make_shared<cpu::CPUContext>();
+  using cpu::memory;
+  using cpu::Tag;
+  const int64_t n = 2, c = 20, hw = 9;
+  Tensor x = random({n, c, 3, 3}, 73), g = random({n, c, 3, 3}, 74);
+  for (Tag tag : {Tag::aBcd16b, Tag::aBcd8b})
+    for (bool perItem : {true, false})
+      for (const char *type : {"Mul", "Div", "Sub"}) {
+        bool scaleFirst = std::string(type) == "Sub";
+        SCOPED_TRACE(std::string(type) + (perItem ? " per item" : "") +
+                     (tag == Tag::aBcd16b ? " by 16" : " by 8"));
+        Shape sShape = perItem ? Shape{n, c, 1, 1} : Shape{c, 1, 1};
+        Tensor s = random(sShape, 75, 0.5f, 2.f);
+        memory::desc md(cpu::toDims(x.shape()), memory::data_type::f32, tag);
+        Tensor bx = cpu::reorderTo(x, md, ctx);
+        std::vector<Tensor> inputs = {bx, s};
+        if (scaleFirst)
+          std::swap(inputs[0], inputs[1]);
+        plan::Op op = makeOp(type, 2, inputs, Attrs());
+        OpInfo info(op, {nullptr, nullptr});
+        auto kernel = backend.createKernel(info, 0);
+        ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+        std::vector<const Tensor *> args = {&inputs[0], &inputs[1]};
+        Tensor y;
+        ASSERT_FALSE(bool((*kernel)->forward(args, y)));
+        EXPECT_TRUE(y.sameLayout(bx));
+        std::vector<Tensor> grads(2);
+        ASSERT_FALSE(bool((*kernel)->backward(
+            args, y, cpu::reorderTo(g, md, ctx), {true, true}, grads)));
+        int xi = scaleFirst ? 1 : 0;
+        EXPECT_TRUE(grads[xi].sameLayout(bx));
+        Tensor out = llvm::cantFail(y.toPlain()),
+               dx = llvm::cantFail(grads[xi].toPlain()), ds = grads[1 - xi];
+        ASSERT_EQ(ds.shape(), sShape);
+        std::vector<double> wantDs(ds.numElements(), 0.0);
+        for (int64_t i = 0; i < x.numElements(); ++i) {
+          int64_t ch = i / hw % c, si = perItem ? i / hw : ch;
+          float xv = x.data<float>()[i], sv = s.data<float>()[si],
+                gv = g.data<float>()[i];
+          float want, wantDx;
+          double part;
+          if (std::string(type) == "Mul") {
+            want = xv * sv, wantDx = gv * sv, part = double(gv) * xv;
+          } else if (std::string(type) == "Div") {
+            want = xv / sv, wantDx = gv / sv,
+            part = -double(gv) * xv / (double(sv) * sv);
+          } else {
+            want = sv - xv, wantDx = -gv, part = gv;
+          }
+          wantDs[si] += part;
+          ASSERT_NEAR(out.data<float>()[i], want, 1e-6f) << i;
+          ASSERT_NEAR(dx.data<float>()[i], wantDx, 1e-6f) << i;
+        }
+        for (int64_t i = 0; i < ds.numElements(); ++i)
+          EXPECT_NEAR(ds.data<float>()[i], wantDs[i], 1e-4) << i;
+      }
+}
+
+// SiLU's x * sigmoid(x) and Div on same-shape operands, the first one
+// channel-blocked: the gradients stay in its layout, padding 0.
+TEST(BinaryGrad, SameShapeInABlockedLayout) {
+  std::unique_ptr<TrainBackend> own = cpuTrainBackend();
+  TrainBackend &backend = *own;
+  backend.enterThread();
+  auto ctx = std::make_shared<cpu::CPUContext>();
+  using cpu::memory;
+  Tensor x = random({2, 20, 3, 3}, 76), y = random({2, 20, 3, 3}, 77, 0.5f),
+         g = random({2, 20, 3, 3}, 78);
+  memory::desc md(cpu::toDims(x.shape()), memory::data_type::f32,
+                  cpu::Tag::aBcd16b);
+  Tensor bx = cpu::reorderTo(x, md, ctx);
+  for (const char *type : {"Mul", "Div"}) {
+    SCOPED_TRACE(type);
+    bool mul = std::string(type) == "Mul";
+    std::vector<Tensor> inputs = {bx, y};
+    plan::Op op = makeOp(type, 2, inputs, Attrs());
+    OpInfo info(op, {nullptr, nullptr});
+    auto kernel = llvm::cantFail(backend.createKernel(info, 0));
+    std::vector<const Tensor *> args = {&inputs[0], &inputs[1]};
+    Tensor out;
+    ASSERT_FALSE(bool(kernel->forward(args, out)));
+    std::vector<Tensor> grads(2);
+    ASSERT_FALSE(bool(kernel->backward(args, out, g, {true, true}, grads)));
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_TRUE(grads[i].sameLayout(bx)) << i;
+      // The last block holds channels 16-19 in lanes 0-3 of 16.
+      const float *raw = grads[i].data<float>();
+      for (int64_t k = 0; k < 2 * 2 * 9 * 16; ++k)
+        if (k / (9 * 16) % 2 == 1 && k % 16 >= 4)
+          ASSERT_EQ(raw[k], 0.f) << "padding at " << k;
+      Tensor d = llvm::cantFail(grads[i].toPlain());
+      for (int64_t k = 0; k < x.numElements(); ++k) {
+        float xv = x.data<float>()[k], yv = y.data<float>()[k],
+              gv = g.data<float>()[k];
+        float want = mul ? (i == 0 ? gv * yv : gv * xv)
+                         : (i == 0 ? gv / yv : -gv * xv / (yv * yv));
+        ASSERT_NEAR(d.data<float>()[k], want, 1e-5f) << i << " " << k;
+      }
     }
   }
 }

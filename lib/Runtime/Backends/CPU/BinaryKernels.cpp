@@ -3,130 +3,16 @@
 // Add, Sub, Mul, Div, Max and Min of same-shape operands on oneDNN's binary
 // primitive, in their layout (the second is reordered to the first's).
 // Broadcasts, and Pow and PRelu, are a loop of our own over plain tensors
-// (broadcastLoop), parallel and vectorised.
+// (broadcastBinary, BinaryMath.h), parallel and vectorised; a value per
+// channel (squeeze-excitation) is applied in the other operand's layout.
 //
 //===----------------------------------------------------------------------===//
 
+#include "BinaryMath.h"
 #include "CPUKernels.h"
-
-#include <cmath>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
-
-/// The element-wise functions, inlined into the loops below.
-enum class BinaryOp { Add, Sub, Mul, Div, Max, Min, Pow, PRelu };
-
-template <BinaryOp Op> static inline float apply(float x, float y) {
-  if constexpr (Op == BinaryOp::Add)
-    return x + y;
-  else if constexpr (Op == BinaryOp::Sub)
-    return x - y;
-  else if constexpr (Op == BinaryOp::Mul)
-    return x * y;
-  else if constexpr (Op == BinaryOp::Div)
-    return x / y;
-  else if constexpr (Op == BinaryOp::Max)
-    return std::max(x, y);
-  else if constexpr (Op == BinaryOp::Min)
-    return std::min(x, y);
-  else if constexpr (Op == BinaryOp::Pow)
-    return y == 2.f ? x * x : std::pow(x, y); // variances square
-  else
-    return x < 0 ? y * x : x;
-}
-
-/// out = op(a, b) with numpy broadcasting over plain tensors, at memory
-/// speed: axes along which both operands step alike are merged (a bias over
-/// the last axis of [N, H, W, C] becomes rows of C), then each row is one
-/// loop the compiler vectorises, rows in parallel.
-template <BinaryOp Op>
-static void broadcastLoop(const Tensor &a, const Tensor &b, Tensor &out) {
-  int64_t rank = out.rank(), n = out.numElements();
-  if (n == 0)
-    return;
-  // Element strides of a and b over out's index space (0 on broadcast axes).
-  std::vector<int64_t> sa(rank, 0), sb(rank, 0);
-  auto strides = [&](const Tensor &t, std::vector<int64_t> &s) {
-    int64_t stride = 1;
-    for (int64_t i = t.rank() - 1, j = rank - 1; i >= 0; --i, --j) {
-      s[j] = t.dim(i) == 1 ? 0 : stride;
-      stride *= t.dim(i);
-    }
-  };
-  strides(a, sa);
-  strides(b, sb);
-  // Merged axes, outermost first, without those of size 1.
-  std::vector<int64_t> dims, da, db;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (out.dim(d) == 1)
-      continue;
-    if (!dims.empty() && da.back() == sa[d] * out.dim(d) &&
-        db.back() == sb[d] * out.dim(d)) {
-      dims.back() *= out.dim(d);
-      da.back() = sa[d];
-      db.back() = sb[d];
-      continue;
-    }
-    dims.push_back(out.dim(d));
-    da.push_back(sa[d]);
-    db.push_back(sb[d]);
-  }
-  if (dims.empty()) {
-    dims = {1};
-    da = db = {0};
-  }
-  int64_t cols = dims.back(), rows = n / cols;
-  int64_t ca = da.back(), cb = db.back();
-  const float *pa = a.data<float>(), *pb = b.data<float>();
-  float *po = out.data<float>();
-#pragma omp parallel for schedule(static) if (n > 32768)
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t oa = 0, ob = 0, rest = r;
-    for (int64_t d = static_cast<int64_t>(dims.size()) - 2; d >= 0; --d) {
-      int64_t k = rest % dims[d];
-      rest /= dims[d];
-      oa += k * da[d];
-      ob += k * db[d];
-    }
-    const float *x = pa + oa, *y = pb + ob;
-    float *z = po + r * cols;
-    if (ca && cb)
-      for (int64_t c = 0; c < cols; ++c)
-        z[c] = apply<Op>(x[c], y[c]);
-    else if (ca)
-      for (int64_t c = 0; c < cols; ++c)
-        z[c] = apply<Op>(x[c], y[0]);
-    else if (cb)
-      for (int64_t c = 0; c < cols; ++c)
-        z[c] = apply<Op>(x[0], y[c]);
-    else
-      for (int64_t c = 0; c < cols; ++c)
-        z[c] = apply<Op>(x[0], y[0]);
-  }
-}
-
-static void broadcastLoop(BinaryOp op, const Tensor &a, const Tensor &b,
-                          Tensor &out) {
-  switch (op) {
-  case BinaryOp::Add:
-    return broadcastLoop<BinaryOp::Add>(a, b, out);
-  case BinaryOp::Sub:
-    return broadcastLoop<BinaryOp::Sub>(a, b, out);
-  case BinaryOp::Mul:
-    return broadcastLoop<BinaryOp::Mul>(a, b, out);
-  case BinaryOp::Div:
-    return broadcastLoop<BinaryOp::Div>(a, b, out);
-  case BinaryOp::Max:
-    return broadcastLoop<BinaryOp::Max>(a, b, out);
-  case BinaryOp::Min:
-    return broadcastLoop<BinaryOp::Min>(a, b, out);
-  case BinaryOp::Pow:
-    return broadcastLoop<BinaryOp::Pow>(a, b, out);
-  case BinaryOp::PRelu:
-    return broadcastLoop<BinaryOp::PRelu>(a, b, out);
-  }
-}
 
 namespace {
 
@@ -168,7 +54,7 @@ public:
     if (!shape)
       return shape.takeError();
     Tensor out(DType::F32, *shape);
-    broadcastLoop(op, *inputs[0], *inputs[1], out);
+    broadcastBinary(op, *inputs[0], *inputs[1], out);
     outputs[0] = std::move(out);
     return llvm::Error::success();
   }
@@ -223,8 +109,12 @@ llvm::Error BinaryKernel::run(llvm::ArrayRef<const Tensor *> inputs,
       return entry.takeError();
     BinaryEntry &e = **entry;
     if (!e.primitive) {
+      if (auto form = channelBroadcastOf(a, b)) {
+        outputs[0] = channelBroadcast(op, *form, a, b, ctx);
+        return llvm::Error::success();
+      }
       Tensor out(DType::F32, e.outShape);
-      broadcastLoop(op, plainOf(a, ctx), plainOf(b, ctx), out);
+      broadcastBinary(op, plainOf(a, ctx), plainOf(b, ctx), out);
       outputs[0] = std::move(out);
       return llvm::Error::success();
     }

@@ -4,6 +4,7 @@
 // output shape (Where, comparisons, Expand, integer arithmetic). The output
 // is walked row by row (its last dimension); each operand advances by its
 // own stride there, 0 when it is broadcast, so the inner loop is a plain one.
+// forEachMergedRow does the same in parallel over merged axes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +57,60 @@ void forEachRow(llvm::ArrayRef<int64_t> out,
         offsets[k] -= strides[k][d] * out[d];
       index[d] = 0;
     }
+  }
+}
+
+/// Like forEachRow, in parallel, over longer rows: axes along which every
+/// operand steps alike are merged first (a bias over the last axis of
+/// [N, H, W, C] gives rows of C; a per-channel scale of [N, C, H, W] rows
+/// of H * W), so `steps[k]` is 0 or 1. `row` is called from several
+/// threads at once.
+template <size_t N, typename RowFn>
+void forEachMergedRow(llvm::ArrayRef<int64_t> out,
+                      const std::array<Shape, N> &operandShapes, RowFn row) {
+  int64_t n = numElements(out);
+  if (n == 0)
+    return;
+  std::array<Shape, N> strides, merged;
+  for (size_t k = 0; k < N; ++k)
+    strides[k] = broadcastStrides(operandShapes[k], out);
+  Shape dims; // merged, outermost first, without those of size 1
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out[d] == 1)
+      continue;
+    bool alike = !dims.empty();
+    for (size_t k = 0; k < N && alike; ++k)
+      alike = merged[k].back() == strides[k][d] * out[d];
+    if (!alike) {
+      dims.push_back(out[d]);
+      for (size_t k = 0; k < N; ++k)
+        merged[k].push_back(strides[k][d]);
+      continue;
+    }
+    dims.back() *= out[d];
+    for (size_t k = 0; k < N; ++k)
+      merged[k].back() = strides[k][d];
+  }
+  if (dims.empty()) {
+    dims = {1};
+    for (size_t k = 0; k < N; ++k)
+      merged[k] = {0};
+  }
+  int64_t length = dims.back(), rows = n / length;
+  int64_t outer = static_cast<int64_t>(dims.size()) - 1;
+  std::array<int64_t, N> steps;
+  for (size_t k = 0; k < N; ++k)
+    steps[k] = merged[k].back();
+#pragma omp parallel for schedule(static) if (n > 32768)
+  for (int64_t r = 0; r < rows; ++r) {
+    std::array<int64_t, N> offsets{};
+    for (int64_t d = outer - 1, rest = r; d >= 0; --d) {
+      int64_t i = rest % dims[d];
+      rest /= dims[d];
+      for (size_t k = 0; k < N; ++k)
+        offsets[k] += i * merged[k][d];
+    }
+    row(r * length, offsets, length, steps);
   }
 }
 

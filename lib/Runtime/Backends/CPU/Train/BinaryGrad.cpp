@@ -4,143 +4,46 @@
 // 0). Same-shape operands in one layout (residual Adds between
 // convolutions) run on oneDNN's binary primitive in that layout;
 // broadcasting ones (and Pow and PRelu) run as plain loops. The backward
-// sums the output gradient over the dimensions an operand was broadcast along.
+// multiplies the output gradient by the partial derivative and sums it over
+// the dimensions an operand was broadcast along (BinaryMath.h: parallel,
+// vectorised loops shared with the inference kernels).
 //
 //===----------------------------------------------------------------------===//
 
 #include "TrainKernels.h"
 
+#include "../BinaryMath.h"
 #include "../CPUKernels.h"
 
-#include <cmath>
 #include <optional>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
+using cpu::BinaryOp;
 using cpu::memoryOf;
 
-/// Strides of `shape` right-aligned to a rank-`rank` shape, 0 along
-/// dimensions that are 1 (broadcast) or missing.
-static std::vector<int64_t> broadcastStrides(const Shape &shape, size_t rank) {
-  std::vector<int64_t> strides(rank, 0);
-  int64_t stride = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    size_t d = shape.size() - 1 - i;
-    if (shape[d] != 1)
-      strides[rank - 1 - i] = stride;
-    stride *= shape[d];
-  }
-  return strides;
-}
-
-/// Calls fn(outIndex, indexA, indexB) for every element of `out`, with the
-/// flat indices of the elements of A and B numpy broadcasting pairs it with.
-template <typename Fn>
-static void forEachBroadcast(const Shape &out, const Shape &a, const Shape &b,
-                             Fn &&fn) {
-  size_t rank = out.size();
-  std::vector<int64_t> sa = broadcastStrides(a, rank),
-                       sb = broadcastStrides(b, rank), idx(rank, 0);
-  int64_t ia = 0, ib = 0, total = numElements(out);
-  for (int64_t o = 0; o < total; ++o) {
-    fn(o, ia, ib);
-    for (size_t d = rank; d-- > 0;) {
-      ia += sa[d];
-      ib += sb[d];
-      if (++idx[d] < out[d])
-        break;
-      ia -= sa[d] * out[d];
-      ib -= sb[d] * out[d];
-      idx[d] = 0;
-    }
-  }
-}
-
 Tensor train::reduceToShape(const Tensor &dy, const Shape &shape) {
-  if (dy.shape() == shape)
-    return dy.clone();
-  Tensor out(DType::F32, shape);
-  float *o = out.data<float>();
-  std::fill(o, o + out.numElements(), 0.f);
-  const float *g = dy.data<float>();
-  forEachBroadcast(dy.shape(), shape, shape,
-                   [&](int64_t i, int64_t j, int64_t) { o[j] += g[i]; });
-  return out;
+  return dy.shape() == shape ? dy.clone() : cpu::sumToShape(dy, shape);
 }
 
 namespace {
 
-enum class BinaryKind { Add, Sub, Mul, Div, Max, Min, Pow, PRelu };
-
-float apply(BinaryKind kind, float x, float y) {
+std::optional<dnnl::algorithm> dnnlAlgorithm(BinaryOp kind) {
   switch (kind) {
-  case BinaryKind::Add:
-    return x + y;
-  case BinaryKind::Sub:
-    return x - y;
-  case BinaryKind::Mul:
-    return x * y;
-  case BinaryKind::Div:
-    return x / y;
-  case BinaryKind::Max:
-    return std::max(x, y);
-  case BinaryKind::Min:
-    return std::min(x, y);
-  case BinaryKind::Pow:
-    return std::pow(x, y);
-  case BinaryKind::PRelu:
-    return x > 0 ? x : x * y;
-  }
-  return 0;
-}
-
-/// d(x op y)/dx (`wrtFirst`) or d(x op y)/dy. Max and Min split a tie
-/// evenly, as PyTorch does; Pow's exponent gradient is 0 where x <= 0.
-float partial(BinaryKind kind, bool wrtFirst, float x, float y) {
-  switch (kind) {
-  case BinaryKind::Add:
-    return 1;
-  case BinaryKind::Sub:
-    return wrtFirst ? 1 : -1;
-  case BinaryKind::Mul:
-    return wrtFirst ? y : x;
-  case BinaryKind::Div:
-    return wrtFirst ? 1 / y : -x / (y * y);
-  case BinaryKind::Max:
-  case BinaryKind::Min: {
-    if (x == y)
-      return 0.5f;
-    bool firstWins = kind == BinaryKind::Max ? x > y : x < y;
-    return firstWins == wrtFirst ? 1 : 0;
-  }
-  case BinaryKind::Pow:
-    if (wrtFirst)
-      return y * std::pow(x, y - 1);
-    return x > 0 ? std::pow(x, y) * std::log(x) : 0;
-  case BinaryKind::PRelu:
-    if (wrtFirst)
-      return x > 0 ? 1 : y;
-    return x > 0 ? 0 : x;
-  }
-  return 0;
-}
-
-std::optional<dnnl::algorithm> dnnlAlgorithm(BinaryKind kind) {
-  switch (kind) {
-  case BinaryKind::Add:
+  case BinaryOp::Add:
     return dnnl::algorithm::binary_add;
-  case BinaryKind::Sub:
+  case BinaryOp::Sub:
     return dnnl::algorithm::binary_sub;
-  case BinaryKind::Mul:
+  case BinaryOp::Mul:
     return dnnl::algorithm::binary_mul;
-  case BinaryKind::Div:
+  case BinaryOp::Div:
     return dnnl::algorithm::binary_div;
-  case BinaryKind::Max:
+  case BinaryOp::Max:
     return dnnl::algorithm::binary_max;
-  case BinaryKind::Min:
+  case BinaryOp::Min:
     return dnnl::algorithm::binary_min;
-  case BinaryKind::Pow:
-  case BinaryKind::PRelu:
+  case BinaryOp::Pow:
+  case BinaryOp::PRelu:
     return std::nullopt;
   }
   return std::nullopt;
@@ -148,7 +51,7 @@ std::optional<dnnl::algorithm> dnnlAlgorithm(BinaryKind kind) {
 
 class BinaryGradKernel : public TrainKernel {
 public:
-  BinaryGradKernel(CPUContextPtr ctx, BinaryKind kind, std::string type)
+  BinaryGradKernel(CPUContextPtr ctx, BinaryOp kind, std::string type)
       : ctx(std::move(ctx)), kind(kind), type(std::move(type)) {}
   bool differentiable(int) const override { return true; }
   llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
@@ -160,7 +63,7 @@ public:
 
 private:
   CPUContextPtr ctx;
-  BinaryKind kind;
+  BinaryOp kind;
   std::string type;
   /// Same-shape operands in the first one's layout, per shape and layouts.
   std::map<std::string, dnnl::binary> sameLayout;
@@ -171,7 +74,7 @@ private:
 llvm::Error BinaryGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
                                       Tensor &output) {
   // Shape arithmetic at run time (no gradient reaches i64 values).
-  if (kind <= BinaryKind::Min &&
+  if (kind <= BinaryOp::Min &&
       (inputs[0]->dtype() == DType::I64 || inputs[1]->dtype() == DType::I64)) {
     llvm::Expected<Tensor> out =
         cpu::integerArithmetic(type, *inputs[0], *inputs[1]);
@@ -201,17 +104,16 @@ llvm::Error BinaryGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
       ctx->stream.wait();
       return llvm::Error::success();
     }
+    if (auto form = cpu::channelBroadcastOf(a, b)) {
+      output = cpu::channelBroadcast(kind, *form, a, b, ctx);
+      return llvm::Error::success();
+    }
     auto shape = cpu::broadcastShapes(a.shape(), b.shape());
     if (!shape)
       return shape.takeError();
-    Tensor pa = cpu::plainOf(a, ctx), pb = cpu::plainOf(b, ctx);
     output = Tensor(DType::F32, *shape);
-    const float *x = pa.data<float>(), *y = pb.data<float>();
-    float *z = output.data<float>();
-    forEachBroadcast(*shape, a.shape(), b.shape(),
-                     [&](int64_t o, int64_t i, int64_t j) {
-                       z[o] = apply(kind, x[i], y[j]);
-                     });
+    cpu::broadcastBinary(kind, cpu::plainOf(a, ctx), cpu::plainOf(b, ctx),
+                         output);
     return llvm::Error::success();
   });
 }
@@ -222,41 +124,61 @@ llvm::Error BinaryGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
                                        llvm::MutableArrayRef<Tensor> dInputs) {
   return cpu::guardDnnl([&]() -> llvm::Error {
     const Tensor &a = *inputs[0], &b = *inputs[1];
-    if (kind == BinaryKind::Add && a.shape() == b.shape()) {
+    if (kind == BinaryOp::Add && a.shape() == b.shape()) {
       // The gradient passes through to both, layout and all.
       for (int i = 0; i < 2; ++i)
         if (needGrad[i])
           dInputs[i] = dOutput;
       return llvm::Error::success();
     }
+    if (auto form = cpu::channelBroadcastOf(a, b)) {
+      bool need[2] = {needGrad[0], needGrad[1]};
+      Tensor grads[2];
+      cpu::channelBroadcastGrad(kind, *form, dOutput, a, b, need, grads, ctx);
+      for (int i = 0; i < 2; ++i)
+        if (need[i])
+          dInputs[i] = std::move(grads[i]);
+      return llvm::Error::success();
+    }
+    // Same-shape operands in a channel-blocked layout (SiLU's x * sigmoid(x))
+    // keep it: reorders to plain and back cost more than the product.
+    if (a.shape() == b.shape() && !a.isPlain()) {
+      bool blocked = true;
+      for (int i = 0; i < 2 && blocked; ++i)
+        if (needGrad[i]) {
+          std::optional<Tensor> d =
+              cpu::blockedPartial(kind, i == 0, dOutput, a, b, ctx);
+          blocked = d.has_value();
+          if (blocked)
+            dInputs[i] = std::move(*d);
+        }
+      if (blocked)
+        return llvm::Error::success();
+    }
     Tensor dy = cpu::plainOf(dOutput, ctx);
     Tensor pa = cpu::plainOf(a, ctx), pb = cpu::plainOf(b, ctx);
-    const float *g = dy.data<float>(), *x = pa.data<float>(),
-                *y = pb.data<float>();
     for (int i = 0; i < 2; ++i) {
       if (!needGrad[i])
         continue;
-      Tensor d(DType::F32, inputs[i]->shape());
-      float *dv = d.data<float>();
-      std::fill(dv, dv + d.numElements(), 0.f);
-      bool first = i == 0;
-      forEachBroadcast(dy.shape(), a.shape(), b.shape(),
-                       [&](int64_t o, int64_t ia, int64_t ib) {
-                         dv[first ? ia : ib] +=
-                             g[o] * partial(kind, first, x[ia], y[ib]);
-                       });
-      dInputs[i] = std::move(d);
+      const Shape &shape = inputs[i]->shape();
+      // Add's gradient is dy itself, summed over broadcast axes.
+      Tensor d = dy;
+      if (kind != BinaryOp::Add) {
+        d = Tensor(DType::F32, dy.shape());
+        cpu::broadcastPartial(kind, i == 0, dy, pa, pb, d);
+      }
+      dInputs[i] =
+          d.shape() == shape ? std::move(d) : cpu::sumToShape(d, shape);
     }
     return llvm::Error::success();
   });
 }
 
 void train::registerBinaryGrad(TrainRegistry &registry) {
-  std::pair<const char *, BinaryKind> kinds[] = {
-      {"Add", BinaryKind::Add}, {"Sub", BinaryKind::Sub},
-      {"Mul", BinaryKind::Mul}, {"Div", BinaryKind::Div},
-      {"Max", BinaryKind::Max}, {"Min", BinaryKind::Min},
-      {"Pow", BinaryKind::Pow}, {"PRelu", BinaryKind::PRelu}};
+  std::pair<const char *, BinaryOp> kinds[] = {
+      {"Add", BinaryOp::Add}, {"Sub", BinaryOp::Sub},    {"Mul", BinaryOp::Mul},
+      {"Div", BinaryOp::Div}, {"Max", BinaryOp::Max},    {"Min", BinaryOp::Min},
+      {"Pow", BinaryOp::Pow}, {"PRelu", BinaryOp::PRelu}};
   for (auto [type, kind] : kinds)
     registry[type] = [kind = kind](const OpInfo &info,
                                    const TrainKernelEnv &env)

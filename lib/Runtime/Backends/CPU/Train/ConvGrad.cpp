@@ -13,7 +13,9 @@
 // updates the weights in that format (Optimizer::update), so from the
 // second step on the forward reads them as they are; backward-data reorders
 // them only when its format differs (ResNet-18's 512-channel convolutions).
-// Grouped convolutions keep plain weights and gradients. A fused Relu
+// Grouped convolutions keep plain weights and gradients; a depthwise one's
+// weight gradient is our own (DepthwiseWeightGrad.h) where oneDNN has only
+// its gemm fallback. A fused Relu
 // (fuseTrainableActivations) is an eltwise post-op of the forward; the
 // backward masks the incoming gradient with the output (oneDNN's
 // relu_use_dst_for_bwd) before the two convolution backwards, so the
@@ -29,6 +31,7 @@
 
 #include "../CPUKernels.h"
 #include "../ConvGeometry.h"
+#include "DepthwiseWeightGrad.h"
 #include "TrainKernels.h"
 
 #include <omp.h>
@@ -58,6 +61,11 @@ struct ConvGradEntry {
   Shape outShape;
   /// With a fused Relu: its backward, on the forward's destination format.
   std::optional<dnnl::eltwise_backward> reluBackward;
+  /// A depthwise convolution whose weight gradient oneDNN would compute
+  /// with its gemm fallback: computed by depthwiseWeightGrad instead, in
+  /// the forward's source layout (channel block `depthwiseBlock`).
+  std::optional<DepthwiseWindow> depthwise;
+  int64_t depthwiseBlock = 0;
 };
 
 class ConvGradKernel : public TrainKernel {
@@ -174,6 +182,28 @@ ConvGradKernel::make(const Tensor &x, const Tensor &w, bool bias, bool sum) {
                       plainDesc(geo.weightDims),
                       geo.outShape,
                       std::nullopt};
+  std::optional<int64_t> block = cpu::channelBlockOf(fwd.src_desc(), x.shape());
+  bool depthwise = x.rank() == 4 && w.rank() == 4 && w.dim(1) == 1 &&
+                   attrs.group == x.dim(1) && w.dim(0) == x.dim(1);
+  if (depthwise && block &&
+      std::string(bwdWeights.impl_info_str()).find("gemm") !=
+          std::string::npos) {
+    entry.depthwise = DepthwiseWindow{x.dim(0),
+                                      x.dim(1),
+                                      x.dim(2),
+                                      x.dim(3),
+                                      geo.outShape[2],
+                                      geo.outShape[3],
+                                      w.dim(2),
+                                      w.dim(3),
+                                      geo.strides[0],
+                                      geo.strides[1],
+                                      geo.padL[0],
+                                      geo.padL[1],
+                                      geo.dilations[0] + 1,
+                                      geo.dilations[1] + 1};
+    entry.depthwiseBlock = *block;
+  }
   if (relu) {
     auto alg = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
     dnnl::eltwise_forward::primitive_desc hint(
@@ -308,6 +338,27 @@ llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
     bool bias = inputs.size() > 2 && inputs[2];
     if (!needGrad[1] && !(bias && needGrad[2]))
       return llvm::Error::success();
+    if (entry->depthwise) {
+      // dy in the layout of the forward's source (`src`): as a rule the
+      // forward's destination format already (both channel-blocked alike).
+      memory::desc dyMd =
+          entry->depthwiseBlock == 1
+              ? plainDesc(entry->outShape)
+              : memory::desc(toDims(entry->outShape), memory::data_type::f32,
+                             entry->depthwiseBlock == 16 ? Tag::aBcd16b
+                                                         : Tag::aBcd8b);
+      Tensor dy = reorderTo(dOutput, dyMd, ctx);
+      Tensor dw(DType::F32, inputs[1]->shape());
+      Tensor db(DType::F32, {inputs[1]->dim(0)});
+      depthwiseWeightGrad(*entry->depthwise, entry->depthwiseBlock,
+                          src.data<float>(), dy.data<float>(), dw.data<float>(),
+                          bias ? db.data<float>() : nullptr);
+      if (needGrad[1])
+        dInputs[1] = std::move(dw);
+      if (bias && needGrad[2])
+        dInputs[2] = std::move(db);
+      return llvm::Error::success();
+    }
     const auto &pd = entry->backwardWeightsPd;
     Tensor dy = reorderTo(dOutput, pd.diff_dst_desc(), ctx);
     Tensor x = reorderTo(src, pd.src_desc(), ctx);
