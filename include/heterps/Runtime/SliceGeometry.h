@@ -37,15 +37,21 @@ struct SliceGeometry {
   }
 
   /// Like forEach, in runs: fn(outIndex, inIndex, length) for `length`
-  /// consecutive elements of both, which a last axis of step 1 gives.
+  /// consecutive elements of both. A run is the innermost axis not taken
+  /// whole, when its step is 1, with every axis after it (a channel half
+  /// of [N, C, H, W] is N runs of C / 2 * H * W).
   template <typename Fn> void forEachRun(const Shape &shape, Fn &&fn) const {
-    if (shape.empty() || step.back() != 1 || count.back() == 0) {
+    int64_t a = static_cast<int64_t>(shape.size()) - 1, inner = 1;
+    for (; a > 0 && first[a] == 0 && step[a] == 1 && count[a] == shape[a]; --a)
+      inner *= shape[a];
+    if (shape.empty() || step[a] != 1 || count[a] == 0 || inner == 0) {
       forEach(shape, [&](int64_t k, int64_t offset) { fn(k, offset, 1); });
       return;
     }
     SliceGeometry rows = *this;
-    int64_t length = count.back();
-    rows.count.back() = 1;
+    int64_t length = count[a] * inner;
+    for (int64_t b = a; b < static_cast<int64_t>(shape.size()); ++b)
+      rows.count[b] = 1;
     rows.forEach(shape, [&](int64_t k, int64_t offset) {
       fn(k * length, offset, length);
     });

@@ -839,6 +839,17 @@ TEST(GradCheck, TransposeAndSlice) {
                 .ints("ends", {4, 0})
                 .ints("axes", {0, 1})
                 .ints("steps", {2, -2}));
+  // ShuffleNet's channel shuffle and split: a 5-D transpose, and channel
+  // halves (runs over the whole trailing axes) and a middle row range.
+  gradCheck("Transpose", {random({2, 2, 3, 2, 4}, 56)}, {0},
+            Attrs().ints("perm", {0, 2, 1, 3, 4}));
+  for (auto [start, end, axis] :
+       {std::tuple{3, 6, 1}, std::tuple{0, 3, 1}, std::tuple{1, 3, 2}})
+    gradCheck("Slice", {random({2, 6, 4, 3}, 57)}, {0},
+              Attrs()
+                  .ints("starts", {start})
+                  .ints("ends", {end})
+                  .ints("axes", {axis}));
 }
 
 TEST(GradCheck, Reductions) {

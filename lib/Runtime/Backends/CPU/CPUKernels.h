@@ -63,6 +63,13 @@ struct ReduceParams {
 };
 llvm::Expected<ReduceParams> readReduceParams(const OpAttributes &attrs);
 
+/// The plain f32 tensor `x` with its axes permuted (ONNX Transpose: output
+/// axis i is input axis perm[i]; empty perm reverses them), or an error
+/// when perm is not a permutation of x's axes.
+llvm::Expected<Tensor> transposePlain(const Tensor &x,
+                                      llvm::ArrayRef<int64_t> perm,
+                                      const CPUContextPtr &ctx);
+
 void registerBinaryKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerIndexKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerLogicKernels(KernelRegistry &registry, CPUContextPtr ctx);

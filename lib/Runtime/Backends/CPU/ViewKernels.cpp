@@ -11,6 +11,55 @@
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
 
+llvm::Expected<Tensor> cpu::transposePlain(const Tensor &x,
+                                           llvm::ArrayRef<int64_t> perm,
+                                           const CPUContextPtr &ctx) {
+  int64_t rank = x.rank();
+  std::vector<int64_t> p(perm.begin(), perm.end());
+  if (p.empty())
+    for (int64_t i = rank - 1; i >= 0; --i)
+      p.push_back(i);
+  std::vector<bool> seen(rank, false);
+  bool valid = static_cast<int64_t>(p.size()) == rank;
+  for (int64_t i = 0; valid && i < rank; ++i) {
+    valid = p[i] >= 0 && p[i] < rank && !seen[p[i]];
+    if (valid)
+      seen[p[i]] = true;
+  }
+  if (!valid)
+    return kernelError("'perm' is not a permutation of the axes of " +
+                       x.typeString());
+  Shape outShape;
+  for (int64_t i = 0; i < rank; ++i)
+    outShape.push_back(x.dim(p[i]));
+  Tensor y(DType::F32, outShape);
+  if (rank == 0 || x.numElements() == 0) {
+    if (rank == 0)
+      y.data<float>()[0] = x.data<float>()[0];
+    return y;
+  }
+  llvm::Error e = guardDnnl([&]() -> llvm::Error {
+    // Row-major strides of x, permuted: reading y's index space from x.
+    memory::dims inStrides(rank), strides(rank);
+    int64_t stride = 1;
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      inStrides[i] = stride;
+      stride *= x.dim(i);
+    }
+    for (int64_t i = 0; i < rank; ++i)
+      strides[i] = inStrides[p[i]];
+    memory::desc view(toDims(outShape), memory::data_type::f32, strides);
+    memory from(view, ctx->engine, const_cast<void *>(x.rawData()));
+    memory to = memoryOf(y, *ctx);
+    dnnl::reorder(from, to).execute(ctx->stream, from, to);
+    ctx->stream.wait();
+    return llvm::Error::success();
+  });
+  if (e)
+    return std::move(e);
+  return y;
+}
+
 namespace {
 
 class PassThroughKernel : public Kernel {
@@ -85,51 +134,11 @@ public:
                   llvm::MutableArrayRef<Tensor> outputs) override {
     if (llvm::Error e = checkF32(inputs))
       return e;
-    const Tensor &x = *inputs[0];
-    int64_t rank = x.rank();
-    std::vector<int64_t> p = perm;
-    if (p.empty())
-      for (int64_t i = rank - 1; i >= 0; --i)
-        p.push_back(i);
-    std::vector<bool> seen(rank, false);
-    bool valid = static_cast<int64_t>(p.size()) == rank;
-    for (int64_t i = 0; valid && i < rank; ++i) {
-      valid = p[i] >= 0 && p[i] < rank && !seen[p[i]];
-      if (valid)
-        seen[p[i]] = true;
-    }
-    if (!valid)
-      return kernelError("'perm' is not a permutation of the axes of " +
-                         x.typeString());
-    Shape outShape;
-    for (int64_t i = 0; i < rank; ++i)
-      outShape.push_back(x.dim(p[i]));
-    Tensor y(DType::F32, outShape);
-    if (rank == 0 || x.numElements() == 0) {
-      if (rank == 0)
-        y.data<float>()[0] = x.data<float>()[0];
-      outputs[0] = std::move(y);
-      return llvm::Error::success();
-    }
-    return guardDnnl([&]() -> llvm::Error {
-      memory::dims inStrides;
-      // Row-major strides of x, permuted: reading y's index space from x.
-      memory::dims strides(rank);
-      int64_t stride = 1;
-      for (int64_t i = rank - 1; i >= 0; --i) {
-        inStrides.insert(inStrides.begin(), stride);
-        stride *= x.dim(i);
-      }
-      for (int64_t i = 0; i < rank; ++i)
-        strides[i] = inStrides[p[i]];
-      memory::desc view(toDims(outShape), memory::data_type::f32, strides);
-      memory from(view, ctx->engine, const_cast<void *>(x.rawData()));
-      memory to = memoryOf(y, *ctx);
-      dnnl::reorder(from, to).execute(ctx->stream, from, to);
-      ctx->stream.wait();
-      outputs[0] = std::move(y);
-      return llvm::Error::success();
-    });
+    llvm::Expected<Tensor> y = transposePlain(*inputs[0], perm, ctx);
+    if (!y)
+      return y.takeError();
+    outputs[0] = std::move(*y);
+    return llvm::Error::success();
   }
 
 private:

@@ -16,6 +16,8 @@
 
 #include "TrainKernels.h"
 
+#include "../CPUKernels.h"
+
 #include "heterps/Runtime/OpGeometry.h"
 #include "heterps/Runtime/SliceGeometry.h"
 
@@ -128,28 +130,21 @@ public:
                        const Tensor &dOutput, llvm::ArrayRef<bool>,
                        llvm::MutableArrayRef<Tensor> dInputs) override {
     return cpu::guardDnnl([&]() -> llvm::Error {
-      const Shape &shape = inputs[0]->shape();
-      int64_t rank = static_cast<int64_t>(shape.size());
+      int64_t rank = inputs[0]->rank();
       std::vector<int64_t> p = perm;
       if (p.empty())
         for (int64_t i = rank - 1; i >= 0; --i)
           p.push_back(i);
-      // Output axis i is input axis p[i]: walk the output in order.
-      std::vector<int64_t> stride(rank, 1), index(rank, 0);
-      for (int64_t a = rank - 2; a >= 0; --a)
-        stride[a] = stride[a + 1] * shape[a + 1];
-      Tensor g = cpu::plainOf(dOutput, ctx), dx(DType::F32, shape);
-      const float *gv = g.data<float>();
-      float *out = dx.data<float>();
-      for (int64_t k = 0, n = g.numElements(); k < n; ++k) {
-        int64_t offset = 0;
-        for (int64_t i = 0; i < rank; ++i)
-          offset += index[i] * stride[p[i]];
-        out[offset] = gv[k];
-        for (int64_t i = rank - 1; i >= 0 && ++index[i] == shape[p[i]]; --i)
-          index[i] = 0;
-      }
-      dInputs[0] = std::move(dx);
+      // Output axis i is input axis p[i]: the gradient goes back through
+      // the inverse permutation.
+      std::vector<int64_t> inverse(rank);
+      for (int64_t i = 0; i < rank; ++i)
+        inverse[p[i]] = i;
+      llvm::Expected<Tensor> dx =
+          cpu::transposePlain(cpu::plainOf(dOutput, ctx), inverse, ctx);
+      if (!dx)
+        return dx.takeError();
+      dInputs[0] = std::move(*dx);
       return llvm::Error::success();
     });
   }
@@ -190,8 +185,9 @@ public:
       float *out = dx.data<float>();
       std::fill_n(out, dx.numElements(), 0.f);
       const float *gv = g.data<float>();
-      geometry->forEach(
-          shape, [&](int64_t k, int64_t offset) { out[offset] = gv[k]; });
+      geometry->forEachRun(shape, [&](int64_t k, int64_t offset, int64_t n) {
+        std::copy(gv + k, gv + k + n, out + offset);
+      });
       dInputs[0] = std::move(dx);
       return llvm::Error::success();
     });
