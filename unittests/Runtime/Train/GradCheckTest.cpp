@@ -479,6 +479,11 @@ TEST(GradCheck, BatchNormTraining) {
             {random({4, 3, 5, 5}, 32), random({3}, 33, 0.5f, 1.5f),
              random({3}, 34), mean, var},
             {0, 1, 2});
+  // 20 plain channels: normalized in a blocked layout with a padded block.
+  gradCheck("BatchNormalization",
+            {random({4, 20, 3, 3}, 35), random({20}, 36, 0.5f, 1.5f),
+             random({20}, 37), random({20}, 38), random({20}, 39, 0.5f, 2.f)},
+            {0, 1, 2});
 }
 
 /// A fused Relu (fuseTrainableActivations) trains exactly as the op and a
