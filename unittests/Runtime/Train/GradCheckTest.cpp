@@ -862,6 +862,11 @@ TEST(GradCheck, Reductions) {
             Attrs().ints("axes", {1}).i("keepdims", 1));
   gradCheck("ReduceSum", {random({2, 3, 4}, 55)}, {0},
             Attrs().ints("axes", {0, 2}).i("keepdims", 0));
+  // ConvNeXt's channels-last LayerNorm means, over 32768 elements (rows in
+  // parallel), and a sum of everything.
+  gradCheck("ReduceMean", {random({4, 20, 20, 24}, 60)}, {0},
+            Attrs().ints("axes", {-1}).i("keepdims", 1), 1e-2f, 2);
+  gradCheck("ReduceSum", {random({3, 5}, 61)}, {0}, Attrs().i("keepdims", 0));
   for (const char *type : {"ReduceMax", "ReduceMin"})
     gradCheck(type, {distinct({2, 3, 4}, 56)}, {0},
               Attrs().ints("axes", {-1}).i("keepdims", 0));

@@ -11,6 +11,7 @@
 
 #include "TrainKernels.h"
 
+#include "../Broadcast.h"
 #include "../CPUKernels.h"
 
 #include <set>
@@ -63,9 +64,31 @@ public:
         stride[a] = s;
         s *= x.dim(a);
       }
+      const float *xv = x.data<float>(), *yv = y.data<float>(),
+                  *gv = g.data<float>();
+      Tensor dx(DType::F32, x.shape());
+      float *out = dx.data<float>();
+      int64_t total = x.numElements();
+      if (type == "ReduceMean" || type == "ReduceSum") {
+        // dy broadcast back over the reduced axes, in parallel rows.
+        Shape kept = x.shape();
+        for (int64_t a : reduced)
+          kept[a] = 1;
+        float scale = type == "ReduceMean" ? 1.f / float(groupSize) : 1.f;
+        cpu::forEachMergedRow<1>(
+            x.shape(), {kept},
+            [&](int64_t o, const std::array<int64_t, 1> &offsets, int64_t n,
+                const std::array<int64_t, 1> &steps) {
+              const float *from = gv + offsets[0];
+              for (int64_t c = 0; c < n; ++c)
+                out[o + c] = from[c * steps[0]] * scale;
+            });
+        dInputs[0] = std::move(dx);
+        return llvm::Error::success();
+      }
       // The result element of every input element.
-      std::vector<int64_t> groupOf(x.numElements()), index(rank, 0);
-      for (int64_t i = 0, r = 0; i < x.numElements(); ++i) {
+      std::vector<int64_t> groupOf(total), index(rank, 0);
+      for (int64_t i = 0, r = 0; i < total; ++i) {
         groupOf[i] = r;
         for (int64_t a = rank - 1; a >= 0; --a) {
           r += stride[a];
@@ -75,20 +98,13 @@ public:
           index[a] = 0;
         }
       }
-      const float *xv = x.data<float>(), *yv = y.data<float>(),
-                  *gv = g.data<float>();
-      Tensor dx(DType::F32, x.shape());
-      float *out = dx.data<float>();
-      bool extreme = type == "ReduceMax" || type == "ReduceMin";
+      // ReduceMax, ReduceMin: to the elements equal to the result.
       std::vector<int64_t> ties(y.numElements(), 0);
-      if (extreme)
-        for (int64_t i = 0; i < x.numElements(); ++i)
-          ties[groupOf[i]] += xv[i] == yv[groupOf[i]];
-      float scale = type == "ReduceMean" ? 1.f / float(groupSize) : 1.f;
-      for (int64_t i = 0; i < x.numElements(); ++i) {
+      for (int64_t i = 0; i < total; ++i)
+        ties[groupOf[i]] += xv[i] == yv[groupOf[i]];
+      for (int64_t i = 0; i < total; ++i) {
         int64_t r = groupOf[i];
-        out[i] = extreme ? (xv[i] == yv[r] ? gv[r] / float(ties[r]) : 0.f)
-                         : gv[r] * scale;
+        out[i] = xv[i] == yv[r] ? gv[r] / float(ties[r]) : 0.f;
       }
       dInputs[0] = std::move(dx);
       return llvm::Error::success();

@@ -66,7 +66,9 @@ public:
       Tensor dx(DType::F32, x.shape());
       const float *xv = x.data<float>(), *gv = g.data<float>();
       float *out = dx.data<float>();
-      for (int64_t i = 0, n = x.numElements(); i < n; ++i)
+      int64_t n = x.numElements();
+#pragma omp parallel for schedule(static) if (n > 32768)
+      for (int64_t i = 0; i < n; ++i)
         out[i] = gv[i] * derivative(xv[i]);
       dInputs[0] = std::move(dx);
       return llvm::Error::success();
