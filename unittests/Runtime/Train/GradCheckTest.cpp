@@ -821,7 +821,9 @@ TEST(GradCheck, DivMaxMinPow) {
 }
 
 TEST(GradCheck, MoreElementwise) {
-  for (const char *type : {"Neg", "Selu", "Softsign", "Erf"})
+  // Gelu, Swish and HardSwish come from the training rewrites (fuseSelfGates).
+  for (const char *type :
+       {"Neg", "Selu", "Softsign", "Erf", "Gelu", "Swish", "HardSwish"})
     gradCheck(type, {awayFromZero({2, 3, 4}, 47)}, {0});
   gradCheck("Reciprocal", {random({2, 3}, 48, 0.5f, 2.f)}, {0});
   gradCheck("HardSigmoid", {random({2, 3, 4}, 49, -2.f, 2.f)}, {0},

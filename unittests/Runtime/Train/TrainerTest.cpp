@@ -205,6 +205,72 @@ TEST(Trainer, ConcatPartsTrainAsTheConcat) {
   }
 }
 
+// SiLU (x * Sigmoid(x)) and HardSwish (x * HardSigmoid(x)) train as one
+// op each (fuseSelfGates in the CPU backend's training rewrites): the same
+// losses and weights as the gate and the product apart, which an Identity
+// between them keeps from fusing.
+TEST(Trainer, SelfGatesTrainAsTheGateAndTheProduct) {
+  TempDir dir;
+  std::string path = dir.file("gates.onnx");
+  std::mt19937 rng(22);
+  writeInitializers(path, {{"a", randomTensor({8, 3, 3, 3}, rng, -0.5f, 0.5f)},
+                           {"b", randomTensor({3, 8, 1, 1}, rng, -0.5f, 0.5f)},
+                           {"b_b", randomTensor({3}, rng, -0.1f, 0.1f)}});
+  auto build = [&](bool barrier) {
+    PlanBuilder b;
+    Shape wide = {-1, 8, 6, 6}, narrow = {-1, 3, 6, 6};
+    auto gate = [&](int v, const char *type, const Shape &shape,
+                    const Attrs &attrs) {
+      int g = b.op(type, {v}, shape, attrs);
+      if (barrier)
+        g = b.op("Identity", {g}, shape);
+      return b.op("Mul", {v, g}, shape);
+    };
+    int x = b.input("x", {-1, 3, 6, 6});
+    int y = b.op("Conv", {x, b.weightRef("a", {8, 3, 3, 3})}, wide,
+                 Attrs().ints("pads", {1, 1, 1, 1}));
+    y = gate(y, "Sigmoid", wide, Attrs());
+    y = b.op("Conv",
+             {y, b.weightRef("b", {3, 8, 1, 1}), b.weightRef("b_b", {3})},
+             narrow);
+    y = gate(y, "HardSigmoid", narrow,
+             Attrs().f("alpha", 1.f / 6).f("beta", 0.5f));
+    y = b.op("GlobalAveragePool", {y}, {-1, 3, 1, 1});
+    b.output("logits", b.op("Flatten", {y}, {-1, 3}));
+    MLP model{b.build(), {}};
+    model.plan.set_model_path(path);
+    model.weights = llvm::cantFail(loadWeights(model.plan));
+    return model;
+  };
+  data::Dataset data;
+  data.inputs = randomTensor({8, 3, 6, 6}, rng);
+  data.targets = Tensor(DType::I64, {8});
+  for (int64_t i = 0; i < 8; ++i)
+    data.targets.data<int64_t>()[i] = i % 3;
+  TrainerOptions options;
+  options.optimizer.kind = OptimizerKind::Momentum;
+  MLP fusedModel = build(false), apartModel = build(true);
+  auto fused = makeTrainer(fusedModel, options),
+       apart = makeTrainer(apartModel, options);
+  for (int step = 0; step < 10; ++step) {
+    auto a = fused->step(data.inputs, data.targets, 0.2f);
+    ASSERT_TRUE(bool(a)) << llvm::toString(a.takeError());
+    double b =
+        llvm::cantFail(apart->step(data.inputs, data.targets, 0.2f)).loss;
+    EXPECT_NEAR(a->loss, b, 1e-5 * b) << "step " << step;
+  }
+  std::map<std::string, Tensor> trained;
+  for (auto &[value, tensor] : llvm::cantFail(apart->weights()))
+    trained[apartModel.plan.values(value).name()] = tensor;
+  for (auto &[value, tensor] : llvm::cantFail(fused->weights())) {
+    const std::string &name = fusedModel.plan.values(value).name();
+    ASSERT_TRUE(trained.count(name)) << name;
+    EXPECT_TRUE(allClose(llvm::cantFail(tensor.toPlain()),
+                         llvm::cantFail(trained[name].toPlain()), 1e-4f, 1e-5f))
+        << name;
+  }
+}
+
 // The Slices of a Split need the pieces' sizes in the plan.
 TEST(Trainer, SplitOfDynamicSizesIsAnError) {
   TempDir dir;

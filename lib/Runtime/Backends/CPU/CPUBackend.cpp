@@ -52,10 +52,12 @@ void CPUBackend::rewriteForInference(plan::Plan &plan, WeightMap &weights,
 }
 
 void CPUBackend::rewriteForTraining(plan::Plan &plan, OpFilter mine) const {
-  // Convolutions read the parts of a Concat instead of copies, Relus run
-  // inside the Conv or batch norm before them, and their gradient masks
-  // after a MaxPool.
+  // Convolutions read the parts of a Concat instead of copies, SiLU and
+  // HardSwish are one op each (one pass forward and back instead of a gate
+  // and a product), Relus run inside the Conv or batch norm before them,
+  // and their gradient masks after a MaxPool.
   splitConcatConvs(plan, mine);
+  fuseSelfGates(plan, mine);
   fuseTrainableActivations(plan, mine);
   moveReluMasksToMaxPools(plan, mine);
 }

@@ -91,9 +91,9 @@ llvm::Error EltwiseGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
 }
 
 void train::registerEltwiseGrad(TrainRegistry &registry) {
-  for (const char *type :
-       {"Relu", "LeakyRelu", "Elu", "Clip", "Sigmoid", "Tanh", "Abs", "Exp",
-        "Log", "Sqrt", "Softplus", "Neg", "Reciprocal"})
+  for (const char *type : {"Relu", "LeakyRelu", "Elu", "Clip", "Sigmoid",
+                           "Tanh", "Abs", "Exp", "Log", "Sqrt", "Softplus",
+                           "Neg", "Reciprocal", "Gelu", "Swish", "HardSwish"})
     registry[type] = [](const OpInfo &info, const TrainKernelEnv &env)
         -> llvm::Expected<std::unique_ptr<TrainKernel>> {
       if (llvm::Error e = info.checkArity(1, 1))
