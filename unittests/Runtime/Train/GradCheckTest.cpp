@@ -43,6 +43,20 @@ cpuTrainBackend(TrainBackendOptions options = TrainBackendOptions()) {
   return llvm::cantFail(CPUBackend().createTrainBackend(options));
 }
 
+/// The CPU training backend, entered on this thread, and tensors in a
+/// channel-blocked layout for the kernels that keep layouts.
+struct LayoutCase {
+  std::unique_ptr<TrainBackend> backend = cpuTrainBackend();
+  cpu::CPUContextPtr ctx = std::make_shared<cpu::CPUContext>();
+  LayoutCase() { backend->enterThread(); }
+  Tensor blocked(const Tensor &t, cpu::Tag tag) const {
+    return cpu::reorderTo(t,
+                          cpu::memory::desc(cpu::toDims(t.shape()),
+                                            cpu::memory::data_type::f32, tag),
+                          ctx);
+  }
+};
+
 double weightedSum(const Tensor &y, const Tensor &r) {
   Tensor plain = llvm::cantFail(y.toPlain());
   double sum = 0;
@@ -311,16 +325,11 @@ TEST(GradCheck, Concat) {
 // runs (ShapeGrad.cpp); with an input in another block size, reorders. Both
 // give the plain gradient's slices, in each input's layout.
 TEST(ConcatGrad, SlicesBlockedGradients) {
-  std::unique_ptr<TrainBackend> own = cpuTrainBackend();
-  TrainBackend &backend = *own;
-  backend.enterThread();
-  auto ctx = std::make_shared<cpu::CPUContext>();
-  using cpu::memory;
+  LayoutCase setup;
+  TrainBackend &backend = *setup.backend;
   using cpu::Tag;
   auto blocked = [&](const Tensor &t, Tag tag) {
-    return cpu::reorderTo(
-        t, memory::desc(cpu::toDims(t.shape()), memory::data_type::f32, tag),
-        ctx);
+    return setup.blocked(t, tag);
   };
   Tensor a = random({2, 16, 3, 3}, 70), b = random({2, 32, 3, 3}, 71);
   for (Tag bTag : {Tag::aBcd16b, Tag::aBcd8b}) {
@@ -355,11 +364,8 @@ TEST(ConcatGrad, SlicesBlockedGradients) {
 // channel-blocked layout, 20 channels so that the last block is padded:
 // the op and its gradients run in that layout, against plain loops here.
 TEST(BinaryGrad, ChannelBroadcastInBlockedLayouts) {
-  std::unique_ptr<TrainBackend> own = cpuTrainBackend();
-  TrainBackend &backend = *own;
-  backend.enterThread();
-  auto ctx = std::make_shared<cpu::CPUContext>();
-  using cpu::memory;
+  LayoutCase setup;
+  TrainBackend &backend = *setup.backend;
   using cpu::Tag;
   const int64_t n = 2, c = 20, hw = 9;
   Tensor x = random({n, c, 3, 3}, 73), g = random({n, c, 3, 3}, 74);
@@ -371,8 +377,7 @@ TEST(BinaryGrad, ChannelBroadcastInBlockedLayouts) {
                      (tag == Tag::aBcd16b ? " by 16" : " by 8"));
         Shape sShape = perItem ? Shape{n, c, 1, 1} : Shape{c, 1, 1};
         Tensor s = random(sShape, 75, 0.5f, 2.f);
-        memory::desc md(cpu::toDims(x.shape()), memory::data_type::f32, tag);
-        Tensor bx = cpu::reorderTo(x, md, ctx);
+        Tensor bx = setup.blocked(x, tag);
         std::vector<Tensor> inputs = {bx, s};
         if (scaleFirst)
           std::swap(inputs[0], inputs[1]);
@@ -385,8 +390,8 @@ TEST(BinaryGrad, ChannelBroadcastInBlockedLayouts) {
         ASSERT_FALSE(bool((*kernel)->forward(args, y)));
         EXPECT_TRUE(y.sameLayout(bx));
         std::vector<Tensor> grads(2);
-        ASSERT_FALSE(bool((*kernel)->backward(
-            args, y, cpu::reorderTo(g, md, ctx), {true, true}, grads)));
+        ASSERT_FALSE(bool((*kernel)->backward(args, y, setup.blocked(g, tag),
+                                              {true, true}, grads)));
         int xi = scaleFirst ? 1 : 0;
         EXPECT_TRUE(grads[xi].sameLayout(bx));
         Tensor out = llvm::cantFail(y.toPlain()),
@@ -419,16 +424,11 @@ TEST(BinaryGrad, ChannelBroadcastInBlockedLayouts) {
 // SiLU's x * sigmoid(x) and Div on same-shape operands, the first one
 // channel-blocked: the gradients stay in its layout, padding 0.
 TEST(BinaryGrad, SameShapeInABlockedLayout) {
-  std::unique_ptr<TrainBackend> own = cpuTrainBackend();
-  TrainBackend &backend = *own;
-  backend.enterThread();
-  auto ctx = std::make_shared<cpu::CPUContext>();
-  using cpu::memory;
+  LayoutCase setup;
+  TrainBackend &backend = *setup.backend;
   Tensor x = random({2, 20, 3, 3}, 76), y = random({2, 20, 3, 3}, 77, 0.5f),
          g = random({2, 20, 3, 3}, 78);
-  memory::desc md(cpu::toDims(x.shape()), memory::data_type::f32,
-                  cpu::Tag::aBcd16b);
-  Tensor bx = cpu::reorderTo(x, md, ctx);
+  Tensor bx = setup.blocked(x, cpu::Tag::aBcd16b);
   for (const char *type : {"Mul", "Div"}) {
     SCOPED_TRACE(type);
     bool mul = std::string(type) == "Mul";

@@ -20,6 +20,59 @@ using namespace heterps::runtime::train;
 
 namespace {
 
+/// The model `b` built, reading its weights from the initializers at `path`.
+MLP finish(PlanBuilder &b, const std::string &path) {
+  MLP model{b.build(), {}};
+  model.plan.set_model_path(path);
+  model.weights = llvm::cantFail(loadWeights(model.plan));
+  return model;
+}
+
+/// `inputs` with labels i % 3.
+data::Dataset threeClasses(Tensor inputs) {
+  data::Dataset data;
+  int64_t n = inputs.dim(0);
+  data.inputs = std::move(inputs);
+  data.targets = Tensor(DType::I64, {n});
+  for (int64_t i = 0; i < n; ++i)
+    data.targets.data<int64_t>()[i] = i % 3;
+  return data;
+}
+
+/// Trains `a` and `b` side by side, `steps` momentum steps at rate 0.2 on
+/// `data`: the same loss every step and the same weights at the end.
+/// Returns a's first and last losses.
+std::pair<double, double> expectSameTraining(const MLP &a, const MLP &b,
+                                             const data::Dataset &data,
+                                             int steps) {
+  TrainerOptions options;
+  options.optimizer.kind = OptimizerKind::Momentum;
+  auto ta = makeTrainer(a, options), tb = makeTrainer(b, options);
+  double first = 0, last = 0;
+  for (int step = 0; step < steps; ++step) {
+    auto la = ta->step(data.inputs, data.targets, 0.2f);
+    EXPECT_TRUE(bool(la)) << llvm::toString(la.takeError());
+    if (!la)
+      return {first, last};
+    double lb = llvm::cantFail(tb->step(data.inputs, data.targets, 0.2f)).loss;
+    EXPECT_NEAR(la->loss, lb, 1e-5 * lb) << "step " << step;
+    (step == 0 ? first : last) = la->loss;
+  }
+  std::map<std::string, Tensor> trained;
+  for (auto &[value, tensor] : llvm::cantFail(tb->weights()))
+    trained[b.plan.values(value).name()] = tensor;
+  for (auto &[value, tensor] : llvm::cantFail(ta->weights())) {
+    const std::string &name = a.plan.values(value).name();
+    EXPECT_TRUE(trained.count(name)) << name;
+    if (trained.count(name))
+      EXPECT_TRUE(allClose(llvm::cantFail(tensor.toPlain()),
+                           llvm::cantFail(trained[name].toPlain()), 1e-4f,
+                           1e-5f))
+          << name;
+  }
+  return {first, last};
+}
+
 TEST(Trainer, FitsASmallDataSet) {
   TempDir dir;
   MLP mlp = makeMLP(dir.file("mlp.onnx"), /*dropout=*/false);
@@ -167,42 +220,13 @@ TEST(Trainer, ConcatPartsTrainAsTheConcat) {
     y = b.op("GlobalAveragePool", {b.op("Relu", {y}, {-1, 3, 4, 4})},
              {-1, 3, 1, 1});
     b.output("logits", b.op("Flatten", {y}, {-1, 3}));
-    MLP model{b.build(), {}};
-    model.plan.set_model_path(path);
-    model.weights = llvm::cantFail(loadWeights(model.plan));
-    return model;
+    return finish(b, path);
   };
-  data::Dataset data;
-  data.inputs = randomTensor({8, 3, 8, 8}, rng);
-  data.targets = Tensor(DType::I64, {8});
-  for (int64_t i = 0; i < 8; ++i)
-    data.targets.data<int64_t>()[i] = i % 3;
-  TrainerOptions options;
-  options.optimizer.kind = OptimizerKind::Momentum;
-  MLP splitModel = build(false), wholeModel = build(true);
-  auto split = makeTrainer(splitModel, options),
-       whole = makeTrainer(wholeModel, options);
-  double first = 0, last = 0;
-  for (int step = 0; step < 20; ++step) {
-    auto a = split->step(data.inputs, data.targets, 0.2f);
-    ASSERT_TRUE(bool(a)) << llvm::toString(a.takeError());
-    double b =
-        llvm::cantFail(whole->step(data.inputs, data.targets, 0.2f)).loss;
-    EXPECT_NEAR(a->loss, b, 1e-5 * b) << "step " << step;
-    (step == 0 ? first : last) = a->loss;
-  }
-  EXPECT_LT(last, 0.8 * first); // it learns: the gradients reach every part
   // The trained weights are the same, the sliced ones whole.
-  std::map<std::string, Tensor> trained;
-  for (auto &[value, tensor] : llvm::cantFail(whole->weights()))
-    trained[wholeModel.plan.values(value).name()] = tensor;
-  for (auto &[value, tensor] : llvm::cantFail(split->weights())) {
-    const std::string &name = splitModel.plan.values(value).name();
-    ASSERT_TRUE(trained.count(name)) << name;
-    EXPECT_TRUE(allClose(llvm::cantFail(tensor.toPlain()),
-                         llvm::cantFail(trained[name].toPlain()), 1e-4f, 1e-5f))
-        << name;
-  }
+  auto [first, last] =
+      expectSameTraining(build(false), build(true),
+                         threeClasses(randomTensor({8, 3, 8, 8}, rng)), 20);
+  EXPECT_LT(last, 0.8 * first); // it learns: the gradients reach every part
 }
 
 // SiLU (x * Sigmoid(x)) and HardSwish (x * HardSigmoid(x)) train as one
@@ -237,38 +261,10 @@ TEST(Trainer, SelfGatesTrainAsTheGateAndTheProduct) {
              Attrs().f("alpha", 1.f / 6).f("beta", 0.5f));
     y = b.op("GlobalAveragePool", {y}, {-1, 3, 1, 1});
     b.output("logits", b.op("Flatten", {y}, {-1, 3}));
-    MLP model{b.build(), {}};
-    model.plan.set_model_path(path);
-    model.weights = llvm::cantFail(loadWeights(model.plan));
-    return model;
+    return finish(b, path);
   };
-  data::Dataset data;
-  data.inputs = randomTensor({8, 3, 6, 6}, rng);
-  data.targets = Tensor(DType::I64, {8});
-  for (int64_t i = 0; i < 8; ++i)
-    data.targets.data<int64_t>()[i] = i % 3;
-  TrainerOptions options;
-  options.optimizer.kind = OptimizerKind::Momentum;
-  MLP fusedModel = build(false), apartModel = build(true);
-  auto fused = makeTrainer(fusedModel, options),
-       apart = makeTrainer(apartModel, options);
-  for (int step = 0; step < 10; ++step) {
-    auto a = fused->step(data.inputs, data.targets, 0.2f);
-    ASSERT_TRUE(bool(a)) << llvm::toString(a.takeError());
-    double b =
-        llvm::cantFail(apart->step(data.inputs, data.targets, 0.2f)).loss;
-    EXPECT_NEAR(a->loss, b, 1e-5 * b) << "step " << step;
-  }
-  std::map<std::string, Tensor> trained;
-  for (auto &[value, tensor] : llvm::cantFail(apart->weights()))
-    trained[apartModel.plan.values(value).name()] = tensor;
-  for (auto &[value, tensor] : llvm::cantFail(fused->weights())) {
-    const std::string &name = fusedModel.plan.values(value).name();
-    ASSERT_TRUE(trained.count(name)) << name;
-    EXPECT_TRUE(allClose(llvm::cantFail(tensor.toPlain()),
-                         llvm::cantFail(trained[name].toPlain()), 1e-4f, 1e-5f))
-        << name;
-  }
+  expectSameTraining(build(false), build(true),
+                     threeClasses(randomTensor({8, 3, 6, 6}, rng)), 10);
 }
 
 // The Slices of a Split need the pieces' sizes in the plan.
