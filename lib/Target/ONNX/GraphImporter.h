@@ -55,6 +55,9 @@ std::string dataTypeName(int32_t onnxType);
 /// External data is read relative to `modelDir`. Returns an error text.
 llvm::Expected<ConstTensor> readTensor(const onnx::TensorProto &tensor,
                                        llvm::StringRef modelDir, int64_t limit);
+/// An error text unless the raw data that `tensor` holds in the model (not
+/// external data) is its element count times its element size.
+llvm::Error checkRawDataSize(const onnx::TensorProto &tensor);
 /// Builds the dense attribute of a (fully known) constant tensor.
 DenseElementsAttr toDenseAttr(const ConstTensor &tensor, MLIRContext *context);
 

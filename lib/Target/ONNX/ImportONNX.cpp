@@ -145,6 +145,42 @@ static llvm::Error checkExternalData(const onnx::ModelProto &model,
   return llvm::Error::success();
 }
 
+/// Raw data of the size each tensor's shape says, in initializers and in
+/// tensor attributes (Constant values) of every graph: ONNX 1.12's shape
+/// inference propagates such values and copied a short buffer by the shape
+/// (a fuzz finding: a 7-byte int64 scalar read from address 0).
+static llvm::Error checkRawDataSizes(const onnx::GraphProto &graph,
+                                     llvm::StringRef path) {
+  auto check = [&](const onnx::TensorProto &t,
+                   const llvm::Twine &what) -> llvm::Error {
+    if (llvm::Error err = checkRawDataSize(t))
+      return makeError(path + ": " + what + ": " +
+                       llvm::toString(std::move(err)));
+    return llvm::Error::success();
+  };
+  for (const auto &t : graph.initializer())
+    if (llvm::Error err = check(t, "tensor '" + t.name() + "'"))
+      return err;
+  for (const auto &node : graph.node())
+    for (const auto &attr : node.attribute()) {
+      std::string what = "node '" + node.name() + "' (" + node.op_type() +
+                         ") attribute '" + attr.name() + "'";
+      if (attr.has_t())
+        if (llvm::Error err = check(attr.t(), what))
+          return err;
+      for (const auto &t : attr.tensors())
+        if (llvm::Error err = check(t, what))
+          return err;
+      if (attr.has_g())
+        if (llvm::Error err = checkRawDataSizes(attr.g(), path))
+          return err;
+      for (const auto &g : attr.graphs())
+        if (llvm::Error err = checkRawDataSizes(g, path))
+          return err;
+    }
+  return llvm::Error::success();
+}
+
 /// The ranks of the graph's values as far as inputs, initializers and ops
 /// that keep their first input's rank tell, for checkConvRanks.
 static llvm::StringMap<int> knownRanks(const onnx::GraphProto &graph) {
@@ -395,6 +431,8 @@ mlir::hps::importONNXBuffer(llvm::StringRef bytes, llvm::StringRef path,
   llvm::SmallString<256> dir(path);
   llvm::sys::path::remove_filename(dir);
   if (llvm::Error err = checkExternalData(model, path, dir))
+    return std::move(err);
+  if (llvm::Error err = checkRawDataSizes(model.graph(), path))
     return std::move(err);
 
   try {

@@ -105,6 +105,24 @@ static int64_t rawElementSize(int32_t type) {
   }
 }
 
+llvm::Error mlir::hps::onnx_import::checkRawDataSize(const TensorProto &t) {
+  int64_t elemSize = rawElementSize(t.data_type());
+  if (!t.has_raw_data() || t.data_location() == TensorProto::EXTERNAL ||
+      elemSize == 0)
+    return llvm::Error::success();
+  llvm::SmallVector<int64_t> dims(t.dims().begin(), t.dims().end());
+  llvm::Expected<uint64_t> bytes =
+      heterps::runtime::checkedByteSize(dims, elemSize);
+  if (!bytes)
+    return bytes.takeError();
+  if (t.raw_data().size() != *bytes)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "holds " + llvm::Twine(t.raw_data().size()) +
+                                       " bytes, expected " +
+                                       llvm::Twine(*bytes));
+  return llvm::Error::success();
+}
+
 /// Decodes one little-endian element of `type` at `p`.
 static void decodeRaw(int32_t type, const char *p, ConstTensor &out) {
   using namespace llvm::support;

@@ -166,6 +166,29 @@ def big_initializer(out):
           os.path.join(out, "big_initializer.onnx"))
 
 
+def short_constant(out):
+    """A Reshape by a shape computed from a Constant int64 scalar whose raw
+    data is 7 bytes: ONNX's shape inference propagated it and read past the
+    buffer (a fuzz finding)."""
+    idx = TensorProto()
+    idx.data_type = TensorProto.INT64
+    idx.raw_data = b"\0" * 7
+    minus1 = helper.make_tensor("m", TensorProto.INT64, [1], [-1])
+    axes = helper.make_tensor("a", TensorProto.INT64, [1], [0])
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shp"], name="shape"),
+        helper.make_node("Constant", [], ["i"], name="const_idx", value=idx),
+        helper.make_node("Gather", ["shp", "i"], ["n"], name="gather"),
+        helper.make_node("Constant", [], ["ax"], name="axes", value=axes),
+        helper.make_node("Unsqueeze", ["n", "ax"], ["n1"], name="unsqueeze"),
+        helper.make_node("Constant", [], ["m1"], name="minus1", value=minus1),
+        helper.make_node("Concat", ["n1", "m1"], ["s"], name="concat", axis=0),
+        helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape"),
+    ]
+    _save(_model(nodes, [_vi("x", [2, 3, 4])], [_vi("y", [2, 12])]),
+          os.path.join(out, "short_constant.onnx"))
+
+
 def pad_huge(out):
     """A Pad whose output (1 x 1 x 2^20 x 2^20 floats, 4 TiB) no machine
     holds; its input is small."""
@@ -263,6 +286,7 @@ KINDS = {
     "huge-inputs": huge_inputs,
     "big-initializer": big_initializer,
     "pad-huge": pad_huge,
+    "short-constant": short_constant,
     "idx": idx,
     "nesting": nesting,
     "yaml-alias": yaml_alias,
