@@ -27,6 +27,8 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from models import image_shape  # noqa: E402
 # Steps per measurement: --steps, or more for models whose steps take
 # milliseconds.
 MIN_STEPS = {"fashion_cnn": 1500}
@@ -61,10 +63,12 @@ def model_path(work, name):
     return path
 
 
-def random_data(work, batch, steps):
-    """Random ImageNet-sized images and labels, batch x steps of them."""
-    shape, classes, n = (3, 224, 224), 1000, batch * steps
-    x = os.path.join(work, f"x-{n}.npy")
+def random_data(work, shape, batch, steps):
+    """Random images of `shape` and labels of 1000 classes, batch x steps
+    of them."""
+    classes, n = 1000, batch * steps
+    size = "x".join(map(str, shape[1:]))
+    x = os.path.join(work, f"x-{n}-{size}.npy")
     y = os.path.join(work, f"y-{n}.npy")
     rng = np.random.default_rng(0)
     if not os.path.exists(x):
@@ -125,7 +129,8 @@ def throughput_table(root, args):
         steps = max(args.steps, MIN_STEPS.get(name, 0))
         for batch in args.batches:
             data = ("fashion-mnist:train" if name == "fashion_cnn" else
-                    random_data(args.work, batch, steps))
+                    random_data(args.work, image_shape(name), batch,
+                                steps))
             report = os.path.join(args.work, f"{name}-{batch}.json")
             # The two alternate; each gives its median round (see --rounds).
             ours_runs, ref_runs = [], []

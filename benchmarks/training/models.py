@@ -26,13 +26,19 @@ from torch import nn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fashion_cnn import FashionCNN, load  # noqa: E402
 
-IMAGE = {"fashion_cnn": (1, 28, 28)}
+IMAGE = {"fashion_cnn": (1, 28, 28), "inception_v3": (3, 299, 299)}
 CLASSES = {"fashion_cnn": 10}
 
 
 def build(name):
     if name == "fashion_cnn":
         return FashionCNN()
+    if name in ("googlenet", "inception_v3"):
+        # Without the auxiliary heads: training mode would return them too
+        # (a tuple), and the exported eval graph does not have them.
+        return getattr(torchvision.models, name)(num_classes=1000,
+                                                 aux_logits=False,
+                                                 init_weights=True)
     return getattr(torchvision.models, name)(num_classes=1000)
 
 

@@ -126,10 +126,11 @@ void Devices::rewriteForInference(plan::Plan &plan, WeightMap &weights) const {
         plan, weights, [&](const plan::Op &op) { return &of(op) == b.get(); });
 }
 
-void Devices::rewriteForTraining(plan::Plan &plan) const {
+void Devices::rewriteForTraining(plan::Plan &plan,
+                                 const WeightMap &weights) const {
   for (const auto &b : backends)
     b->rewriteForTraining(
-        plan, [&](const plan::Op &op) { return &of(op) == b.get(); });
+        plan, weights, [&](const plan::Op &op) { return &of(op) == b.get(); });
 }
 
 llvm::Error

@@ -96,8 +96,10 @@ public:
   /// (fusions); may add weights. Outputs stay the same up to rounding.
   virtual void rewriteForInference(plan::Plan &plan, WeightMap &weights,
                                    OpFilter mine) const {}
-  /// The same before training kernels are made.
-  virtual void rewriteForTraining(plan::Plan &plan, OpFilter mine) const {}
+  /// The same before training kernels are made; `weights` are the initial
+  /// values (patterns match their constants), which a rewrite never changes.
+  virtual void rewriteForTraining(plan::Plan &plan, const WeightMap &weights,
+                                  OpFilter mine) const {}
   /// The backend's training kernels.
   virtual llvm::Expected<std::unique_ptr<train::TrainBackend>>
   createTrainBackend(const train::TrainBackendOptions &options) const;

@@ -57,7 +57,7 @@ public:
 
   /// Applies each backend's rewrites to its own ops.
   void rewriteForInference(plan::Plan &plan, WeightMap &weights) const;
-  void rewriteForTraining(plan::Plan &plan) const;
+  void rewriteForTraining(plan::Plan &plan, const WeightMap &weights) const;
   /// Makes every backend's training kernels (trainer() then serves them).
   llvm::Error prepareTraining(const train::TrainBackendOptions &options);
   /// The training kernels for `op` (after prepareTraining).

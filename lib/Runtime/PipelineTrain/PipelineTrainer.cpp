@@ -186,7 +186,7 @@ llvm::Error PipelineTrainer::prepare(WeightMap weights) {
                                       options.emulateMissingDevices));
   if (!devices)
     return devices.takeError();
-  (*devices)->rewriteForTraining(program);
+  (*devices)->rewriteForTraining(program, weights);
   if (llvm::Error e = (*devices)->prepareTraining(
           train::TrainBackendOptions{options.numThreads, options.seed}))
     return e;

@@ -42,7 +42,7 @@ llvm::Error Trainer::prepare() {
   if (!made)
     return made.takeError();
   devices = std::move(*made);
-  devices->rewriteForTraining(program);
+  devices->rewriteForTraining(program, weightMap);
   if (llvm::Error e = devices->prepareTraining(
           TrainBackendOptions{options.numThreads, options.seed}))
     return e;

@@ -361,24 +361,38 @@ TEST(ConcatGrad, SlicesBlockedGradients) {
 }
 
 // A value per channel (squeeze-excitation's scale) on an activation in a
-// channel-blocked layout, 20 channels so that the last block is padded:
-// the op and its gradients run in that layout, against plain loops here.
-TEST(BinaryGrad, ChannelBroadcastInBlockedLayouts) {
+// channel-blocked layout, 20 channels so that the last block is padded, or
+// channels-last (at 40x40 too, rows in parallel), the scale plain or, per
+// item, in the activation's layout (as the Conv before it writes it): the
+// op and its gradients run in that layout, against plain loops here.
+TEST(BinaryGrad, ChannelBroadcastInTheActivationsLayout) {
   LayoutCase setup;
   TrainBackend &backend = *setup.backend;
   using cpu::Tag;
-  const int64_t n = 2, c = 20, hw = 9;
-  Tensor x = random({n, c, 3, 3}, 73), g = random({n, c, 3, 3}, 74);
-  for (Tag tag : {Tag::aBcd16b, Tag::aBcd8b})
-    for (bool perItem : {true, false})
+  const int64_t n = 2, c = 20;
+  for (auto [tag, side] : {std::pair{Tag::aBcd16b, 3},
+                           {Tag::aBcd8b, 3},
+                           {Tag::acdb, 3},
+                           {Tag::acdb, 40}}) {
+    int64_t hw = side * side;
+    Tensor x = random({n, c, side, side}, 73),
+           g = random({n, c, side, side}, 74);
+    for (int scaleKind = 0; scaleKind < 3; ++scaleKind)
       for (const char *type : {"Mul", "Div", "Sub"}) {
+        // 0: per channel; 1: per item, plain; 2: per item, x's layout.
+        bool perItem = scaleKind > 0;
         bool scaleFirst = std::string(type) == "Sub";
-        SCOPED_TRACE(std::string(type) + (perItem ? " per item" : "") +
-                     (tag == Tag::aBcd16b ? " by 16" : " by 8"));
+        SCOPED_TRACE(std::string(type) + " scale kind " +
+                     std::to_string(scaleKind) + " side " +
+                     std::to_string(side) +
+                     (tag == Tag::aBcd16b  ? " by 16"
+                      : tag == Tag::aBcd8b ? " by 8"
+                                           : " channels-last"));
         Shape sShape = perItem ? Shape{n, c, 1, 1} : Shape{c, 1, 1};
         Tensor s = random(sShape, 75, 0.5f, 2.f);
         Tensor bx = setup.blocked(x, tag);
-        std::vector<Tensor> inputs = {bx, s};
+        std::vector<Tensor> inputs = {bx, scaleKind == 2 ? setup.blocked(s, tag)
+                                                         : s};
         if (scaleFirst)
           std::swap(inputs[0], inputs[1]);
         plan::Op op = makeOp(type, 2, inputs, Attrs());
@@ -395,7 +409,8 @@ TEST(BinaryGrad, ChannelBroadcastInBlockedLayouts) {
         int xi = scaleFirst ? 1 : 0;
         EXPECT_TRUE(grads[xi].sameLayout(bx));
         Tensor out = llvm::cantFail(y.toPlain()),
-               dx = llvm::cantFail(grads[xi].toPlain()), ds = grads[1 - xi];
+               dx = llvm::cantFail(grads[xi].toPlain()),
+               ds = llvm::cantFail(grads[1 - xi].toPlain());
         ASSERT_EQ(ds.shape(), sShape);
         std::vector<double> wantDs(ds.numElements(), 0.0);
         for (int64_t i = 0; i < x.numElements(); ++i) {
@@ -417,8 +432,9 @@ TEST(BinaryGrad, ChannelBroadcastInBlockedLayouts) {
           ASSERT_NEAR(dx.data<float>()[i], wantDx, 1e-6f) << i;
         }
         for (int64_t i = 0; i < ds.numElements(); ++i)
-          EXPECT_NEAR(ds.data<float>()[i], wantDs[i], 1e-4) << i;
+          EXPECT_NEAR(ds.data<float>()[i], wantDs[i], 1e-4 * side) << i;
       }
+  }
 }
 
 // SiLU's x * sigmoid(x) and Div on same-shape operands, the first one
@@ -878,6 +894,11 @@ TEST(GradCheck, LayerNormalization) {
   gradCheck("LayerNormalization",
             {random({2, 3, 4}, 57), random({3, 4}, 58), random({3, 4}, 59)},
             {0, 1, 2}, Attrs().i("axis", 1).f("epsilon", 1e-5f));
+  // ConvNeXt's channels-last LayerNorm, rows in parallel (two threads sum
+  // the scale and bias gradients apart).
+  gradCheck("LayerNormalization",
+            {random({4, 18, 18, 32}, 67), random({32}, 68), random({32}, 69)},
+            {0, 1, 2}, Attrs().i("axis", -1).f("epsilon", 1e-6f), 1e-2f, 2);
 }
 
 TEST(GradCheck, LRNPadPRelu) {

@@ -9,10 +9,13 @@
 
 #include "TrainTestModels.h"
 
+#include "heterps/Runtime/Backends/CPU/CPUBackend.h"
 #include "heterps/Runtime/ONNXTensor.h"
 #include "heterps/Runtime/Train/SaveModel.h"
 
 #include "llvm/Support/FileSystem.h"
+
+#include <cmath>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::testutil;
@@ -265,6 +268,99 @@ TEST(Trainer, SelfGatesTrainAsTheGateAndTheProduct) {
   };
   expectSameTraining(build(false), build(true),
                      threeClasses(randomTensor({8, 3, 6, 6}, rng)), 10);
+}
+
+static bool everyOp(const plan::Op &) { return true; }
+
+/// x [-1, 8] -> MatMul -> LayerNorm and GELU as PyTorch exports them ->
+/// MatMul -> 3 logits. `barrier` puts an Identity inside each pattern so
+/// that neither fuses; `trainedHalf` makes GELU's 0.5 an initializer (a
+/// parameter the trainer trains), which must keep the GELU apart.
+static MLP normGeluModel(const std::string &path, bool barrier,
+                         bool trainedHalf = false) {
+  PlanBuilder b;
+  Shape rows = {-1, 8}, one = {-1, 1};
+  auto constant = [&](const char *name, float v) {
+    return b.weight(name, Tensor::fromFloats({}, {v}));
+  };
+  auto maybeBarrier = [&](int v, const Shape &shape) {
+    return barrier ? b.op("Identity", {v}, shape) : v;
+  };
+  int x = b.input("x", rows);
+  int h = b.op("MatMul", {x, b.weightRef("w1", {8, 8})}, rows);
+  Attrs last = Attrs().ints("axes", {-1}).i("keepdims", 1);
+  int centred = b.op("Sub", {h, b.op("ReduceMean", {h}, one, last)}, rows);
+  int var =
+      b.op("ReduceMean", {b.op("Pow", {centred, constant("two", 2.f)}, rows)},
+           one, last);
+  int rstd =
+      b.op("Sqrt", {b.op("Add", {var, constant("eps", 1e-5f)}, one)}, one);
+  int n = b.op("Div", {centred, maybeBarrier(rstd, one)}, rows);
+  n = b.op("Mul", {n, b.weightRef("gamma", {8})}, rows);
+  n = b.op("Add", {n, b.weightRef("beta", {8})}, rows);
+  int erf = b.op(
+      "Erf", {b.op("Div", {n, constant("sqrt2", std::sqrt(2.f))}, rows)}, rows);
+  int g = b.op("Add", {maybeBarrier(erf, rows), constant("one", 1.f)}, rows);
+  g = b.op("Mul", {n, g}, rows);
+  int half = trainedHalf ? b.weightRef("half", {}) : constant("half", 0.5f);
+  g = b.op("Mul", {g, half}, rows);
+  b.output("logits", b.op("MatMul", {g, b.weightRef("w2", {8, 3})}, {-1, 3}));
+  return finish(b, path);
+}
+
+static void writeNormGeluWeights(const std::string &path, std::mt19937 &rng) {
+  writeInitializers(path, {{"w1", randomTensor({8, 8}, rng, -0.8f, 0.8f)},
+                           {"gamma", randomTensor({8}, rng, 0.5f, 1.5f)},
+                           {"beta", randomTensor({8}, rng, -0.3f, 0.3f)},
+                           {"half", Tensor::fromFloats({}, {0.5f})},
+                           {"w2", randomTensor({8, 3}, rng, -0.8f, 0.8f)}});
+}
+
+// GELU and LayerNorm as PyTorch exports them (9 and 5 element-wise ops)
+// train as one op each (fuseLayerNorms and fuseGelus in the CPU backend's
+// training rewrites): the same losses and weights, gamma and beta
+// included, as the ops kept apart.
+TEST(Trainer, GeluAndLayerNormTrainAsTheirDecomposedOps) {
+  TempDir dir;
+  std::string path = dir.file("norm_gelu.onnx");
+  std::mt19937 rng(23);
+  writeNormGeluWeights(path, rng);
+  MLP fused = normGeluModel(path, false), apart = normGeluModel(path, true);
+  plan::Plan rewritten = fused.plan;
+  CPUBackend().rewriteForTraining(rewritten, fused.weights, everyOp);
+  std::vector<std::string> types;
+  for (const plan::Op &op : rewritten.ops())
+    types.push_back(op.type());
+  EXPECT_EQ(types, (std::vector<std::string>{"MatMul", "LayerNormalization",
+                                             "Gelu", "MatMul"}));
+  auto [first, last] = expectSameTraining(
+      fused, apart, threeClasses(randomTensor({12, 8}, rng)), 15);
+  EXPECT_LT(last, 0.8 * first);
+}
+
+// A GELU whose 0.5 is an initializer stays apart in training: the trainer
+// trains that scalar, which a fused Gelu would fix at 0.5.
+TEST(Trainer, PatternWithATrainableConstantStaysApart) {
+  TempDir dir;
+  std::string path = dir.file("norm_gelu.onnx");
+  std::mt19937 rng(24);
+  writeNormGeluWeights(path, rng);
+  MLP model = normGeluModel(path, false, /*trainedHalf=*/true);
+  plan::Plan rewritten = model.plan;
+  CPUBackend().rewriteForTraining(rewritten, model.weights, everyOp);
+  int erfs = 0, norms = 0;
+  for (const plan::Op &op : rewritten.ops()) {
+    erfs += op.type() == "Erf";
+    norms += op.type() == "LayerNormalization";
+  }
+  EXPECT_EQ(erfs, 1);
+  EXPECT_EQ(norms, 1);
+  // The same scalar fused for inference, where nothing trains.
+  plan::Plan inference = model.plan;
+  WeightMap weights = model.weights;
+  CPUBackend().rewriteForInference(inference, weights, everyOp);
+  for (const plan::Op &op : inference.ops())
+    EXPECT_NE(op.type(), "Erf");
 }
 
 // The Slices of a Split need the pieces' sizes in the plan.

@@ -10,6 +10,8 @@
 #include "BinaryMath.h"
 #include "Broadcast.h"
 
+#include <omp.h>
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
 
@@ -208,6 +210,15 @@ std::optional<Tensor> cpu::blockedPartial(BinaryOp op, bool first,
   return out;
 }
 
+/// Whether `x` ([N, C, spatial...]) is channels-last: N, spatial..., C.
+static bool isChannelsLast(const Tensor &x) {
+  static const Tag tags[] = {Tag::acb, Tag::acdb, Tag::acdeb};
+  int64_t rank = x.rank();
+  return rank >= 3 && rank <= 5 &&
+         descOf(x) == memory::desc(toDims(x.shape()), memory::data_type::f32,
+                                   tags[rank - 3]);
+}
+
 std::optional<ChannelBroadcast> cpu::channelBroadcastOf(const Tensor &a,
                                                         const Tensor &b) {
   for (bool scaleFirst : {false, true}) {
@@ -217,6 +228,8 @@ std::optional<ChannelBroadcast> cpu::channelBroadcastOf(const Tensor &a,
         s.dtype() != DType::F32)
       continue;
     std::optional<int64_t> block = channelBlockOf(descOf(x), x.shape());
+    if (!block && isChannelsLast(x))
+      block = 0;
     if (!block)
       continue;
     // s right-aligned to x's rank: 1 everywhere but the channel axis (C)
@@ -242,8 +255,35 @@ std::optional<ChannelBroadcast> cpu::channelBroadcastOf(const Tensor &a,
 
 namespace {
 
-/// The (item, channel block) runs of x: run t covers channels [c0, c0 +
-/// valid) of item n, `spatial` positions of `block` lanes each.
+/// The scale's values as rows: channel c of item n at row(n)[c]. Read in
+/// place when s is plain or, with x's rank, [N, C, 1...] channel-blocked
+/// or channels-last (its items are then rows of the padded channel count:
+/// squeeze-excitation's scale as the Conv before it wrote it); from a
+/// plain copy otherwise.
+struct ScaleRows {
+  ScaleRows(const Tensor &s, const ChannelBroadcast &f, int64_t rank,
+            const CPUContextPtr &ctx)
+      : perItem(f.perItem), stride(f.channels) {
+    std::optional<int64_t> block;
+    if (s.rank() == rank)
+      block = channelBlockOf(descOf(s), s.shape());
+    if (block)
+      stride = (f.channels + *block - 1) / *block * *block;
+    held =
+        block || (s.rank() == rank && isChannelsLast(s)) ? s : plainOf(s, ctx);
+  }
+  const float *row(int64_t item) const {
+    return held.data<float>() + (perItem ? item * stride : 0);
+  }
+
+  Tensor held;
+  bool perItem;
+  int64_t stride;
+};
+
+/// The (item, channel block) runs of a plain or channel-blocked x: run t
+/// covers channels [c0, c0 + valid) of item n, `spatial` positions of
+/// `block` lanes each.
 struct ChannelRuns {
   const ChannelBroadcast &f;
   int64_t blocks() const { return (f.channels + f.block - 1) / f.block; }
@@ -253,10 +293,6 @@ struct ChannelRuns {
   int64_t firstChannel(int64_t t) const { return t % blocks() * f.block; }
   int64_t valid(int64_t t) const {
     return std::min(f.block, f.channels - firstChannel(t));
-  }
-  /// Where run t's values of s start.
-  int64_t scaleOffset(int64_t t) const {
-    return (f.perItem ? item(t) * f.channels : 0) + firstChannel(t);
   }
 };
 
@@ -280,27 +316,46 @@ inline void forEachPosition(int64_t block, const float *scale, int64_t valid,
     run(std::integral_constant<int64_t, 1>{});
 }
 
+/// The threads a loop over x's elements uses.
+int threadsFor(const Tensor &x) {
+  return x.numElements() > 32768 ? omp_get_max_threads() : 1;
+}
+
 } // namespace
 
 Tensor cpu::channelBroadcast(BinaryOp op, const ChannelBroadcast &form,
                              const Tensor &a, const Tensor &b,
                              const CPUContextPtr &ctx) {
   const Tensor &x = form.scaleFirst ? b : a;
-  Tensor sp = plainOf(form.scaleFirst ? a : b, ctx);
+  ScaleRows scale(form.scaleFirst ? a : b, form, x.rank(), ctx);
   Tensor out = allocate(descOf(x), x.shape(), ctx);
-  const float *px = x.data<float>(), *ps = sp.data<float>();
+  const float *px = x.data<float>();
   float *po = out.data<float>();
   ChannelRuns runs{form};
+  int threads = threadsFor(x);
   auto loop = [&](auto kind, auto scaleFirst) {
     constexpr BinaryOp Op = decltype(kind)::value;
     constexpr bool SF = decltype(scaleFirst)::value;
-#pragma omp parallel for schedule(static) if (x.numElements() > 32768)
+    if (form.block == 0) {
+      // Channels-last: row r (item r / spatial) is one position's channels.
+      int64_t c = form.channels;
+#pragma omp parallel for schedule(static) num_threads(threads)
+      for (int64_t r = 0; r < form.items * form.spatial; ++r) {
+        const float *s = scale.row(r / form.spatial), *xr = px + r * c;
+        float *o = po + r * c;
+        for (int64_t j = 0; j < c; ++j)
+          o[j] = SF ? apply<Op>(s[j], xr[j]) : apply<Op>(xr[j], s[j]);
+      }
+      return;
+    }
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t t = 0; t < runs.count(); ++t) {
       int64_t valid = runs.valid(t);
       const float *xr = px + runs.offset(t);
       float *o = po + runs.offset(t);
-      forEachPosition(form.block, ps + runs.scaleOffset(t), valid, form.spatial,
-                      [&](const float *s, int64_t n, auto lanes) {
+      forEachPosition(form.block,
+                      scale.row(runs.item(t)) + runs.firstChannel(t), valid,
+                      form.spatial, [&](const float *s, int64_t n, auto lanes) {
                         constexpr int64_t B = decltype(lanes)::value;
                         for (int64_t i = 0; i < n; ++i)
                           for (int64_t j = 0; j < B; ++j)
@@ -330,16 +385,16 @@ void cpu::channelBroadcastGrad(BinaryOp op, const ChannelBroadcast &form,
   const Tensor &x = form.scaleFirst ? b : a;
   const Tensor &sIn = form.scaleFirst ? a : b;
   int xi = form.scaleFirst ? 1 : 0;
-  Tensor sp = plainOf(sIn, ctx);
+  ScaleRows scale(sIn, form, x.rank(), ctx);
   Tensor g = reorderTo(dOut, descOf(x), ctx);
   bool needX = need[xi], needS = need[1 - xi];
   Tensor dx = needX ? allocate(descOf(x), x.shape(), ctx) : Tensor();
   // Sums per (item, channel), over the items afterwards when s is shared.
   std::vector<float> ds(needS ? form.items * form.channels : 0);
-  const float *px = x.data<float>(), *ps = sp.data<float>(),
-              *pg = g.data<float>();
+  const float *px = x.data<float>(), *pg = g.data<float>();
   float *pdx = needX ? dx.data<float>() : nullptr;
   ChannelRuns runs{form};
+  int threads = threadsFor(x);
   auto loop = [&](auto kind, auto scaleFirst) {
     constexpr BinaryOp Op = decltype(kind)::value;
     constexpr bool SF = decltype(scaleFirst)::value;
@@ -350,14 +405,39 @@ void cpu::channelBroadcastGrad(BinaryOp op, const ChannelBroadcast &form,
     auto dS = [](float xv, float sv) {
       return SF ? partial<Op, true>(sv, xv) : partial<Op, false>(xv, sv);
     };
-#pragma omp parallel for schedule(static) if (x.numElements() > 32768)
+    if (form.block == 0) {
+      // Channels-last rows; each thread sums its rows' ds apart, then the
+      // sums are added in thread order.
+      int64_t c = form.channels;
+      std::vector<float> sums(threads * ds.size(), 0.f);
+#pragma omp parallel num_threads(threads)
+      {
+        float *acc = sums.data() + omp_get_thread_num() * ds.size();
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < form.items * form.spatial; ++r) {
+          int64_t n = r / form.spatial;
+          const float *s = scale.row(n), *xr = px + r * c, *gr = pg + r * c;
+          if (pdx)
+            for (int64_t j = 0; j < c; ++j)
+              pdx[r * c + j] = gr[j] * dX(xr[j], s[j]);
+          if (needS)
+            for (int64_t j = 0; j < c; ++j)
+              acc[n * c + j] += gr[j] * dS(xr[j], s[j]);
+        }
+      }
+      for (int t = 0; t < threads; ++t)
+        for (size_t k = 0; k < ds.size(); ++k)
+          ds[k] += sums[t * ds.size() + k];
+      return;
+    }
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t t = 0; t < runs.count(); ++t) {
       int64_t valid = runs.valid(t), at = runs.offset(t);
       const float *xr = px + at, *gr = pg + at;
       float *dxr = needX ? pdx + at : nullptr;
       forEachPosition(
-          form.block, ps + runs.scaleOffset(t), valid, form.spatial,
-          [&](const float *s, int64_t n, auto lanes) {
+          form.block, scale.row(runs.item(t)) + runs.firstChannel(t), valid,
+          form.spatial, [&](const float *s, int64_t n, auto lanes) {
             constexpr int64_t B = decltype(lanes)::value;
             if (dxr) {
               for (int64_t i = 0; i < n; ++i)

@@ -114,14 +114,15 @@ std::optional<Tensor> blockedPartial(BinaryOp op, bool first,
                                      const Tensor &b, const CPUContextPtr &ctx);
 
 /// op(a, b) where one operand, `x`, is [N, C, spatial...] (rank >= 3) in
-/// a plain or channel-blocked layout and the other, `s`, has one value per
-/// channel or per (item, channel): squeeze-excitation's scale, a
-/// per-channel bias. Such an op runs in x's layout, without the reorders
-/// to plain and back that a general broadcast would cost.
+/// a plain, channel-blocked or channels-last layout and the other, `s`, has
+/// one value per channel or per (item, channel): squeeze-excitation's
+/// scale, a per-channel bias. Such an op runs in x's layout, without the
+/// reorders to plain and back that a general broadcast would cost.
 struct ChannelBroadcast {
   bool scaleFirst; // op(s, x) rather than op(x, s)
   bool perItem;    // s is [N, C, 1...] rather than [C, 1...] or [1, C, 1...]
-  int64_t items, channels, spatial, block;
+  int64_t items, channels, spatial;
+  int64_t block; // channels per block: 1 plain, 8 or 16; 0 channels-last
 };
 std::optional<ChannelBroadcast> channelBroadcastOf(const Tensor &a,
                                                    const Tensor &b);

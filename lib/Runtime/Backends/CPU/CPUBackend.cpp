@@ -51,12 +51,31 @@ void CPUBackend::rewriteForInference(plan::Plan &plan, WeightMap &weights,
   fuseDepthwiseConvs(plan, weights, mine);
 }
 
-void CPUBackend::rewriteForTraining(plan::Plan &plan, OpFilter mine) const {
-  // Convolutions read the parts of a Concat instead of copies, SiLU and
-  // HardSwish are one op each (one pass forward and back instead of a gate
-  // and a product), Relus run inside the Conv or batch norm before them,
-  // and their gradient masks after a MaxPool.
+/// `weights` less the one-element initializers: the trainer trains those,
+/// so a pattern must not take them for its fixed constants (GELU's 0.5, a
+/// LayerNorm's epsilon), which a fused op would stop training.
+static WeightMap withoutScalarParameters(const plan::Plan &plan,
+                                         const WeightMap &weights) {
+  WeightMap constants = weights;
+  for (const plan::Weight &w : plan.weights()) {
+    auto it = constants.find(w.value());
+    if (w.source_case() == plan::Weight::kInitializer &&
+        it != constants.end() && it->second.numElements() == 1)
+      constants.erase(it);
+  }
+  return constants;
+}
+
+void CPUBackend::rewriteForTraining(plan::Plan &plan, const WeightMap &weights,
+                                    OpFilter mine) const {
+  // Convolutions read the parts of a Concat instead of copies; GELU,
+  // LayerNorm, SiLU and HardSwish are one op each (one pass forward and
+  // back instead of a chain of element-wise ops); Relus run inside the Conv
+  // or batch norm before them, and their gradient masks after a MaxPool.
   splitConcatConvs(plan, mine);
+  WeightMap constants = withoutScalarParameters(plan, weights);
+  fuseGelus(plan, constants, mine);
+  fuseLayerNorms(plan, constants, mine);
   fuseSelfGates(plan, mine);
   fuseTrainableActivations(plan, mine);
   moveReluMasksToMaxPools(plan, mine);

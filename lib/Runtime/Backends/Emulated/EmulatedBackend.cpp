@@ -48,8 +48,9 @@ void EmulatedBackend::rewriteForInference(plan::Plan &plan, WeightMap &weights,
 }
 
 void EmulatedBackend::rewriteForTraining(plan::Plan &plan,
+                                         const WeightMap &weights,
                                          OpFilter mine) const {
-  cpu->rewriteForTraining(plan, mine);
+  cpu->rewriteForTraining(plan, weights, mine);
 }
 
 llvm::Expected<std::unique_ptr<train::TrainBackend>>

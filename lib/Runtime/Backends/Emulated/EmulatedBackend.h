@@ -38,7 +38,8 @@ public:
   const KernelRegistry &kernels() const override { return registry; }
   void rewriteForInference(plan::Plan &plan, WeightMap &weights,
                            OpFilter mine) const override;
-  void rewriteForTraining(plan::Plan &plan, OpFilter mine) const override;
+  void rewriteForTraining(plan::Plan &plan, const WeightMap &weights,
+                          OpFilter mine) const override;
   llvm::Expected<std::unique_ptr<train::TrainBackend>>
   createTrainBackend(const train::TrainBackendOptions &options) const override;
   bool canCopy(const MemorySpace &from, const MemorySpace &to) const override;

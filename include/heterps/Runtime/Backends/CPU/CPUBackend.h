@@ -44,7 +44,8 @@ public:
   const KernelRegistry &kernels() const override { return registry; }
   void rewriteForInference(plan::Plan &plan, WeightMap &weights,
                            OpFilter mine) const override;
-  void rewriteForTraining(plan::Plan &plan, OpFilter mine) const override;
+  void rewriteForTraining(plan::Plan &plan, const WeightMap &weights,
+                          OpFilter mine) const override;
   llvm::Expected<std::unique_ptr<train::TrainBackend>>
   createTrainBackend(const train::TrainBackendOptions &options) const override;
   llvm::Expected<Transfer> copy(const Tensor &src, MemorySpace &to) override;

@@ -12,6 +12,7 @@
 #include "../CPUKernels.h"
 
 #include <cmath>
+#include <omp.h>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
@@ -55,33 +56,49 @@ public:
                   *gv = g.data<float>();
       Tensor dx(DType::F32, x.shape()), ds(DType::F32, scale.shape()),
           db(DType::F32, scale.shape());
-      std::fill_n(ds.data<float>(), n, 0.f);
-      std::fill_n(db.data<float>(), n, 0.f);
-      std::vector<float> xh(n), gs(n);
-      for (int64_t r = 0; r < rows; ++r) {
-        const float *xr = xv + r * n, *gr = gv + r * n;
-        double mean = 0, var = 0;
-        for (int64_t j = 0; j < n; ++j)
-          mean += xr[j];
-        mean /= n;
-        for (int64_t j = 0; j < n; ++j)
-          var += (xr[j] - mean) * (xr[j] - mean);
-        float rstd = 1.f / std::sqrt(float(var / n) + epsilon);
-        double meanGs = 0, meanGsXh = 0;
-        for (int64_t j = 0; j < n; ++j) {
-          xh[j] = float(xr[j] - mean) * rstd;
-          gs[j] = gr[j] * sv[j];
-          meanGs += gs[j];
-          meanGsXh += gs[j] * xh[j];
-          ds.data<float>()[j] += gr[j] * xh[j];
-          db.data<float>()[j] += gr[j];
+      // Rows in parallel; each thread sums its rows' scale and bias
+      // gradients apart, then the sums are added in thread order.
+      int threads = rows * n > 32768 ? omp_get_max_threads() : 1;
+      std::vector<float> sums(2 * n * threads, 0.f);
+#pragma omp parallel num_threads(threads)
+      {
+        int t = omp_get_thread_num();
+        float *dsT = sums.data() + 2 * n * t, *dbT = dsT + n;
+        std::vector<float> xh(n), gs(n);
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; ++r) {
+          const float *xr = xv + r * n, *gr = gv + r * n;
+          double mean = 0, var = 0;
+          for (int64_t j = 0; j < n; ++j)
+            mean += xr[j];
+          mean /= n;
+          for (int64_t j = 0; j < n; ++j)
+            var += (xr[j] - mean) * (xr[j] - mean);
+          float rstd = 1.f / std::sqrt(float(var / n) + epsilon);
+          float m = float(mean);
+          double meanGs = 0, meanGsXh = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            xh[j] = (xr[j] - m) * rstd;
+            gs[j] = gr[j] * sv[j];
+            meanGs += gs[j];
+            meanGsXh += gs[j] * xh[j];
+            dsT[j] += gr[j] * xh[j];
+            dbT[j] += gr[j];
+          }
+          float a = float(meanGs / n), b = float(meanGsXh / n);
+          float *out = dx.data<float>() + r * n;
+          for (int64_t j = 0; j < n; ++j)
+            out[j] = rstd * (gs[j] - a - xh[j] * b);
         }
-        meanGs /= n;
-        meanGsXh /= n;
-        float *out = dx.data<float>() + r * n;
-        for (int64_t j = 0; j < n; ++j)
-          out[j] = rstd * (gs[j] - float(meanGs) - xh[j] * float(meanGsXh));
       }
+      float *dsv = ds.data<float>(), *dbv = db.data<float>();
+      std::fill_n(dsv, n, 0.f);
+      std::fill_n(dbv, n, 0.f);
+      for (int t = 0; t < threads; ++t)
+        for (int64_t j = 0; j < n; ++j) {
+          dsv[j] += sums[2 * n * t + j];
+          dbv[j] += sums[2 * n * t + n + j];
+        }
       Tensor *results[] = {&dx, &ds, &db};
       for (size_t i = 0; i < dInputs.size() && i < 3; ++i)
         if (needGrad[i])
