@@ -605,6 +605,74 @@ TEST(Executor, FusesSelfGatedActivations) {
     }
 }
 
+/// Squeeze-excitation as torchvision exports it after a Conv of `channels`
+/// outputs: GlobalAveragePool, 1x1 Conv, Relu (or SiLU as x * Sigmoid(x)
+/// when `silu`), 1x1 Conv, HardSigmoid (or Sigmoid when `sigmoid`), Mul.
+/// Variant 1 makes the pooled value a graph output too; variant 2
+/// multiplies the gate into another tensor than the pooled one.
+static plan::Plan squeezeExcitePlan(int64_t channels, bool silu, bool sigmoid,
+                                    int variant) {
+  std::mt19937 rng(31);
+  const int64_t r = 4;
+  PlanBuilder b;
+  Shape full = {-1, channels, 6, 6}, pooled = {-1, channels, 1, 1},
+        mid = {-1, r, 1, 1};
+  int in = b.input("x", {-1, 3, 6, 6});
+  int x =
+      b.op("Conv", {in, b.weight("w0", randomTensor({channels, 3, 3, 3}, rng))},
+           full, Attrs().ints("pads", {1, 1, 1, 1}));
+  int p = b.op("GlobalAveragePool", {x}, pooled);
+  int h = b.op("Conv",
+               {p, b.weight("w1", randomTensor({r, channels, 1, 1}, rng)),
+                b.weight("b1", randomTensor({r}, rng))},
+               mid);
+  h = silu ? b.op("Mul", {h, b.op("Sigmoid", {h}, mid)}, mid)
+           : b.op("Relu", {h}, mid);
+  int g = b.op("Conv",
+               {h, b.weight("w2", randomTensor({channels, r, 1, 1}, rng)),
+                b.weight("b2", randomTensor({channels}, rng))},
+               pooled);
+  g = sigmoid ? b.op("Sigmoid", {g}, pooled)
+              : b.op("HardSigmoid", {g}, pooled,
+                     Attrs().f("alpha", 1.f / 6).f("beta", 0.5f));
+  int scaled = variant == 2 ? b.op("Tanh", {x}, full) : x;
+  b.output("y", b.op("Mul", {scaled, g}, full));
+  if (variant == 1)
+    b.output("pooled", p);
+  return b.build();
+}
+
+// The block runs as one SqueezeExcite op in the Conv's layout (20 or 32
+// channels: padded and whole channel blocks, or channels-last), with
+// the same outputs; a pooled value read elsewhere, or a gate applied to
+// another tensor than the pooled one, keeps the ops apart.
+TEST(Executor, FusesSqueezeExcitation) {
+  std::mt19937 rng(32);
+  for (int64_t channels : {20, 32})
+    for (bool silu : {false, true})
+      for (int variant = 0; variant < 3; ++variant) {
+        bool sigmoid = silu;
+        SCOPED_TRACE(std::to_string(channels) + " channels, variant " +
+                     std::to_string(variant) + (silu ? ", SiLU" : ""));
+        ExecutorOptions plain;
+        plain.fuse = false;
+        plan::Plan plan = squeezeExcitePlan(channels, silu, sigmoid, variant);
+        auto unfused = llvm::cantFail(Executor::create(plan, plain));
+        auto fused = llvm::cantFail(Executor::create(plan));
+        int blocks = 0;
+        for (const plan::Op &op : fused->plan().ops())
+          blocks += op.type() == "SqueezeExcite";
+        EXPECT_EQ(blocks, variant == 0 ? 1 : 0);
+        for (int64_t batch : {1, 3}) {
+          Tensor in = randomTensor({batch, 3, 6, 6}, rng, -2.f, 2.f);
+          std::vector<Tensor> want = llvm::cantFail(unfused->run({in}));
+          std::vector<Tensor> got = llvm::cantFail(fused->run({in}));
+          for (size_t k = 0; k < want.size(); ++k)
+            EXPECT_TRUE(allClose(got[k], want[k], 1e-5f, 1e-5f)) << k;
+        }
+      }
+}
+
 /// x -> Pad(pads, value) -> `next` (AveragePool 3x3 or Conv 3x3, with
 /// `nextAttrs`): the fused plan's op count and whether its output matches
 /// the unfused executor's.

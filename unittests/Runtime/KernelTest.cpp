@@ -8,6 +8,7 @@
 #include "PlanBuilder.h"
 #include "Reference.h"
 
+#include "../../lib/Runtime/Backends/CPU/DnnlUtils.h"
 #include "heterps/Runtime/Backends/CPU/CPUBackend.h"
 #include "heterps/Runtime/Executor.h"
 
@@ -885,4 +886,82 @@ TEST_F(KernelTest, ComputedReshapeAndSlice) {
       opError("Reshape", {x, Tensor::fromInts({2}, {5, 5})}, {-1, -1}, Attrs())
           .find("cannot reshape f32[2, 3, 4] to [5, 5]"),
       std::string::npos);
+}
+
+// SqueezeExcite (fuseSqueezeExcites) on activations in each layout a Conv
+// leaves them in: plain, channel-blocked by 16 and 8 (20 channels, the last
+// block padded) and channels-last (at batch 1 over 41x41 too, where the
+// means of one item split across threads), against plain loops.
+TEST_F(KernelTest, SqueezeExciteReadsEveryLayout) {
+  using cpu::Tag;
+  CPUBackend backend;
+  auto ctx = std::make_shared<cpu::CPUContext>();
+  const int64_t c = 20, r = 4;
+  Tensor w1 = random({r, c, 1, 1}), b1 = random({r}), w2 = random({c, r, 1, 1}),
+         b2 = random({c});
+  plan::Op op;
+  op.set_type("SqueezeExcite");
+  for (int i = 0; i < 5; ++i)
+    op.add_inputs(i);
+  op.add_outputs(5);
+  auto attr = [&](const char *name) {
+    plan::Attribute *a = op.add_attributes();
+    a->set_name(name);
+    return a;
+  };
+  attr("activation")->set_s("Relu");
+  attr("gate")->set_s("HardSigmoid");
+  attr("gate_alpha")->set_f(1.f / 6);
+  attr("gate_beta")->set_f(0.5f);
+  auto kernel = llvm::cantFail(
+      backend.createKernel(OpInfo(op, {nullptr, &w1, &b1, &w2, &b2})));
+  ASSERT_TRUE(kernel->acceptsLayouts());
+  for (auto [tag, batch, side] : {std::tuple{Tag::abcd, 2, 3},
+                                  {Tag::aBcd16b, 2, 3},
+                                  {Tag::aBcd8b, 2, 3},
+                                  {Tag::acdb, 2, 3},
+                                  {Tag::acdb, 1, 41}}) {
+    SCOPED_TRACE(std::string(tag == Tag::abcd      ? "plain"
+                             : tag == Tag::aBcd16b ? "by 16"
+                             : tag == Tag::aBcd8b  ? "by 8"
+                                                   : "channels-last") +
+                 " batch " + std::to_string(batch) + " side " +
+                 std::to_string(side));
+    Tensor x = random({batch, c, side, side});
+    Tensor laid =
+        cpu::reorderTo(x,
+                       cpu::memory::desc(cpu::toDims(x.shape()),
+                                         cpu::memory::data_type::f32, tag),
+                       ctx);
+    std::vector<Tensor> out(1);
+    const Tensor *args[] = {&laid, &w1, &b1, &w2, &b2};
+    ASSERT_FALSE(bool(kernel->run(args, out)));
+    EXPECT_TRUE(out[0].sameLayout(laid));
+    Tensor got = llvm::cantFail(out[0].toPlain());
+    int64_t hw = side * side;
+    for (int64_t n = 0; n < batch; ++n) {
+      const float *xn = x.data<float>() + n * c * hw;
+      std::vector<double> hidden(r);
+      for (int64_t j = 0; j < r; ++j) {
+        double sum = b1.data<float>()[j];
+        for (int64_t k = 0; k < c; ++k) {
+          double mean = 0;
+          for (int64_t i = 0; i < hw; ++i)
+            mean += xn[k * hw + i];
+          sum += w1.data<float>()[j * c + k] * mean / hw;
+        }
+        hidden[j] = std::max(sum, 0.0);
+      }
+      for (int64_t k = 0; k < c; ++k) {
+        double g = b2.data<float>()[k];
+        for (int64_t j = 0; j < r; ++j)
+          g += w2.data<float>()[k * r + j] * hidden[j];
+        g = std::clamp(g / 6 + 0.5, 0.0, 1.0);
+        for (int64_t i = 0; i < hw; ++i)
+          ASSERT_NEAR(got.data<float>()[(n * c + k) * hw + i],
+                      xn[k * hw + i] * g, 1e-5)
+              << "item " << n << " channel " << k << " position " << i;
+      }
+    }
+  }
 }

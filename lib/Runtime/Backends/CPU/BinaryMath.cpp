@@ -378,6 +378,70 @@ Tensor cpu::channelBroadcast(BinaryOp op, const ChannelBroadcast &form,
   return out;
 }
 
+std::vector<float> cpu::channelMeans(const ChannelBroadcast &form,
+                                     const Tensor &x) {
+  int64_t c = form.channels;
+  std::vector<float> means(form.items * c, 0.f);
+  const float *px = x.data<float>();
+  float inv = 1.f / static_cast<float>(std::max<int64_t>(form.spatial, 1));
+  int threads = threadsFor(x);
+  if (form.block == 0) {
+    // Channels-last rows; each thread sums its rows apart (one item at
+    // batch 1 still splits), then the sums are added in thread order.
+    std::vector<float> sums(threads * means.size(), 0.f);
+#pragma omp parallel num_threads(threads)
+    {
+      float *acc = sums.data() + omp_get_thread_num() * means.size();
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < form.items * form.spatial; ++r) {
+        const float *xr = px + r * c;
+        float *d = acc + r / form.spatial * c;
+        for (int64_t j = 0; j < c; ++j)
+          d[j] += xr[j];
+      }
+    }
+    for (int t = 0; t < threads; ++t)
+      for (size_t k = 0; k < means.size(); ++k)
+        means[k] += sums[t * means.size() + k];
+    for (float &m : means)
+      m *= inv;
+    return means;
+  }
+  ChannelRuns runs{form};
+  auto loop = [&](auto lanes) {
+    // Positions of B lanes summed into W = 16 / B independent accumulators
+    // per lane, a vector's worth, which the compiler keeps in a register
+    // (one chain of dependent adds would be latency-bound).
+    constexpr int64_t B = decltype(lanes)::value, W = 16 / B;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t t = 0; t < runs.count(); ++t) {
+      const float *xr = px + runs.offset(t);
+      float acc[W * B] = {};
+      int64_t i = 0;
+      for (; i + W <= form.spatial; i += W)
+        for (int64_t j = 0; j < W * B; ++j)
+          acc[j] += xr[i * B + j];
+      for (; i < form.spatial; ++i)
+        for (int64_t j = 0; j < B; ++j)
+          acc[j] += xr[i * B + j];
+      float *d = means.data() + runs.item(t) * c + runs.firstChannel(t);
+      for (int64_t j = 0; j < runs.valid(t); ++j) {
+        float sum = 0.f;
+        for (int64_t w = 0; w < W; ++w)
+          sum += acc[w * B + j];
+        d[j] = sum * inv;
+      }
+    }
+  };
+  if (form.block == 16)
+    loop(std::integral_constant<int64_t, 16>{});
+  else if (form.block == 8)
+    loop(std::integral_constant<int64_t, 8>{});
+  else
+    loop(std::integral_constant<int64_t, 1>{});
+  return means;
+}
+
 void cpu::channelBroadcastGrad(BinaryOp op, const ChannelBroadcast &form,
                                const Tensor &dOut, const Tensor &a,
                                const Tensor &b, const bool need[2],

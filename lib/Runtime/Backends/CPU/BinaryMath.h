@@ -17,6 +17,7 @@
 #include <cmath>
 #include <optional>
 #include <type_traits>
+#include <vector>
 
 namespace heterps::runtime::cpu {
 
@@ -130,6 +131,10 @@ std::optional<ChannelBroadcast> channelBroadcastOf(const Tensor &a,
 Tensor channelBroadcast(BinaryOp op, const ChannelBroadcast &form,
                         const Tensor &a, const Tensor &b,
                         const CPUContextPtr &ctx);
+/// The mean over the positions of each (item, channel) of x, which
+/// channelBroadcastOf described as `form`: [N * C] row-major, read in x's
+/// layout. Parallel.
+std::vector<float> channelMeans(const ChannelBroadcast &form, const Tensor &x);
 /// The gradients of a and b (where `need` says) given dOut: x's in x's
 /// layout, s's plain, summed over the items when s is per channel.
 void channelBroadcastGrad(BinaryOp op, const ChannelBroadcast &form,

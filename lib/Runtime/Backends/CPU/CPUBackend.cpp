@@ -29,6 +29,7 @@ CPUBackend::CPUBackend(BackendOptions options)
   registerPadKernel(registry, context);
   registerPoolKernels(registry, context);
   registerSoftmaxKernels(registry, context);
+  registerSqueezeExciteKernel(registry, context);
   registerViewKernels(registry, context);
 }
 
@@ -49,6 +50,7 @@ void CPUBackend::rewriteForInference(plan::Plan &plan, WeightMap &weights,
   fuseResidualAdds(plan, mine);
   fuseActivations(plan, mine);
   fuseDepthwiseConvs(plan, weights, mine);
+  fuseSqueezeExcites(plan, weights, mine);
 }
 
 /// `weights` less the one-element initializers: the trainer trains those,

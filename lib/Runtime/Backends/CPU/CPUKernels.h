@@ -91,6 +91,7 @@ void registerNormKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerPadKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerPoolKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerSoftmaxKernels(KernelRegistry &registry, CPUContextPtr ctx);
+void registerSqueezeExciteKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerViewKernels(KernelRegistry &registry, CPUContextPtr ctx);
 
 /// Registers the backend as kind "cpu" (called by Backends/Builtin.cpp).

@@ -903,3 +903,119 @@ int heterps::runtime::fuseMatMulBiases(plan::Plan &plan,
     eraseOps(plan, dead);
   return fused;
 }
+
+int heterps::runtime::fuseSqueezeExcites(plan::Plan &plan,
+                                         const WeightMap &weights,
+                                         OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  // The op defining `v` when `reader` alone reads it and may join it.
+  auto feeding = [&](int32_t v, int reader) {
+    if (v < 0 || uses.soleReader(v) != reader)
+      return -1;
+    int i = uses.definedBy[v];
+    return i >= 0 && !dead[i] && plan.ops(i).outputs_size() == 1 &&
+                   fusable(mine, plan.ops(i), plan.ops(reader))
+               ? i
+               : -1;
+  };
+  // Whether op `i` is a 1x1 Conv from `in` to `out` channels by constant
+  // weights (and bias), without pads or groups: on the pooled 1x1 image
+  // strides and dilations change nothing.
+  auto pointwise = [&](int i, int64_t in, int64_t out) {
+    const plan::Op &op = plan.ops(i);
+    if (op.type() != "Conv" || op.inputs_size() < 2 || op.inputs_size() > 3)
+      return false;
+    const Tensor *w = weightInput(weights, op, 1);
+    const Tensor *b = weightInput(weights, op, 2);
+    if (!w || w->shape() != Shape{out, in, 1, 1} ||
+        (op.inputs_size() == 3 && op.inputs(2) >= 0 &&
+         (!b || b->numElements() != out)))
+      return false;
+    static const llvm::StringRef known[] = {
+        "kernel_shape", "strides", "dilations", "activation", "group", "pads"};
+    for (const plan::Attribute &a : op.attributes())
+      if (!llvm::is_contained(known, llvm::StringRef(a.name())))
+        return false;
+    return allEqual(op, "group", 1) && allEqual(op, "pads", 0);
+  };
+  auto input = [](const plan::Op &op, int k) {
+    return k < op.inputs_size() ? op.inputs(k) : -1;
+  };
+  int fused = 0;
+  for (int m = 0; m < plan.ops_size(); ++m) {
+    const plan::Op &mul = plan.ops(m);
+    if (mul.type() != "Mul" || mul.inputs_size() != 2 ||
+        mul.outputs_size() != 1)
+      continue;
+    for (int k = 0; k < 2; ++k) {
+      int32_t x = mul.inputs(k);
+      const plan::Value &xv = plan.values(x);
+      if (xv.dims_size() != 4 || xv.dims(1) < 1)
+        continue;
+      int64_t channels = xv.dims(1);
+      // The gate: a Sigmoid or HardSigmoid op, or a Sigmoid in the Conv.
+      int gate = feeding(mul.inputs(1 - k), m), conv2 = -1;
+      if (gate < 0)
+        continue;
+      const plan::Op &g = plan.ops(gate);
+      std::string gateType = g.type();
+      if ((gateType == "Sigmoid" || gateType == "HardSigmoid") &&
+          g.inputs_size() == 1) {
+        conv2 = feeding(g.inputs(0), gate);
+        if (conv2 >= 0 && hasActivation(plan.ops(conv2)))
+          continue;
+      } else if (gateType == "Conv" && activationOf(g) == "Sigmoid") {
+        gateType = "Sigmoid";
+        std::swap(conv2, gate);
+      } else {
+        continue;
+      }
+      int conv1 = conv2 < 0 ? -1 : feeding(plan.ops(conv2).inputs(0), conv2);
+      if (conv1 < 0)
+        continue;
+      const plan::Op &c1 = plan.ops(conv1), &c2 = plan.ops(conv2);
+      const Tensor *w1 = weightInput(weights, c1, 1);
+      std::string act = activationOf(c1).str();
+      if (!w1 || w1->rank() != 4 ||
+          !(act.empty() || act == "Relu" || act == "Swish") ||
+          !pointwise(conv1, channels, w1->dim(0)) ||
+          !pointwise(conv2, w1->dim(0), channels))
+        continue;
+      int pool = feeding(c1.inputs(0), conv1);
+      if (pool < 0 || plan.ops(pool).type() != "GlobalAveragePool" ||
+          plan.ops(pool).inputs(0) != x)
+        continue;
+      int32_t ins[] = {x, c1.inputs(1), input(c1, 2), c2.inputs(1),
+                       input(c2, 2)};
+      float alpha = gate >= 0 ? floatAttr(plan.ops(gate), "alpha", 0.2f) : 0;
+      float beta = gate >= 0 ? floatAttr(plan.ops(gate), "beta", 0.5f) : 0;
+      plan::Op &se = *plan.mutable_ops(m);
+      se.set_type("SqueezeExcite");
+      se.clear_inputs();
+      for (int32_t v : ins)
+        se.add_inputs(v);
+      se.clear_attributes();
+      auto attr = [&](const char *name) {
+        plan::Attribute *a = se.add_attributes();
+        a->set_name(name);
+        return a;
+      };
+      if (!act.empty())
+        attr("activation")->set_s(act);
+      attr("gate")->set_s(gateType);
+      if (gateType == "HardSigmoid") {
+        attr("gate_alpha")->set_f(alpha);
+        attr("gate_beta")->set_f(beta);
+      }
+      for (int j : {pool, conv1, conv2, gate})
+        if (j >= 0)
+          dead[j] = true;
+      ++fused;
+      break;
+    }
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}

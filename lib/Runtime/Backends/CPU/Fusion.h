@@ -103,6 +103,15 @@ int fuseLayerNorms(plan::Plan &plan, const WeightMap &weights,
 /// the Conv before them. Returns the number of fused pairs.
 int fuseSelfGates(plan::Plan &plan, OpFilter mine = anyOp);
 
+/// Replaces squeeze-excitation, x * gate(Conv2(act(Conv1(GlobalAverage-
+/// Pool(x))))) with 1x1 Convs by constant weights (Conv1 with no
+/// activation, Relu or Swish; the gate a Sigmoid or HardSigmoid op, or a
+/// Sigmoid fused into Conv2), each intermediate read only by the next, by
+/// one SqueezeExcite op (SqueezeExciteKernel.cpp). Run after
+/// fuseActivations. Returns the number of fused blocks.
+int fuseSqueezeExcites(plan::Plan &plan, const WeightMap &weights,
+                       OpFilter mine = anyOp);
+
 /// Folds a Pad with zeros on the spatial axes (constant mode, pads a
 /// weight) into the Conv or AveragePool that is its only reader, as extra
 /// `pads` (an AveragePool then counts them: count_include_pad = 1; not in
