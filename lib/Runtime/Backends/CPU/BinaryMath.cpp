@@ -9,6 +9,7 @@
 
 #include "BinaryMath.h"
 #include "Broadcast.h"
+#include "ParallelSums.h"
 
 #include <omp.h>
 
@@ -386,23 +387,15 @@ std::vector<float> cpu::channelMeans(const ChannelBroadcast &form,
   float inv = 1.f / static_cast<float>(std::max<int64_t>(form.spatial, 1));
   int threads = threadsFor(x);
   if (form.block == 0) {
-    // Channels-last rows; each thread sums its rows apart (one item at
-    // batch 1 still splits), then the sums are added in thread order.
-    std::vector<float> sums(threads * means.size(), 0.f);
-#pragma omp parallel num_threads(threads)
-    {
-      float *acc = sums.data() + omp_get_thread_num() * means.size();
-#pragma omp for schedule(static)
-      for (int64_t r = 0; r < form.items * form.spatial; ++r) {
-        const float *xr = px + r * c;
-        float *d = acc + r / form.spatial * c;
-        for (int64_t j = 0; j < c; ++j)
-          d[j] += xr[j];
-      }
-    }
-    for (int t = 0; t < threads; ++t)
-      for (size_t k = 0; k < means.size(); ++k)
-        means[k] += sums[t * means.size() + k];
+    // Channels-last rows (one item at batch 1 still splits).
+    means = sumRowsInParallel(
+        form.items * form.spatial, means.size(), threads,
+        [&](int64_t r, float *acc) {
+          const float *xr = px + r * c;
+          float *d = acc + r / form.spatial * c;
+          for (int64_t j = 0; j < c; ++j)
+            d[j] += xr[j];
+        });
     for (float &m : means)
       m *= inv;
     return means;
@@ -470,28 +463,20 @@ void cpu::channelBroadcastGrad(BinaryOp op, const ChannelBroadcast &form,
       return SF ? partial<Op, true>(sv, xv) : partial<Op, false>(xv, sv);
     };
     if (form.block == 0) {
-      // Channels-last rows; each thread sums its rows' ds apart, then the
-      // sums are added in thread order.
+      // Channels-last rows.
       int64_t c = form.channels;
-      std::vector<float> sums(threads * ds.size(), 0.f);
-#pragma omp parallel num_threads(threads)
-      {
-        float *acc = sums.data() + omp_get_thread_num() * ds.size();
-#pragma omp for schedule(static)
-        for (int64_t r = 0; r < form.items * form.spatial; ++r) {
-          int64_t n = r / form.spatial;
-          const float *s = scale.row(n), *xr = px + r * c, *gr = pg + r * c;
-          if (pdx)
-            for (int64_t j = 0; j < c; ++j)
-              pdx[r * c + j] = gr[j] * dX(xr[j], s[j]);
-          if (needS)
-            for (int64_t j = 0; j < c; ++j)
-              acc[n * c + j] += gr[j] * dS(xr[j], s[j]);
-        }
-      }
-      for (int t = 0; t < threads; ++t)
-        for (size_t k = 0; k < ds.size(); ++k)
-          ds[k] += sums[t * ds.size() + k];
+      ds = sumRowsInParallel(
+          form.items * form.spatial, ds.size(), threads,
+          [&](int64_t r, float *acc) {
+            int64_t n = r / form.spatial;
+            const float *s = scale.row(n), *xr = px + r * c, *gr = pg + r * c;
+            if (pdx)
+              for (int64_t j = 0; j < c; ++j)
+                pdx[r * c + j] = gr[j] * dX(xr[j], s[j]);
+            if (needS)
+              for (int64_t j = 0; j < c; ++j)
+                acc[n * c + j] += gr[j] * dS(xr[j], s[j]);
+          });
       return;
     }
 #pragma omp parallel for schedule(static) num_threads(threads)

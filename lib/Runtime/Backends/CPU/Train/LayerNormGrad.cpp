@@ -10,7 +10,9 @@
 #include "TrainKernels.h"
 
 #include "../CPUKernels.h"
+#include "../ParallelSums.h"
 
+#include <algorithm>
 #include <cmath>
 #include <omp.h>
 
@@ -56,49 +58,34 @@ public:
                   *gv = g.data<float>();
       Tensor dx(DType::F32, x.shape()), ds(DType::F32, scale.shape()),
           db(DType::F32, scale.shape());
-      // Rows in parallel; each thread sums its rows' scale and bias
-      // gradients apart, then the sums are added in thread order.
+      // Rows in parallel, the scale and bias gradients summed as [ds, db].
       int threads = rows * n > 32768 ? omp_get_max_threads() : 1;
-      std::vector<float> sums(2 * n * threads, 0.f);
-#pragma omp parallel num_threads(threads)
-      {
-        int t = omp_get_thread_num();
-        float *dsT = sums.data() + 2 * n * t, *dbT = dsT + n;
-        std::vector<float> xh(n), gs(n);
-#pragma omp for schedule(static)
-        for (int64_t r = 0; r < rows; ++r) {
-          const float *xr = xv + r * n, *gr = gv + r * n;
-          double mean = 0, var = 0;
-          for (int64_t j = 0; j < n; ++j)
-            mean += xr[j];
-          mean /= n;
-          for (int64_t j = 0; j < n; ++j)
-            var += (xr[j] - mean) * (xr[j] - mean);
-          float rstd = 1.f / std::sqrt(float(var / n) + epsilon);
-          float m = float(mean);
-          double meanGs = 0, meanGsXh = 0;
-          for (int64_t j = 0; j < n; ++j) {
-            xh[j] = (xr[j] - m) * rstd;
-            gs[j] = gr[j] * sv[j];
-            meanGs += gs[j];
-            meanGsXh += gs[j] * xh[j];
-            dsT[j] += gr[j] * xh[j];
-            dbT[j] += gr[j];
-          }
-          float a = float(meanGs / n), b = float(meanGsXh / n);
-          float *out = dx.data<float>() + r * n;
-          for (int64_t j = 0; j < n; ++j)
-            out[j] = rstd * (gs[j] - a - xh[j] * b);
-        }
-      }
-      float *dsv = ds.data<float>(), *dbv = db.data<float>();
-      std::fill_n(dsv, n, 0.f);
-      std::fill_n(dbv, n, 0.f);
-      for (int t = 0; t < threads; ++t)
-        for (int64_t j = 0; j < n; ++j) {
-          dsv[j] += sums[2 * n * t + j];
-          dbv[j] += sums[2 * n * t + n + j];
-        }
+      std::vector<float> sums = cpu::sumRowsInParallel(
+          rows, 2 * n, threads, [&](int64_t r, float *acc) {
+            const float *xr = xv + r * n, *gr = gv + r * n;
+            double sum = 0, var = 0;
+            for (int64_t j = 0; j < n; ++j)
+              sum += xr[j];
+            float mean = float(sum / n);
+            for (int64_t j = 0; j < n; ++j)
+              var += (xr[j] - mean) * (xr[j] - mean);
+            float rstd = 1.f / std::sqrt(float(var / n) + epsilon);
+            double meanGs = 0, meanGsXh = 0;
+            for (int64_t j = 0; j < n; ++j) {
+              float xh = (xr[j] - mean) * rstd, gs = gr[j] * sv[j];
+              meanGs += gs;
+              meanGsXh += gs * xh;
+              acc[j] += gr[j] * xh;
+              acc[n + j] += gr[j];
+            }
+            float mg = float(meanGs / n), mgx = float(meanGsXh / n);
+            float *out = dx.data<float>() + r * n;
+            for (int64_t j = 0; j < n; ++j)
+              out[j] =
+                  rstd * (gr[j] * sv[j] - mg - (xr[j] - mean) * rstd * mgx);
+          });
+      std::copy_n(sums.begin(), n, ds.data<float>());
+      std::copy_n(sums.begin() + n, n, db.data<float>());
       Tensor *results[] = {&dx, &ds, &db};
       for (size_t i = 0; i < dInputs.size() && i < 3; ++i)
         if (needGrad[i])
