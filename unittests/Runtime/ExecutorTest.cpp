@@ -760,13 +760,28 @@ TEST(Executor, RunsBatchNormsWithAFusedRelu) {
   plan::Plan plain = b.build(), fused = plain;
   ASSERT_EQ(fuseTrainableActivations(fused), 2);
   Tensor in = randomTensor({2, 8, 6, 6}, rng);
-  auto plainExec = Executor::create(plain), fusedExec = Executor::create(fused);
+  ExecutorOptions unfused;
+  unfused.fuse = false;
+  auto plainExec = Executor::create(plain, unfused),
+       fusedExec = Executor::create(fused),
+       // The inference rewrites alone: fuseActivations gives the first
+       // batch norm its Relu too.
+      inferenceExec = Executor::create(plain);
   ASSERT_TRUE(static_cast<bool>(plainExec)) << errorOf(plainExec.takeError());
   ASSERT_TRUE(static_cast<bool>(fusedExec)) << errorOf(fusedExec.takeError());
+  ASSERT_TRUE(static_cast<bool>(inferenceExec))
+      << errorOf(inferenceExec.takeError());
   EXPECT_EQ((*fusedExec)->plan().ops_size(), 2);
-  auto want = (*plainExec)->run({in}), got = (*fusedExec)->run({in});
-  ASSERT_TRUE(want && got);
-  EXPECT_TRUE(allClose((*got)[0], (*want)[0], 1e-5f, 1e-6f));
+  const plan::Plan &inferred = (*inferenceExec)->plan();
+  ASSERT_EQ(inferred.ops_size(), 2);
+  EXPECT_EQ(inferred.ops(0).type(), "BatchNormalization");
+  auto want = (*plainExec)->run({in});
+  ASSERT_TRUE(static_cast<bool>(want));
+  for (auto *exec : {&*fusedExec, &*inferenceExec}) {
+    auto got = (*exec)->run({in});
+    ASSERT_TRUE(static_cast<bool>(got));
+    EXPECT_TRUE(allClose((*got)[0], (*want)[0], 1e-5f, 1e-6f));
+  }
 }
 
 // moveReluMasksToMaxPools marks a MaxPool over Relu Convs, directly or

@@ -141,15 +141,21 @@ static int fuseIntoProducers(plan::Plan &plan,
 }
 
 int heterps::runtime::fuseActivations(plan::Plan &plan, OpFilter mine) {
+  // A batch norm that a Conv cannot absorb (DenseNet's, after a Concat)
+  // takes a Relu as oneDNN's fuse_norm_relu.
   return fuseIntoProducers(
-      plan, {"Conv"},
-      [](llvm::StringRef type) {
-        return llvm::StringSwitch<bool>(type)
-            .Cases("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Elu", true)
-            .Cases("Swish", "HardSwish", "Gelu", true)
-            .Default(false);
-      },
-      mine);
+             plan, {"Conv"},
+             [](llvm::StringRef type) {
+               return llvm::StringSwitch<bool>(type)
+                   .Cases("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Elu",
+                          true)
+                   .Cases("Swish", "HardSwish", "Gelu", true)
+                   .Default(false);
+             },
+             mine) +
+         fuseIntoProducers(
+             plan, {"BatchNormalization"},
+             [](llvm::StringRef type) { return type == "Relu"; }, mine);
 }
 
 int heterps::runtime::fuseTrainableActivations(plan::Plan &plan,
