@@ -44,6 +44,16 @@ MODELS = {
     "regnet_y_400mf": (lambda: models.regnet_y_400mf(weights=None), 224),
     "resnext50_32x4d": (lambda: models.resnext50_32x4d(weights=None), 224),
     "convnext_tiny": (lambda: models.convnext_tiny(weights=None), 224),
+    # The rest of the zoo, at torchvision's evaluation sizes.
+    "wide_resnet50_2": (lambda: models.wide_resnet50_2(weights=None), 224),
+    "mobilenet_v3_large": (lambda: models.mobilenet_v3_large(weights=None),
+                           224),
+    "regnet_x_400mf": (lambda: models.regnet_x_400mf(weights=None), 224),
+    "efficientnet_b1": (lambda: models.efficientnet_b1(weights=None), 240),
+    "efficientnet_b2": (lambda: models.efficientnet_b2(weights=None), 288),
+    "efficientnet_b3": (lambda: models.efficientnet_b3(weights=None), 300),
+    "efficientnet_v2_s": (lambda: models.efficientnet_v2_s(weights=None),
+                          384),
 }
 
 
