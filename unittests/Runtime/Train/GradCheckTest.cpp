@@ -738,6 +738,44 @@ TEST(BatchNormTraining, UpdatesRunningStatistics) {
   }
 }
 
+// An input in 4-channel blocks (a grouped Conv's output: ResNeXt's), for
+// which oneDNN has only its reference batch norm, is normalized in the
+// 16-blocked layout: the same output and gradients as a plain input.
+TEST(BatchNormTraining, RunsFourChannelBlocksSixteenBlocked) {
+  LayoutCase setup;
+  TrainBackend &backend = *setup.backend;
+  using cpu::Tag;
+  Tensor x = random({4, 20, 3, 3}, 40), g = random({4, 20, 3, 3}, 41);
+  std::vector<Tensor> params = {random({20}, 42, 0.5f, 1.5f), random({20}, 43),
+                                random({20}, 44), random({20}, 45, 0.5f, 2.f)};
+  auto run = [&](const Tensor &in, Tensor &y, std::vector<Tensor> &grads) {
+    std::vector<Tensor> inputs = {in};
+    for (const Tensor &p : params)
+      inputs.push_back(p.clone()); // the running statistics update in place
+    plan::Op op = makeOp("BatchNormalization", 5, inputs, Attrs());
+    OpInfo info(op, std::vector<const Tensor *>(5, nullptr));
+    auto kernel = llvm::cantFail(backend.createKernel(info, 0));
+    std::vector<const Tensor *> args;
+    for (const Tensor &t : inputs)
+      args.push_back(&t);
+    ASSERT_FALSE(bool(kernel->forward(args, y)));
+    grads.assign(5, Tensor());
+    ASSERT_FALSE(bool(
+        kernel->backward(args, y, g, {true, true, true, false, false}, grads)));
+  };
+  Tensor want, got;
+  std::vector<Tensor> wantGrads, gotGrads;
+  run(x, want, wantGrads);
+  run(setup.blocked(x, Tag::aBcd4b), got, gotGrads);
+  EXPECT_TRUE(got.sameLayout(setup.blocked(x, Tag::aBcd16b)));
+  EXPECT_TRUE(allClose(llvm::cantFail(got.toPlain()),
+                       llvm::cantFail(want.toPlain()), 1e-5f, 1e-5f));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_TRUE(allClose(llvm::cantFail(gotGrads[i].toPlain()),
+                         llvm::cantFail(wantGrads[i].toPlain()), 1e-4f, 1e-5f))
+        << "input " << i;
+}
+
 TEST(DropoutTraining, MasksAndScalesConsistently) {
   TrainBackendOptions options;
   options.seed = 3;

@@ -8,11 +8,13 @@
 // PyTorch does, so a model trained here matches one trained there. A fused
 // Relu (fuseTrainableActivations) is oneDNN's fuse_norm_relu: the forward
 // keeps a bit mask of the positive outputs and the backward applies it,
-// saving the Relu's two passes over the tensor each way. A plain input of
-// 8 channels or more is normalized in the channel-blocked layout: oneDNN
-// 2.6's kernel for plain tensors (ncsp_bnorm) took 5-7 ms a pass on
-// DenseNet-121's concatenated features at batch 8, 45% of the step; the
-// jit one and the reorder to it, about 1.
+// saving the Relu's two passes over the tensor each way. An input of 8
+// channels or more in a layout without a jit kernel is normalized in the
+// 16-channel-blocked one: oneDNN 2.6's kernel for plain tensors
+// (ncsp_bnorm) took 5-7 ms a pass on DenseNet-121's concatenated features
+// at batch 8, 45% of the step, and its reference kernel, which takes the
+// 4-channel blocks a grouped Conv leaves (ResNeXt's), 55 ms; the jit one
+// and the reorder to it, about 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,6 +74,23 @@ private:
   Tensor src;
 };
 
+/// Per rank 3-5: the layouts oneDNN 2.6's batch norm has jit kernels for
+/// besides the 8-blocked one.
+struct LayoutTags {
+  Tag blocked16, channelsLast;
+};
+const LayoutTags layoutTags[] = {{Tag::aBc16b, Tag::acb},
+                                 {Tag::aBcd16b, Tag::acdb},
+                                 {Tag::aBcde16b, Tag::acdeb}};
+
+/// Whether `md`, the layout of x (rank 3-5), is one of them.
+bool hasJitKernel(const memory::desc &md, const Tensor &x) {
+  std::optional<int64_t> block = cpu::channelBlockOf(md, x.shape());
+  return (block && *block > 1) ||
+         md == memory::desc(cpu::toDims(x.shape()), memory::data_type::f32,
+                            layoutTags[x.rank() - 3].channelsLast);
+}
+
 } // namespace
 
 llvm::Error BatchNormGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
@@ -89,10 +108,9 @@ llvm::Error BatchNormGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
                                 x.typeString());
     auto got = cache.get(cpu::shapeKey({&x}), [&] {
       memory::desc md = cpu::descOf(x);
-      static const Tag blocked[] = {Tag::aBc16b, Tag::aBcd16b, Tag::aBcde16b};
-      if (x.isPlain() && x.rank() >= 3 && x.rank() <= 5 && c >= 8)
+      if (x.rank() >= 3 && x.rank() <= 5 && c >= 8 && !hasJitKernel(md, x))
         md = memory::desc(cpu::toDims(x.shape()), memory::data_type::f32,
-                          blocked[x.rank() - 3]);
+                          layoutTags[x.rank() - 3].blocked16);
       dnnl::batch_normalization_forward::primitive_desc fwd(
           {dnnl::prop_kind::forward_training, md, epsilon, flags}, ctx->engine);
       dnnl::batch_normalization_backward::primitive_desc bwd(
