@@ -1,7 +1,8 @@
 """Models of the training benchmark, and PyTorch's training throughput on them.
 
   models.py export NAME OUT.onnx [--seed S]
-      Writes NAME (fashion_cnn, resnet18, alexnet, squeezenet1_0) with
+      Writes NAME (fashion_cnn or a torchvision classification model;
+      GoogLeNet and Inception-v3 without their auxiliary heads) with
       PyTorch's seeded initial weights, the batch dimension dynamic. Batch
       norms are kept as BatchNormalization nodes (not folded into the
       convolutions, which an inference export does) and dropouts as Dropout
