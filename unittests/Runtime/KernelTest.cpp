@@ -756,6 +756,20 @@ TEST_F(KernelTest, NewKernelsRejectWhatTheyCannotDo) {
                        Attrs(), {random({3, 1, 2, 2})}),
                "ConvTranspose of input f32[1, 2, 3, 3] with weights f32[3, 1, "
                "2, 2] and group 1 is not supported");
+  // SqueezeExcite (a fusion's op): weights for 4 channels on 3, a gate it
+  // has no form of.
+  std::vector<Tensor> se = {random({2, 4, 1, 1}), random({2}),
+                            random({4, 2, 1, 1}), random({4})};
+  Tensor image = random({1, 3, 2, 2});
+  EXPECT_PRED2(endsWith,
+               opError("SqueezeExcite", {image}, {1, 3, 2, 2},
+                       Attrs().s("gate", "Sigmoid"), se),
+               "SqueezeExcite: input f32[1, 3, 2, 2] does not fit weights "
+               "f32[2, 4, 1, 1] and f32[4, 2, 1, 1]");
+  EXPECT_PRED2(endsWith,
+               opError("SqueezeExcite", {random({1, 4, 2, 2})}, {1, 4, 2, 2},
+                       Attrs().s("gate", "Tanh"), se),
+               "SqueezeExcite: unsupported gate 'Tanh'");
 }
 
 //===----------------------------------------------------------------------===//

@@ -11,8 +11,6 @@
 #include "Broadcast.h"
 #include "ParallelSums.h"
 
-#include <omp.h>
-
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
 
@@ -317,11 +315,6 @@ inline void forEachPosition(int64_t block, const float *scale, int64_t valid,
     run(std::integral_constant<int64_t, 1>{});
 }
 
-/// The threads a loop over x's elements uses.
-int threadsFor(const Tensor &x) {
-  return x.numElements() > 32768 ? omp_get_max_threads() : 1;
-}
-
 } // namespace
 
 Tensor cpu::channelBroadcast(BinaryOp op, const ChannelBroadcast &form,
@@ -333,7 +326,7 @@ Tensor cpu::channelBroadcast(BinaryOp op, const ChannelBroadcast &form,
   const float *px = x.data<float>();
   float *po = out.data<float>();
   ChannelRuns runs{form};
-  int threads = threadsFor(x);
+  int threads = threadsFor(x.numElements());
   auto loop = [&](auto kind, auto scaleFirst) {
     constexpr BinaryOp Op = decltype(kind)::value;
     constexpr bool SF = decltype(scaleFirst)::value;
@@ -385,17 +378,16 @@ std::vector<float> cpu::channelMeans(const ChannelBroadcast &form,
   std::vector<float> means(form.items * c, 0.f);
   const float *px = x.data<float>();
   float inv = 1.f / static_cast<float>(std::max<int64_t>(form.spatial, 1));
-  int threads = threadsFor(x);
+  int threads = threadsFor(x.numElements());
   if (form.block == 0) {
     // Channels-last rows (one item at batch 1 still splits).
-    means = sumRowsInParallel(
-        form.items * form.spatial, means.size(), threads,
-        [&](int64_t r, float *acc) {
-          const float *xr = px + r * c;
-          float *d = acc + r / form.spatial * c;
-          for (int64_t j = 0; j < c; ++j)
-            d[j] += xr[j];
-        });
+    means = sumRowsInParallel(form.items * form.spatial, means.size(), threads,
+                              [&](int64_t r, float *acc) {
+                                const float *xr = px + r * c;
+                                float *d = acc + r / form.spatial * c;
+                                for (int64_t j = 0; j < c; ++j)
+                                  d[j] += xr[j];
+                              });
     for (float &m : means)
       m *= inv;
     return means;
@@ -451,7 +443,7 @@ void cpu::channelBroadcastGrad(BinaryOp op, const ChannelBroadcast &form,
   const float *px = x.data<float>(), *pg = g.data<float>();
   float *pdx = needX ? dx.data<float>() : nullptr;
   ChannelRuns runs{form};
-  int threads = threadsFor(x);
+  int threads = threadsFor(x.numElements());
   auto loop = [&](auto kind, auto scaleFirst) {
     constexpr BinaryOp Op = decltype(kind)::value;
     constexpr bool SF = decltype(scaleFirst)::value;
@@ -465,18 +457,18 @@ void cpu::channelBroadcastGrad(BinaryOp op, const ChannelBroadcast &form,
     if (form.block == 0) {
       // Channels-last rows.
       int64_t c = form.channels;
-      ds = sumRowsInParallel(
-          form.items * form.spatial, ds.size(), threads,
-          [&](int64_t r, float *acc) {
-            int64_t n = r / form.spatial;
-            const float *s = scale.row(n), *xr = px + r * c, *gr = pg + r * c;
-            if (pdx)
-              for (int64_t j = 0; j < c; ++j)
-                pdx[r * c + j] = gr[j] * dX(xr[j], s[j]);
-            if (needS)
-              for (int64_t j = 0; j < c; ++j)
-                acc[n * c + j] += gr[j] * dS(xr[j], s[j]);
-          });
+      ds = sumRowsInParallel(form.items * form.spatial, ds.size(), threads,
+                             [&](int64_t r, float *acc) {
+                               int64_t n = r / form.spatial;
+                               const float *s = scale.row(n), *xr = px + r * c,
+                                           *gr = pg + r * c;
+                               if (pdx)
+                                 for (int64_t j = 0; j < c; ++j)
+                                   pdx[r * c + j] = gr[j] * dX(xr[j], s[j]);
+                               if (needS)
+                                 for (int64_t j = 0; j < c; ++j)
+                                   acc[n * c + j] += gr[j] * dS(xr[j], s[j]);
+                             });
       return;
     }
 #pragma omp parallel for schedule(static) num_threads(threads)

@@ -17,6 +17,12 @@
 
 namespace heterps::runtime::cpu {
 
+/// The threads a loop over `elements` floats uses: all of them, unless
+/// the loop is too short to pay for waking them.
+inline int threadsFor(int64_t elements) {
+  return elements > 32768 ? omp_get_max_threads() : 1;
+}
+
 /// Calls body(r, acc) for every row r < rows on up to `threads` threads,
 /// acc being the calling thread's `size` floats; returns their sum.
 template <typename Body>

@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <omp.h>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
@@ -59,7 +58,7 @@ public:
       Tensor dx(DType::F32, x.shape()), ds(DType::F32, scale.shape()),
           db(DType::F32, scale.shape());
       // Rows in parallel, the scale and bias gradients summed as [ds, db].
-      int threads = rows * n > 32768 ? omp_get_max_threads() : 1;
+      int threads = cpu::threadsFor(rows * n);
       std::vector<float> sums = cpu::sumRowsInParallel(
           rows, 2 * n, threads, [&](int64_t r, float *acc) {
             const float *xr = xv + r * n, *gr = gv + r * n;
