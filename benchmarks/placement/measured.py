@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Placement strategies compared on measured step times on this machine.
 
-Four strategies choose a plan for each of four models -- `tapp` (searches on
-step times it measures by training candidate plans, heterps-run --strategy
-tapp) and the cost-model planners `rl`, `exact` and `greedy` -- and every
+Five strategies choose a plan for each of four models -- `tapp` (searches on
+step times it measures by training candidate plans in one process,
+heterps-run --strategy tapp), `tapp-processes` (the same search, each
+candidate trained as a job of local processes: --distributed=local) and the
+cost-model planners `rl`, `exact` and `greedy` -- and every
 chosen plan is then trained pipelined by heterps-run and timed. The models: the
 Fashion-MNIST CNN (examples/models), a CTR model with four small (dense)
 embedding tables (benchmarks/ctr/ctr.py), the tiny BERT-style encoder
@@ -23,23 +25,29 @@ fails when it is unmet, so the plans are chosen and then run in two passes:
 * rl, exact, greedy: heterps-opt places the model on the cluster with
   throughput_limit 1e9 (hps-annotate-costs, hps-place save=..., then
   hps-form-stages and hps-report: no provisioning) and saves the placement;
-* tapp: heterps-run --strategy tapp on the cluster with the limit just below
-  the cost model's one-stage throughput (the least any plan reaches in the
-  cost model, so that provisioning passes), which is far above any measured
-  throughput: every candidate misses it and TAPP ranks them by shortfall,
-  i.e. by measured step. (The script checks this and says so if not.)
+* tapp, tapp-processes: heterps-run --strategy tapp on the cluster with the
+  limit just below the cost model's one-stage throughput (the least any plan
+  reaches in the cost model, so that provisioning passes), which is far
+  above any measured throughput: every candidate misses it and TAPP ranks
+  them by shortfall, i.e. by measured step. (The script checks this and
+  says so if not.)
 * every chosen plan is then trained with heterps-run --placement FILE on that
   second cluster, --rounds times (strategies alternating within a round, in
   a rotated order) and the median of report["pipeline"]["step_s"] (the mean
   step after the first) is reported beside the cost model's step,
-  batch / report["plan"]["throughput"].
+  batch / report["plan"]["throughput"]. Each plan is trained twice a round:
+  in one process (a thread per stage) and as a distributed job of local
+  processes (heterps-run --distributed=local: the coordinator, two
+  parameter-server shards and a worker process per stage, over gRPC on
+  loopback), so the nodes are processes as well as worker groups;
+  --no-processes leaves the second out.
 
-Usage (about 2 minutes here; needs the build in build/, or --build):
+Usage (about 3 minutes here; needs the build in build/, or --build):
 
   /usr/bin/python3 benchmarks/placement/measured.py [--work DIR]
       [--build DIR] [--models cnn,ctr,encoder,chain] [--rounds 3]
       [--batch 32] [--steps 100] [--micro-batches 4] [--tapp-plans 30]
-      [--tapp-seconds 60] [--rl-seconds 10] [--seq 32]
+      [--tapp-seconds 60] [--rl-seconds 10] [--seq 32] [--no-processes]
 
 Prints one markdown table (and a few lines about the run) on stdout; progress
 goes to stderr.
@@ -63,7 +71,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-STRATEGIES = ["tapp", "rl", "exact", "greedy"]
+STRATEGIES = ["tapp", "tapp-processes", "rl", "exact", "greedy"]
 MODELS = ["cnn", "ctr", "encoder", "chain"]
 
 # One core of this machine (examples/clusters/this-machine-cpu.yaml
@@ -233,6 +241,7 @@ def opt_place(tools, m, cluster, strategy, work, rl_seconds):
 
 
 def train_cmd(tools, m, a, cluster, report, strategy_opts):
+    """heterps-run training m pipelined on one core a stage."""
     return ([tools.run_bin, m["model"], "--cluster", cluster] +
             strategy_opts +
             ["--train", "--data", m["data"], "--batch", str(a.batch),
@@ -292,6 +301,9 @@ def main():
     p.add_argument("--rl-seconds", type=float, default=10)
     p.add_argument("--seq", type=int, default=32,
                    help="the encoder's sequence length (data)")
+    p.add_argument("--no-processes", action="store_true",
+                   help="train the chosen plans in one process only, not "
+                   "also as a distributed job of local processes")
     a = p.parse_args()
     tools = Tools(a.build)
     work = a.work or tempfile.mkdtemp(prefix="heterps-measured-")
@@ -325,22 +337,24 @@ def main():
                                      a.batch, m["limit"])
         for s in strategies:
             log("[%s] %s: choosing" % (name, s))
-            row = rows.setdefault((name, s), dict(steps=[]))
-            if s == "tapp":
-                report = os.path.join(work, "%s.tapp.search.json" % name)
+            row = rows.setdefault((name, s), {})
+            if s.startswith("tapp"):
+                report = os.path.join(work, "%s.%s.search.json" % (name, s))
                 t0 = time.time()
                 _, err = tools.call(
                     train_cmd(tools, m, a, m["measure"], report,
                               ["--strategy", "tapp", "--tapp-plans",
                                str(a.tapp_plans), "--search-seconds",
-                               str(a.tapp_seconds)]),
+                               str(a.tapp_seconds)] +
+                              (["--distributed=local"]
+                               if s == "tapp-processes" else [])),
                     timeout=int(a.tapp_seconds * 3 + 120))
                 if err:
                     row["error"] = err
                     continue
                 plan = json.load(open(report))["plan"]
-                placement = os.path.join(work, "%s.tapp.placement.json"
-                                         % name)
+                placement = os.path.join(work, "%s.%s.placement.json"
+                                         % (name, s))
                 json.dump(placement_of(plan), open(placement, "w"))
                 timed = plan.get("timed_plans", [])
                 row.update(placement=placement, search_s=plan.get(
@@ -362,6 +376,11 @@ def main():
                            search_s=got["report"].get("search_time_s"),
                            evaluations=got["report"].get("evaluations"))
 
+    # Each mode's median step per (model, strategy): in one process, and
+    # as local processes talking gRPC.
+    modes = {"steps": []}
+    if not a.no_processes:
+        modes["proc_steps"] = ["--distributed=local"]
     loads = []
     for r in range(a.rounds):
         loads.append(os.getloadavg()[0])
@@ -371,68 +390,84 @@ def main():
                 continue
             order = strategies[r % len(strategies):] + \
                 strategies[:r % len(strategies)]
-            for s in order:
+            for s, (mode, extra) in ((s, mode) for s in order
+                                     for mode in modes.items()):
                 row = rows[name, s]
                 if "placement" not in row or row.get("error"):
                     continue
-                log("[%s] %s: round %d" % (name, s, r + 1))
-                report = os.path.join(work, "%s.%s.r%d.json" % (name, s, r))
+                log("[%s] %s: round %d%s" % (name, s, r + 1, " (processes)"
+                                             if extra else ""))
+                report = os.path.join(work, "%s.%s.%s.r%d.json"
+                                      % (name, s, mode, r))
                 _, err = tools.call(
                     train_cmd(tools, m, a, m["measure"], report,
-                              ["--placement", row["placement"]]),
+                              ["--placement", row["placement"]] + extra),
                     timeout=600)
                 if err:
                     row["error"] = err
                     continue
                 rep = json.load(open(report))
-                row["steps"].append(rep["pipeline"]["step_s"])
+                row.setdefault(mode, []).append(rep["pipeline"]["step_s"])
                 row["plan"] = rep["plan"]
     loads.append(os.getloadavg()[0])
 
     # ----------------------------------------------------------- table ---
+    def median_spread(steps):
+        mid = statistics.median(steps)
+        return mid, "%.2f (±%.0f%%)" % (
+            1e3 * mid, 50 * (max(steps) - min(steps)) / mid)
+
+    procs = "proc_steps" in modes
     print("| model | strategy | stages | predicted step ms | measured step "
-          "ms | predicted/measured | search s | plans timed |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
-    best = {}
-    for name in models:
-        steps = [statistics.median(rows[name, s]["steps"])
-                 for s in strategies
-                 if not rows[name, s].get("error") and
-                 rows[name, s].get("steps")]
-        if steps:
-            best[name] = min(steps)
+          "ms | predicted/measured | %ssearch s | plans timed |"
+          % ("as processes ms | processes/one process | " if procs else ""))
+    print("|---|---|---|" + "---:|" * (7 if procs else 5))
+    best = {}  # mode -> model -> the fastest strategy's median
+    for mode in modes:
+        for name in models:
+            steps = [statistics.median(rows[name, s][mode])
+                     for s in strategies if rows[name, s].get(mode) and
+                     not rows[name, s].get("error")]
+            if steps:
+                best.setdefault(mode, {})[name] = min(steps)
     for name in models:
         for s in strategies:
             row = rows[name, s]
             cells = [name, s]
             if row.get("error") or not row.get("steps"):
                 cells += ["error: " + row.get("error", "no step measured")
-                          .replace("|", "\\|")] + ["-"] * 5
+                          .replace("|", "\\|")] + ["-"] * (7 if procs else 5)
                 print("| " + " | ".join(cells) + " |")
                 continue
             plan = row["plan"]
             predicted = a.batch / plan["throughput"]
-            measured = statistics.median(row["steps"])
-            spread = (max(row["steps"]) - min(row["steps"])) / measured
-            cells += [describe(plan), fmt(1e3 * predicted, 3),
-                      "%.2f (±%.0f%%)" % (1e3 * measured, 50 * spread),
-                      fmt(predicted / measured, 3),
-                      fmt(row.get("search_s"), 1),
-                      str(row["timed"]) if s == "tapp" else "-"]
-            row["measured"] = measured
+            measured, text = median_spread(row["steps"])
+            cells += [describe(plan), fmt(1e3 * predicted, 3), text,
+                      fmt(predicted / measured, 3)]
+            if procs:
+                apart, text = median_spread(row["proc_steps"])
+                cells += [text, fmt(apart / measured, 2)]
+            cells += [fmt(row.get("search_s"), 1),
+                      str(row["timed"]) if s.startswith("tapp") else "-"]
             print("| " + " | ".join(cells) + " |")
     print()
-    means = []
-    for s in strategies:
-        ratios = [rows[name, s]["measured"] / best[name] for name in models
-                  if "measured" in rows[name, s] and name in best]
-        if ratios:
-            g = math.exp(sum(map(math.log, ratios)) / len(ratios))
-            means.append("%s %.3f (%d models)" % (s, g, len(ratios)))
-        else:
-            means.append("%s -" % s)
-    print("Geometric mean of measured step / the best strategy's per model: "
-          + ", ".join(means) + ".")
+    for mode, label in (("steps", "in one process"),
+                        ("proc_steps", "as local processes")):
+        if mode not in modes:
+            continue
+        means = []
+        for s in strategies:
+            ratios = [statistics.median(rows[name, s][mode]) /
+                      best[mode][name] for name in models
+                      if rows[name, s].get(mode) and
+                      not rows[name, s].get("error")]
+            if ratios:
+                g = math.exp(sum(map(math.log, ratios)) / len(ratios))
+                means.append("%s %.3f (%d models)" % (s, g, len(ratios)))
+            else:
+                means.append("%s -" % s)
+        print("Geometric mean of measured step / the best strategy's per "
+              "model, %s: %s." % (label, ", ".join(means)))
 
     # core-a and core-b are the same hardware: plans with the same stage
     # boundaries are one plan, and their runs pooled tell plan from noise.
@@ -441,7 +476,7 @@ def main():
         shapes = {}
         for s in strategies:
             row = rows[name, s]
-            if "measured" in row:
+            if row.get("steps") and not row.get("error"):
                 cut = tuple(len(st["layers"]) for st in row["plan"]["stages"])
                 shapes.setdefault(cut, []).append(s)
         parts = []
@@ -459,15 +494,15 @@ def main():
     if pooled:
         print()
         print("The same plans up to the core names (core-a and core-b are "
-              "alike), their runs pooled:")
+              "alike), their runs in one process pooled:")
         for l in pooled:
             print("- " + l)
 
     # TAPP's own view: how the cost model ranks the plans TAPP timed.
     lines = []
-    for name in models:
-        row = rows.get((name, "tapp"), {})
-        timed = row.get("timed_plans")
+    for name, s in ((name, s) for name in models for s in strategies
+                    if s.startswith("tapp")):
+        timed = rows.get((name, s), {}).get("timed_plans")
         if not timed:
             continue
         meas = [t["measured_step_s"] for t in timed]
@@ -480,17 +515,18 @@ def main():
                 used[device] = used.get(device, 0) + int(k)
             fits += all(k <= 1 for k in used.values())  # max_count 1
         lines.append(
-            "%s: %d plans (%d within max_count), measured %.2f-%.2f ms, predicted %.3f-%.3f ms, "
-            "Spearman(predicted, measured) %.2f; the cost model's best of "
-            "them measured %.2f ms (the fastest %.2f)" % (
-                name, len(timed), fits, 1e3 * min(meas), 1e3 * max(meas),
+            "%s, %s: %d plans (%d within max_count), measured %.2f-%.2f ms, "
+            "predicted %.3f-%.3f ms, Spearman(predicted, measured) %.2f; the "
+            "cost model's best of them measured %.2f ms (the fastest %.2f)"
+            % (name, s, len(timed), fits, 1e3 * min(meas), 1e3 * max(meas),
                 1e3 * min(pred), 1e3 * max(pred), spearman(pred, meas),
                 1e3 * meas[by_model], 1e3 * min(meas)))
     if lines:
         print()
         print("TAPP's timed candidates (its search's own measurements, "
-              "1 warm-up + 3 timed steps each; the cost model's step "
-              "ignores max_count):")
+              "1 warm-up + 3 timed steps each, in one process for tapp and "
+              "as a job of local processes for tapp-processes; the cost "
+              "model's step ignores max_count):")
         for l in lines:
             print("- " + l)
     print()

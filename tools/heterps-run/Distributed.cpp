@@ -172,25 +172,19 @@ std::string checkpointDir() {
   return option ? option->getValue() : "";
 }
 
-/// This process's arguments, without the one that made it the launcher.
+/// The placement file a local job's children read (placeChildrenBy).
+std::string childPlacement;
+
+/// This process's arguments for its children: without the one that made it
+/// the launcher and, when the children place by a file, without the options
+/// of the search it replaces.
 llvm::Expected<std::vector<std::string>> commandLineForChildren() {
-  // A /proc file reports size 0: read it as a stream.
-  auto buffer = llvm::MemoryBuffer::getFileAsStream("/proc/self/cmdline");
-  if (!buffer)
-    return distError("cannot read /proc/self/cmdline: " +
-                     buffer.getError().message());
-  llvm::SmallVector<llvm::StringRef> parts;
-  (*buffer)->getBuffer().split(parts, '\0', -1, /*KeepEmpty=*/false);
-  std::vector<std::string> args;
-  for (size_t i = 1; i < parts.size(); ++i) {
-    llvm::StringRef a = parts[i];
-    if (a.consume_front("--distributed") || a.consume_front("-distributed")) {
-      if (a.empty())
-        ++i; // "--distributed local"
-      continue;
-    }
-    args.push_back(parts[i].str());
-  }
+  std::vector<llvm::StringRef> dropped = {"distributed"};
+  if (!childPlacement.empty())
+    dropped.insert(dropped.end(), {"strategy", "tapp-plans", "search-seconds"});
+  auto args = tools::ownArgumentsWithout(dropped, {});
+  if (args && !childPlacement.empty())
+    args->push_back("--placement=" + childPlacement);
   return args;
 }
 
@@ -350,6 +344,49 @@ int tools::runRole() {
 }
 
 bool tools::remoteServerRequested() { return psOption.getNumOccurrences(); }
+
+llvm::Expected<std::vector<std::string>>
+tools::ownArgumentsWithout(llvm::ArrayRef<llvm::StringRef> withValue,
+                           llvm::ArrayRef<llvm::StringRef> flags) {
+  // A /proc file reports size 0: read it as a stream.
+  auto buffer = llvm::MemoryBuffer::getFileAsStream("/proc/self/cmdline");
+  if (!buffer)
+    return distError("cannot read /proc/self/cmdline: " +
+                     buffer.getError().message());
+  llvm::SmallVector<llvm::StringRef> parts;
+  (*buffer)->getBuffer().split(parts, '\0', -1, /*KeepEmpty=*/false);
+  std::vector<std::string> args;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    llvm::StringRef a = parts[i];
+    if (!a.consume_front("--") && !a.consume_front("-")) {
+      args.push_back(a.str());
+      continue;
+    }
+    auto [name, value] = a.split('=');
+    bool hasValue = a.contains('=');
+    if (llvm::is_contained(flags, name))
+      continue;
+    if (llvm::is_contained(withValue, name)) {
+      if (!hasValue) // "--distributed local"
+        ++i;
+      continue;
+    }
+    args.push_back(parts[i].str());
+  }
+  return args;
+}
+
+bool tools::launchesLocalJob() {
+  return distributedOption.getNumOccurrences() > 0;
+}
+
+bool tools::ranksStartedElsewhere() {
+  return coordinatorAddress.getNumOccurrences() > 0;
+}
+
+void tools::placeChildrenBy(std::string placementFile) {
+  childPlacement = std::move(placementFile);
+}
 
 bool tools::distributedRequested() {
   return distributedOption.getNumOccurrences() ||

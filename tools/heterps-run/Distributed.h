@@ -38,6 +38,25 @@ bool distributedRequested();
 llvm::Expected<runtime::distributed::Role>
 distributedRole(const runtime::distributed::JobShape &shape);
 
+/// Whether this process starts a whole job on this host (--distributed=local),
+/// or is one rank of a job whose ranks are started by a launcher
+/// (--coordinator).
+bool launchesLocalJob();
+bool ranksStartedElsewhere();
+
+/// This process's arguments (argv[0] left out), less every option named in
+/// `withValue` ("--x=v" or "--x v") and in `flags` ("--x", "--x=true").
+llvm::Expected<std::vector<std::string>>
+ownArgumentsWithout(llvm::ArrayRef<llvm::StringRef> withValue,
+                    llvm::ArrayRef<llvm::StringRef> flags);
+
+/// A local job's children place the model by `placementFile` (the launcher's
+/// choice, as hps-place save= writes it) instead of searching again as the
+/// command line's --strategy says: a search bounded by wall-clock time (rl)
+/// or by measured steps (tapp) need not find the same plan twice, and the
+/// coordinator refuses ranks whose plan differs from its own.
+void placeChildrenBy(std::string placementFile);
+
 /// Whether this process is a rank of a job other than its coordinator
 /// (which alone reads data and writes reports, models and checkpoints).
 bool helperRank();

@@ -39,6 +39,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
@@ -48,6 +49,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -174,6 +176,9 @@ int fail(const llvm::Twine &message) {
   return 1;
 }
 
+/// The launcher's placement file for its children, removed when it exits.
+std::optional<llvm::FileRemover> childPlacementRemover;
+
 /// --cluster's passes: costs, placement (--strategy, by default every layer
 /// on the spec's first CPU type), stages and replicas. --strategy tapp
 /// measures its candidate plans on this machine with `run`'s training
@@ -204,6 +209,19 @@ llvm::Error addPlacementPasses(mlir::PassManager &pm, mlir::ModuleOp module,
   place.placement = placementFile;
   place.tappPlans = tappPlans;
   place.timeBudget = searchSeconds;
+  if (heterps::tools::launchesLocalJob() && chosen != "manual") {
+    // The job's other processes place by this choice, not by searching.
+    llvm::SmallString<128> saved;
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+            "heterps-placement", "json", saved))
+      return llvm::createStringError(ec, "cannot create a file for the "
+                                         "placement the job's processes "
+                                         "share: " +
+                                             ec.message());
+    childPlacementRemover.emplace(saved);
+    place.save = saved.str().str();
+    heterps::tools::placeChildrenBy(place.save);
+  }
   if (chosen == "tapp") {
     if (!heterps::tools::trainingRequested())
       return llvm::createStringError(
@@ -236,6 +254,14 @@ OptionProblem checkPlacementOptions() {
     return llvm::formatv("--search-seconds must be positive, got {0}",
                          searchSeconds.getValue())
         .str();
+  if (heterps::tools::ranksStartedElsewhere() &&
+      (strategy == "rl" || strategy == "tapp"))
+    return "--strategy " + strategy.getValue() +
+           (strategy == "rl" ? " ends its search on the clock"
+                             : " chooses by steps timed on its own host") +
+           ", so the ranks of a job started elsewhere could place the model "
+           "differently: place once (hps-place save=FILE) and give every "
+           "rank --placement FILE";
   if (placementFile.getNumOccurrences() && strategy.getNumOccurrences() &&
       strategy != "manual")
     return "--placement gives every layer's device type, which --strategy " +
