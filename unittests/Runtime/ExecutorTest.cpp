@@ -673,6 +673,164 @@ TEST(Executor, FusesSqueezeExcitation) {
       }
 }
 
+// A residual Add and the LayerNormalization of its sum become one
+// SkipLayerNormalization: post-norm (the sum read only by the norm, axis
+// given as the last), pre-norm (the sum read on by the next residual Add:
+// a second output), without a bias. Addends of different declared shapes,
+// or a reader of the sum before the norm, keep the ops apart.
+TEST(Executor, FusesSkipLayerNorms) {
+  std::mt19937 rng(23);
+  const int64_t B = 3, T = 4, C = 40;
+  Tensor gamma = randomTensor({C}, rng, 0.5f, 1.5f),
+         beta = randomTensor({C}, rng);
+  enum Case { PostNorm, PreNorm, NoBias, Broadcast, ReadBefore };
+  for (Case c : {PostNorm, PreNorm, NoBias, Broadcast, ReadBefore}) {
+    SCOPED_TRACE(c);
+    PlanBuilder b;
+    int x = b.input("x", {-1, T, C});
+    int other = c == Broadcast ? b.weight("pos", randomTensor({1, T, C}, rng))
+                               : b.op("Relu", {x}, {-1, T, C});
+    int early = -1;
+    if (c == ReadBefore)
+      early = b.op("Sigmoid", {x}, {-1, T, C});
+    int sum = b.op("Add", {x, other}, {-1, T, C});
+    if (c == ReadBefore)
+      b.output("before", b.op("Mul", {early, sum}, {-1, T, C}));
+    std::vector<int> norm = {sum, b.weight("gamma", gamma)};
+    if (c != NoBias)
+      norm.push_back(b.weight("beta", beta));
+    int y = b.op("LayerNormalization", norm, {-1, T, C},
+                 Attrs().i("axis", 2).f("epsilon", 1e-5f));
+    b.output("y", y);
+    if (c == PreNorm)
+      b.output("residual", b.op("Add", {sum, y}, {-1, T, C}));
+    ExecutorOptions plain;
+    plain.fuse = false;
+    auto unfused = llvm::cantFail(Executor::create(b.build(), plain));
+    auto fused = llvm::cantFail(Executor::create(b.build()));
+    bool fuses = c == PostNorm || c == PreNorm || c == NoBias;
+    EXPECT_EQ(llvm::count_if(fused->plan().ops(),
+                             [](const plan::Op &op) {
+                               return op.type() == "SkipLayerNormalization";
+                             }),
+              fuses ? 1 : 0);
+    Tensor in = randomTensor({B, T, C}, rng, -3.f, 3.f);
+    std::vector<Tensor> want = llvm::cantFail(unfused->run({in}));
+    std::vector<Tensor> got = llvm::cantFail(fused->run({in}));
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k)
+      EXPECT_TRUE(allClose(got[k], want[k], 1e-5f, 1e-5f)) << k;
+  }
+}
+
+// Attention as PyTorch exports it becomes one op that reads Q, K and V
+// through their transposes and writes the result transposed: a GPT-style
+// block ([B, T, H, D] heads, scale on the scores, a causal mask by Where),
+// nn.MultiheadAttention's ([T, B*H, D], Q divided before the product), and
+// plain 3-D operands with K^T given and a padding mask. A Softmax read
+// elsewhere, or a transpose that moves
+// the head dimension off the last axis, keeps the ops apart.
+TEST(Executor, FusesAttention) {
+  std::mt19937 rng(21);
+  const int64_t B = 2, T = 5, H = 3, D = 4;
+  Tensor causal(DType::Bool, {T, T});
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < T; ++j)
+      causal.data<uint8_t>()[i * T + j] = j > i;
+  Tensor inf(DType::F32, {});
+  inf.data<float>()[0] = -INFINITY;
+  Tensor scale(DType::F32, {});
+  scale.data<float>()[0] = 0.5f;
+  enum Case { Gpt, Mha, Plain, SoftmaxRead, HeadMoved };
+  for (Case c : {Gpt, Mha, Plain, SoftmaxRead, HeadMoved}) {
+    SCOPED_TRACE(c);
+    PlanBuilder b;
+    std::vector<Tensor> in;
+    int y;
+    if (c == Mha) {
+      int q = b.input("q", {T, B * H, D}), k = b.input("k", {T, B * H, D}),
+          v = b.input("v", {T, B * H, D});
+      int qt = b.op("Transpose", {q}, {B * H, T, D},
+                    Attrs().ints("perm", {1, 0, 2}));
+      int qs = b.op("Div", {qt, b.weight("two", scale)}, {B * H, T, D});
+      int kt = b.op("Transpose", {k}, {B * H, D, T},
+                    Attrs().ints("perm", {1, 2, 0}));
+      int vt = b.op("Transpose", {v}, {B * H, T, D},
+                    Attrs().ints("perm", {1, 0, 2}));
+      int s = b.op("MatMul", {qs, kt}, {B * H, T, T});
+      int p = b.op("Softmax", {s}, {B * H, T, T}, Attrs().i("axis", -1));
+      int o = b.op("MatMul", {p, vt}, {B * H, T, D});
+      y = b.op("Transpose", {o}, {T, B * H, D},
+               Attrs().ints("perm", {1, 0, 2}));
+      for (int i = 0; i < 3; ++i)
+        in.push_back(randomTensor({T, B * H, D}, rng, -2.f, 2.f));
+    } else if (c == Plain) {
+      int q = b.input("q", {B, T, D}), kt = b.input("kt", {B, D, T + 2}),
+          v = b.input("v", {B, T + 2, D + 1});
+      // A padding mask, [B, 1, S], that keeps the scores where it is true.
+      Tensor keep(DType::Bool, {B, 1, T + 2});
+      for (int64_t i = 0; i < keep.numElements(); ++i)
+        keep.data<uint8_t>()[i] = i % 3 != 1;
+      Tensor low(DType::F32, {1});
+      low.data<float>()[0] = -1e4f;
+      int s = b.op("MatMul", {q, kt}, {B, T, T + 2});
+      int masked =
+          b.op("Where", {b.weight("keep", keep), s, b.weight("low", low)},
+               {B, T, T + 2});
+      int p = b.op("Softmax", {masked}, {B, T, T + 2});
+      y = b.op("MatMul", {p, v}, {B, T, D + 1});
+      in = {randomTensor({B, T, D}, rng, -2.f, 2.f),
+            randomTensor({B, D, T + 2}, rng, -2.f, 2.f),
+            randomTensor({B, T + 2, D + 1}, rng, -2.f, 2.f)};
+    } else {
+      // HeadMoved: q is [B, H, D, T], its D not last.
+      Shape qShape = c == HeadMoved ? Shape{B, H, D, T} : Shape{B, T, H, D};
+      int q = b.input("q", qShape), k = b.input("k", {B, T, H, D}),
+          v = b.input("v", {B, T, H, D});
+      int qt =
+          b.op("Transpose", {q}, {B, H, T, D},
+               Attrs().ints("perm", c == HeadMoved
+                                        ? std::vector<int64_t>{0, 1, 3, 2}
+                                        : std::vector<int64_t>{0, 2, 1, 3}));
+      int kt = b.op("Transpose", {k}, {B, H, D, T},
+                    Attrs().ints("perm", {0, 2, 3, 1}));
+      int vt = b.op("Transpose", {v}, {B, H, T, D},
+                    Attrs().ints("perm", {0, 2, 1, 3}));
+      int s = b.op("MatMul", {qt, kt}, {B, H, T, T});
+      int scaled = b.op("Mul", {s, b.weight("scale", scale)}, {B, H, T, T});
+      int masked = b.op(
+          "Where", {b.weight("mask", causal), b.weight("inf", inf), scaled},
+          {B, H, T, T});
+      int p = b.op("Softmax", {masked}, {B, H, T, T}, Attrs().i("axis", 3));
+      if (c == SoftmaxRead)
+        b.output("probabilities", p);
+      int o = b.op("MatMul", {p, vt}, {B, H, T, D});
+      y = b.op("Transpose", {o}, {B, T, H, D},
+               Attrs().ints("perm", {0, 2, 1, 3}));
+      in = {randomTensor(qShape, rng, -2.f, 2.f),
+            randomTensor({B, T, H, D}, rng, -2.f, 2.f),
+            randomTensor({B, T, H, D}, rng, -2.f, 2.f)};
+    }
+    b.output("y", y);
+    ExecutorOptions plain;
+    plain.fuse = false;
+    auto unfused = llvm::cantFail(Executor::create(b.build(), plain));
+    auto fused = llvm::cantFail(Executor::create(b.build()));
+    bool fuses = c == Gpt || c == Mha || c == Plain;
+    EXPECT_EQ(llvm::count_if(
+                  fused->plan().ops(),
+                  [](const plan::Op &op) { return op.type() == "Attention"; }),
+              fuses ? 1 : 0);
+    if (fuses)
+      EXPECT_EQ(fused->plan().ops_size(), 1);
+    std::vector<Tensor> want = llvm::cantFail(unfused->run(in));
+    std::vector<Tensor> got = llvm::cantFail(fused->run(in));
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k)
+      EXPECT_TRUE(allClose(got[k], want[k], 1e-5f, 1e-5f)) << k;
+  }
+}
+
 /// x -> Pad(pads, value) -> `next` (AveragePool 3x3 or Conv 3x3, with
 /// `nextAttrs`): the fused plan's op count and whether its output matches
 /// the unfused executor's.

@@ -14,6 +14,7 @@
 
 #include "heterps/Dialect/HPS/HPS.h"
 
+#include <cctype>
 #include <map>
 
 using namespace mlir;
@@ -204,19 +205,59 @@ LogicalResult mlir::hps::onnx_import::convertEinsum(NodeImporter &n) {
       equation += c;
   StringRef eq(equation);
   auto [lhs, rhs] = eq.split("->");
-  SmallVector<StringRef> terms;
-  lhs.split(terms, ',');
-  if (eq.contains("...") ||
-      terms.size() != static_cast<size_t>(n.node.input_size()) ||
-      terms.size() > 2)
-    return n.unsupported("Einsum '" + equation +
-                         "' (one or two operands without '...' are)");
-  std::string out = rhs.str();
-  if (!eq.contains("->")) { // Implicit: the labels seen once, sorted.
+  SmallVector<StringRef> lhsTerms;
+  lhs.split(lhsTerms, ',');
+  if (lhsTerms.size() != static_cast<size_t>(n.node.input_size()) ||
+      lhsTerms.size() > 2)
+    return n.unsupported("Einsum '" + equation + "' (one or two operands are)");
+  SmallVector<Value> inputs;
+  for (size_t i = 0; i < lhsTerms.size(); ++i) {
+    FailureOr<Value> v = n.input(i);
+    if (failed(v))
+      return failure();
+    inputs.push_back(*v);
+  }
+  // '...' stands for the dimensions no label names, aligned from the right
+  // across the operands: each gets labels of its own, unused letters.
+  std::string unused;
+  for (char c = 'A'; c <= 'z'; ++c)
+    if (std::isalpha(static_cast<unsigned char>(c)) && !eq.contains(c))
+      unused += c;
+  size_t ellipsisRank = 0;
+  SmallVector<std::string> terms;
+  for (auto [i, term] : llvm::enumerate(lhsTerms)) {
+    auto type = dyn_cast<RankedTensorType>(inputs[i].getType());
+    size_t named = term.size() - (term.contains("...") ? 3 : 0);
+    if (term.contains("...") &&
+        (!type || type.getRank() < static_cast<int64_t>(named)))
+      return n.unsupported("Einsum '" + equation + "': operand " + Twine(i) +
+                           " has fewer dimensions than labels");
+    if (term.contains("..."))
+      ellipsisRank = std::max<size_t>(ellipsisRank, type.getRank() - named);
+  }
+  if (ellipsisRank > unused.size())
+    return n.unsupported("Einsum '" + equation + "': too many dimensions");
+  auto expand = [&](StringRef term, size_t rank) {
+    auto [before, after] = term.split("...");
+    return term.contains("...")
+               ? (before + StringRef(unused).substr(ellipsisRank - rank, rank) +
+                  after)
+                     .str()
+               : term.str();
+  };
+  for (auto [i, term] : llvm::enumerate(lhsTerms)) {
+    size_t named = term.size() - (term.contains("...") ? 3 : 0);
+    auto type = dyn_cast<RankedTensorType>(inputs[i].getType());
+    terms.push_back(expand(term, type ? type.getRank() - named : 0));
+  }
+  std::string out = expand(rhs, ellipsisRank);
+  if (!eq.contains("->")) { // Implicit: '...', then the labels seen once.
+    out = StringRef(unused).take_front(ellipsisRank).str();
     std::map<char, int> seen;
-    for (StringRef t : terms)
+    for (StringRef t : lhsTerms)
       for (char c : t)
-        ++seen[c];
+        if (c != '.')
+          ++seen[c];
     for (auto [c, count] : seen)
       if (count == 1)
         out += c;
@@ -224,9 +265,7 @@ LogicalResult mlir::hps::onnx_import::convertEinsum(NodeImporter &n) {
   SmallVector<Labelled> operands;
   for (auto [i, term] : llvm::enumerate(terms)) {
     StringRef t = term; // a lambda cannot capture a structured binding
-    FailureOr<Value> v = n.input(i);
-    if (failed(v))
-      return failure();
+    FailureOr<Value> v = inputs[i];
     if (!getElementTypeOrSelf(v->getType()).isF32())
       return n.unsupported("Einsum of non-f32 tensors");
     if (llvm::any_of(t, [&](char c) { return t.count(c) > 1; }))

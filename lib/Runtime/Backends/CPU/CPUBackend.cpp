@@ -30,6 +30,7 @@ CPUBackend::CPUBackend(BackendOptions options)
   registerPoolKernels(registry, context);
   registerSoftmaxKernels(registry, context);
   registerSqueezeExciteKernel(registry, context);
+  registerAttentionKernel(registry, context);
   registerViewKernels(registry, context);
 }
 
@@ -46,6 +47,8 @@ void CPUBackend::rewriteForInference(plan::Plan &plan, WeightMap &weights,
   fuseGelus(plan, weights, mine);
   fuseLayerNorms(plan, weights, mine);
   fuseMatMulBiases(plan, weights, mine);
+  fuseAttention(plan, weights, mine);
+  fuseSkipLayerNorms(plan, mine);
   fuseSelfGates(plan, mine);
   fuseResidualAdds(plan, mine);
   fuseActivations(plan, mine);

@@ -78,6 +78,7 @@ void registerLogicKernels(KernelRegistry &registry, CPUContextPtr ctx);
 /// run-time shape arithmetic. Division truncates; by zero is an error.
 llvm::Expected<Tensor> integerArithmetic(llvm::StringRef opType,
                                          const Tensor &a, const Tensor &b);
+void registerAttentionKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerConcatKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerConvKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerEltwiseKernels(KernelRegistry &registry, CPUContextPtr ctx);

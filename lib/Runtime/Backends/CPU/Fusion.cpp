@@ -1025,3 +1025,236 @@ int heterps::runtime::fuseSqueezeExcites(plan::Plan &plan,
     eraseOps(plan, dead);
   return fused;
 }
+
+/// Sets the integer list attribute `name` of `op`.
+static void setInts(plan::Op &op, llvm::StringRef name,
+                    llvm::ArrayRef<int64_t> values) {
+  plan::Attribute &a = attributeOf(op, name);
+  a.mutable_ints()->clear_values();
+  for (int64_t v : values)
+    a.mutable_ints()->add_values(v);
+}
+
+int heterps::runtime::fuseAttention(plan::Plan &plan, const WeightMap &weights,
+                                    OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  // The op defining `v` if only `reader` reads it, it has `type`, one
+  // output, and joins `reader`; else -1.
+  auto feeding = [&](int32_t v, int reader, llvm::StringRef type) {
+    int p = v >= 0 ? uses.definedBy[v] : -1;
+    if (p < 0 || dead[p] || uses.soleReader(v) != reader ||
+        plan.ops(p).type() != type || plan.ops(p).outputs_size() != 1 ||
+        !fusable(mine, plan.ops(p), plan.ops(reader)))
+      return -1;
+    return p;
+  };
+  // A Mul or Div by a one-element weight feeding `reader` through `v`:
+  // folds the factor into `scale` and returns the op, or -1.
+  auto scaling = [&](int32_t v, int reader, float &scale) {
+    for (llvm::StringRef type : {"Mul", "Div"}) {
+      int p = feeding(v, reader, type);
+      if (p < 0 || plan.ops(p).inputs_size() != 2)
+        continue;
+      int k = type == "Mul" && !scalarWeight(weights, plan.ops(p), 1) ? 0 : 1;
+      std::optional<float> c = scalarWeight(weights, plan.ops(p), k);
+      if (!c || (type == "Div" && k == 0) || *c == 0.f)
+        continue;
+      scale *= type == "Mul" ? *c : 1.f / *c;
+      return p;
+    }
+    return -1;
+  };
+  // What scaling op `m` scales: its input that is no weight.
+  auto scaled = [&](int m) {
+    const plan::Op &op = plan.ops(m);
+    return weights.count(op.inputs(0)) ? op.inputs(1) : op.inputs(0);
+  };
+  auto rankOf = [&](int32_t v) { return plan.values(v).dims_size(); };
+  auto identity = [](int rank) {
+    std::vector<int64_t> perm(rank);
+    for (int d = 0; d < rank; ++d)
+      perm[d] = d;
+    return perm;
+  };
+  // The Transpose feeding `reader` through `v`: takes it over (its input
+  // in `v`, its perm in `perm`) and returns it, or -1 (perm the identity).
+  auto transposed = [&](int32_t &v, int reader, std::vector<int64_t> &perm) {
+    int t = feeding(v, reader, "Transpose");
+    perm = t >= 0 ? intsOf(plan.ops(t), "perm") : identity(rankOf(v));
+    if (t < 0)
+      return -1;
+    if (perm.empty()) // ONNX's default: the axes reversed
+      for (int d = rankOf(v) - 1; d >= 0; --d)
+        perm.push_back(d);
+    v = plan.ops(t).inputs(0);
+    return t;
+  };
+
+  int fused = 0;
+  for (int s = 0; s < plan.ops_size(); ++s) {
+    const plan::Op &softmax = plan.ops(s);
+    if (dead[s] || softmax.type() != "Softmax" || softmax.inputs_size() != 1 ||
+        softmax.outputs_size() != 1)
+      continue;
+    int rank = rankOf(softmax.inputs(0));
+    std::vector<int64_t> axis = intsOf(softmax, "axis");
+    if (rank < 2 || (!axis.empty() && axis[0] != -1 && axis[0] != rank - 1))
+      continue;
+    std::vector<int> chain; // the ops replaced, besides the Softmax
+    float scale = 1.f;
+    int32_t scores = softmax.inputs(0);
+    int reader = s;
+    // Where(mask, fill, scores) or Where(mask, scores, fill).
+    int32_t mask = -1;
+    float fill = 0.f;
+    int64_t fillWhere = 1;
+    if (int w = feeding(scores, reader, "Where");
+        w >= 0 && plan.ops(w).inputs_size() == 3) {
+      const plan::Op &where = plan.ops(w);
+      int k = scalarWeight(weights, where, 1) ? 1 : 2;
+      std::optional<float> f = scalarWeight(weights, where, k);
+      if (!f || plan.values(where.inputs(0)).dtype() !=
+                    static_cast<int32_t>(DType::Bool))
+        continue;
+      mask = where.inputs(0);
+      fill = *f;
+      fillWhere = k == 1;
+      scores = where.inputs(k == 1 ? 2 : 1);
+      chain.push_back(w);
+      reader = w;
+    }
+    if (int m = scaling(scores, reader, scale); m >= 0) {
+      scores = scaled(m);
+      chain.push_back(m);
+      reader = m;
+    }
+    int qk = feeding(scores, reader, "MatMul");
+    if (qk < 0 || plan.ops(qk).inputs_size() != 2)
+      continue;
+    chain.push_back(qk);
+    int32_t q = plan.ops(qk).inputs(0), k = plan.ops(qk).inputs(1);
+    int qReader = qk;
+    if (int m = scaling(q, qk, scale); m >= 0) {
+      q = scaled(m);
+      chain.push_back(m);
+      qReader = m;
+    }
+    // The probabilities' one reader: the MatMul by V.
+    int pv = uses.soleReader(softmax.outputs(0));
+    if (pv < 0 || dead[pv] || plan.ops(pv).type() != "MatMul" ||
+        plan.ops(pv).inputs_size() != 2 ||
+        plan.ops(pv).inputs(0) != softmax.outputs(0) ||
+        plan.ops(pv).outputs_size() != 1 ||
+        !fusable(mine, softmax, plan.ops(pv)))
+      continue;
+    int32_t v = plan.ops(pv).inputs(1);
+    std::vector<int64_t> qPerm, kPerm, vPerm, outPerm = identity(rank);
+    int qt = transposed(q, qReader, qPerm);
+    int kt = transposed(k, qk, kPerm);
+    int vt = transposed(v, pv, vPerm);
+    int last = pv;
+    int32_t out = plan.ops(pv).outputs(0);
+    if (int j = uses.soleReader(out);
+        j >= 0 && !dead[j] && plan.ops(j).type() == "Transpose" &&
+        fusable(mine, plan.ops(pv), plan.ops(j))) {
+      std::vector<int64_t> perm = intsOf(plan.ops(j), "perm");
+      if (!perm.empty()) {
+        outPerm = perm;
+        out = plan.ops(j).outputs(0);
+        last = j;
+      }
+    }
+    // Every operand of rank `rank`, f32, and the matrices' rows contiguous:
+    // Q's and V's last logical axis is their source's last, one of Kt's
+    // last two is, and the output's last stays last.
+    auto f32 = [&](int32_t x) {
+      return plan.values(x).dtype() == static_cast<int32_t>(DType::F32);
+    };
+    if (rankOf(q) != rank || rankOf(k) != rank || rankOf(v) != rank ||
+        !f32(q) || !f32(k) || !f32(v) || qPerm.size() != size_t(rank) ||
+        kPerm.size() != size_t(rank) || vPerm.size() != size_t(rank) ||
+        outPerm.size() != size_t(rank) || qPerm[rank - 1] != rank - 1 ||
+        (kPerm[rank - 2] != rank - 1 && kPerm[rank - 1] != rank - 1) ||
+        vPerm[rank - 1] != rank - 1 || outPerm[rank - 1] != rank - 1)
+      continue;
+    plan::Op &attention = *plan.mutable_ops(last);
+    attention.set_type("Attention");
+    attention.clear_attributes();
+    attention.clear_inputs();
+    for (int32_t x : {q, k, v, mask})
+      attention.add_inputs(x);
+    attention.set_outputs(0, out);
+    setInts(attention, "q_perm", qPerm);
+    setInts(attention, "k_perm", kPerm);
+    setInts(attention, "v_perm", vPerm);
+    setInts(attention, "out_perm", outPerm);
+    attributeOf(attention, "scale").set_f(scale);
+    if (mask >= 0) {
+      attributeOf(attention, "mask_fill").set_f(fill);
+      attributeOf(attention, "mask_fill_where").set_i(fillWhere);
+    }
+    for (int j : chain)
+      dead[j] = true;
+    for (int j : {s, pv, qt, kt, vt})
+      if (j >= 0 && j != last)
+        dead[j] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}
+
+int heterps::runtime::fuseSkipLayerNorms(plan::Plan &plan, OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    const plan::Op &norm = plan.ops(i);
+    if (norm.type() != "LayerNormalization" || norm.inputs_size() < 2 ||
+        norm.outputs_size() != 1)
+      continue;
+    int32_t x = norm.inputs(0);
+    int rank = plan.values(x).dims_size();
+    std::vector<int64_t> axis = intsOf(norm, "axis");
+    int a = uses.definedBy[x];
+    if (rank < 1 || (!axis.empty() && axis[0] != -1 && axis[0] != rank - 1) ||
+        a < 0 || dead[a] || plan.ops(a).type() != "Add" ||
+        plan.ops(a).inputs_size() != 2 || plan.ops(a).outputs_size() != 1 ||
+        !fusable(mine, plan.ops(a), norm))
+      continue;
+    // Same declared shapes: the sum broadcasts nothing.
+    const plan::Value &l = plan.values(plan.ops(a).inputs(0)),
+                      &r = plan.values(plan.ops(a).inputs(1));
+    if (l.dtype() != static_cast<int32_t>(DType::F32) ||
+        r.dtype() != l.dtype() || l.dims_size() != rank ||
+        r.dims_size() != rank ||
+        !std::equal(l.dims().begin(), l.dims().end(), r.dims().begin()))
+      continue;
+    // The LayerNorm's place: both addends and its weights are defined
+    // before it; the sum, when read elsewhere too, becomes its second
+    // output, which readers after the Add and before the LayerNorm would
+    // then read too early.
+    bool sumReadElsewhere = uses.soleReader(x) != i;
+    if (sumReadElsewhere &&
+        llvm::any_of(uses.readers[x], [&](int j) { return j < i; }))
+      continue;
+    plan::Op &skip = *plan.mutable_ops(i);
+    std::vector<int32_t> rest(skip.inputs().begin() + 1, skip.inputs().end());
+    skip.set_type("SkipLayerNormalization");
+    attributeOf(skip, "axis").set_i(-1);
+    skip.clear_inputs();
+    skip.add_inputs(plan.ops(a).inputs(0));
+    skip.add_inputs(plan.ops(a).inputs(1));
+    for (int32_t v : rest)
+      skip.add_inputs(v);
+    if (sumReadElsewhere)
+      skip.add_outputs(x);
+    dead[a] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}

@@ -112,6 +112,30 @@ int fuseSelfGates(plan::Plan &plan, OpFilter mine = anyOp);
 int fuseSqueezeExcites(plan::Plan &plan, const WeightMap &weights,
                        OpFilter mine = anyOp);
 
+/// Replaces scaled dot-product attention, Softmax(mask(scale * Q x Kt)) x V
+/// along the last axis, with one op of type Attention (AttentionKernel.cpp):
+/// Q, Kt and V each the output of a Transpose read only here or the value
+/// itself, a Mul or Div by a one-element weight on Q or on the scores
+/// (`scale`), an optional Where between the scores and a one-element fill
+/// by a bool mask (`mask_fill`, `mask_fill_where` = 1 when the fill is
+/// taken where the mask is true), and a Transpose of the result read only
+/// there. The Attention reads the Transposes' inputs (`q_perm`, `k_perm`,
+/// `v_perm`) and writes the result transposed (`out_perm`), so that none of
+/// the four transposed copies is made; every matrix row must stay
+/// contiguous (the head dimension last in the sources of Q, V and the
+/// result, and K's or Kt's last axis last in its source). Returns the number
+/// of fused patterns.
+int fuseAttention(plan::Plan &plan, const WeightMap &weights,
+                  OpFilter mine = anyOp);
+
+/// Folds an Add of two values of the same declared shape into the
+/// LayerNormalization (over the last axis) of its sum: one op of type
+/// SkipLayerNormalization (a, b, scale[, bias]) that normalises a + b and,
+/// when the sum is read elsewhere too (a pre-norm transformer's residual
+/// stream), gives it as a second output. Not done when a reader of the sum
+/// comes before the LayerNormalization. Returns the number of fused pairs.
+int fuseSkipLayerNorms(plan::Plan &plan, OpFilter mine = anyOp);
+
 /// Folds a Pad with zeros on the spatial axes (constant mode, pads a
 /// weight) into the Conv or AveragePool that is its only reader, as extra
 /// `pads` (an AveragePool then counts them: count_include_pad = 1; not in

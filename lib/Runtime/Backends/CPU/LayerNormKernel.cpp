@@ -4,9 +4,18 @@
 // [prod(dims[:axis]), prod(dims[axis:])], and scale and bias (shaped as
 // dims[axis:]) as vectors of the second size.
 //
+// SkipLayerNormalization (a, b, scale[, bias]) -> (y[, sum]) is the
+// LayerNormalization of a + b over the last axis that fuseSkipLayerNorms
+// forms from a transformer's residual Add: each row is summed, its mean
+// and variance taken and normalised while it is in the cache, so the sum
+// is written once (when it is read elsewhere) or never.
+//
 //===----------------------------------------------------------------------===//
 
 #include "CPUKernels.h"
+#include "ParallelSums.h"
+
+#include <cmath>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
@@ -78,6 +87,75 @@ private:
   float epsilon;
 };
 
+class SkipLayerNormKernel : public Kernel {
+public:
+  explicit SkipLayerNormKernel(float epsilon) : epsilon(epsilon) {}
+
+  llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                  llvm::MutableArrayRef<Tensor> outputs) override {
+    if (llvm::Error e = checkF32(inputs))
+      return e;
+    const Tensor &a = *inputs[0], &b = *inputs[1], &scale = *inputs[2];
+    const Tensor *bias = inputs.size() > 3 ? inputs[3] : nullptr;
+    if (a.shape() != b.shape() || a.rank() == 0)
+      return kernelError("SkipLayerNormalization adds " + a.typeString() +
+                         " and " + b.typeString() +
+                         ", which must have one shape of rank 1 or more");
+    int64_t cols = a.shape().back();
+    int64_t rows = cols ? a.numElements() / cols : 0;
+    if (scale.numElements() != cols || (bias && bias->numElements() != cols))
+      return kernelError("SkipLayerNormalization scale " + scale.typeString() +
+                         (bias ? " and bias " + bias->typeString() : "") +
+                         " do not match the normalised size " +
+                         llvm::Twine(cols) + " of " + a.typeString());
+    Tensor y(DType::F32, a.shape());
+    std::optional<Tensor> sum;
+    if (outputs.size() > 1)
+      sum.emplace(DType::F32, a.shape());
+    const float *pa = a.data<float>(), *pb = b.data<float>(),
+                *gamma = scale.data<float>(),
+                *beta = bias ? bias->data<float>() : nullptr;
+    float *py = y.data<float>(), *ps = sum ? sum->data<float>() : nullptr;
+    float eps = epsilon;
+#pragma omp parallel num_threads(threadsFor(a.numElements()))
+    {
+      std::vector<float> scratch(ps ? 0 : cols);
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        const float *ra = pa + r * cols, *rb = pb + r * cols;
+        float *rs = ps ? ps + r * cols : scratch.data(), *ry = py + r * cols;
+        float total = 0.f;
+#pragma omp simd reduction(+ : total)
+        for (int64_t j = 0; j < cols; ++j) {
+          rs[j] = ra[j] + rb[j];
+          total += rs[j];
+        }
+        float mean = total / static_cast<float>(cols), squares = 0.f;
+#pragma omp simd reduction(+ : squares)
+        for (int64_t j = 0; j < cols; ++j)
+          squares += (rs[j] - mean) * (rs[j] - mean);
+        float inv = 1.f / std::sqrt(squares / static_cast<float>(cols) + eps);
+        if (beta) {
+#pragma omp simd
+          for (int64_t j = 0; j < cols; ++j)
+            ry[j] = (rs[j] - mean) * inv * gamma[j] + beta[j];
+        } else {
+#pragma omp simd
+          for (int64_t j = 0; j < cols; ++j)
+            ry[j] = (rs[j] - mean) * inv * gamma[j];
+        }
+      }
+    }
+    outputs[0] = std::move(y);
+    if (sum)
+      outputs[1] = std::move(*sum);
+    return llvm::Error::success();
+  }
+
+private:
+  float epsilon;
+};
+
 } // namespace
 
 llvm::Expected<LayerNormParams>
@@ -102,5 +180,21 @@ void cpu::registerLayerNormKernel(KernelRegistry &registry, CPUContextPtr ctx) {
           return params.takeError();
         return std::make_unique<LayerNormKernel>(ctx, params->axis,
                                                  params->epsilon);
+      });
+  registry.add(
+      "SkipLayerNormalization",
+      [](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
+        // y, and the sum when it is read elsewhere.
+        if (llvm::Error e =
+                info.checkArity(3, 4, info.numOutputs() == 2 ? 2 : 1))
+          return e;
+        auto params = readLayerNormParams(info.attrs);
+        if (!params)
+          return params.takeError();
+        if (params->axis != -1)
+          return kernelError("SkipLayerNormalization normalises the last "
+                             "axis only, not axis " +
+                             llvm::Twine(params->axis));
+        return std::make_unique<SkipLayerNormKernel>(params->epsilon);
       });
 }
