@@ -129,6 +129,10 @@ TEST_F(SmallCNN, PrimitiveCacheCreatesOncePerShape) {
   EXPECT_EQ(e.counter("primitive_cache_hits"), 6);
   ASSERT_TRUE(static_cast<bool>(e.run({randomTensor({5, 3, 8, 8}, rng)})));
   EXPECT_EQ(e.counter("primitives_created"), 12);
+  // Both shapes stay cached: going back to the first creates nothing.
+  ASSERT_TRUE(static_cast<bool>(e.run({randomTensor({2, 3, 8, 8}, rng)})));
+  EXPECT_EQ(e.counter("primitives_created"), 12);
+  EXPECT_EQ(e.counter("primitive_cache_hits"), 12);
 }
 
 TEST_F(SmallCNN, RunsByInputName) {
