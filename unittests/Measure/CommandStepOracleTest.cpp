@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TwoCpuTypes.h"
+
 #include "heterps/Measure/CommandStepOracle.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -17,21 +19,10 @@
 #include "gtest/gtest.h"
 
 using namespace heterps;
+using heterps::testutil::twoCpuTypes;
 using planner::Stage;
 
 namespace {
-
-planner::ClusterSpec twoTypes() {
-  planner::ClusterSpec spec;
-  for (const char *name : {"a", "b"}) {
-    planner::DeviceType d;
-    d.name = name;
-    d.kind = "cpu";
-    d.maxCount = 2;
-    spec.deviceTypes.push_back(d);
-  }
-  return spec;
-}
 
 std::vector<planner::Layer> threeLayers() {
   std::vector<planner::Layer> layers(3);
@@ -62,7 +53,7 @@ std::string report(int replicas) {
 std::unique_ptr<measure::CommandStepOracle>
 makeOracle(std::vector<std::string> command, int timeout = 60) {
   auto oracle = measure::CommandStepOracle::create(
-      std::move(command), threeLayers(), twoTypes(), "measured by a script",
+      std::move(command), threeLayers(), twoCpuTypes(), "measured by a script",
       timeout);
   EXPECT_TRUE(bool(oracle)) << llvm::toString(oracle.takeError());
   return oracle ? std::move(*oracle) : nullptr;
@@ -129,12 +120,12 @@ TEST(CommandStepOracle, SaysWhyARunFailed) {
 
 TEST(CommandStepOracle, NeedsACommandAndATimeout) {
   auto none =
-      measure::CommandStepOracle::create({}, threeLayers(), twoTypes(), "x");
+      measure::CommandStepOracle::create({}, threeLayers(), twoCpuTypes(), "x");
   ASSERT_FALSE(bool(none));
   EXPECT_EQ(llvm::toString(none.takeError()),
             "measuring by a command needs the command");
   auto zero = measure::CommandStepOracle::create({"/bin/true"}, threeLayers(),
-                                                 twoTypes(), "x", 0);
+                                                 twoCpuTypes(), "x", 0);
   ASSERT_FALSE(bool(zero));
   EXPECT_EQ(llvm::toString(zero.takeError()),
             "measuring by a command needs a positive timeout");

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../Runtime/Train/TrainTestModels.h"
+#include "TwoCpuTypes.h"
 
 #include "heterps/Measure/MeasuredStepOracle.h"
 
@@ -14,21 +15,10 @@
 using namespace heterps;
 using namespace heterps::runtime;
 using namespace heterps::runtime::testutil;
+using heterps::testutil::twoCpuTypes;
 using planner::Stage;
 
 namespace {
-
-planner::ClusterSpec twoCpuTypes() {
-  planner::ClusterSpec spec;
-  for (const char *name : {"a", "b"}) {
-    planner::DeviceType d;
-    d.name = name;
-    d.kind = "cpu";
-    d.maxCount = 2;
-    spec.deviceTypes.push_back(d);
-  }
-  return spec;
-}
 
 /// The MLP's two Gemms as the planner's layers (its Relu is not one here).
 std::vector<planner::Layer> gemmLayers() {
