@@ -58,8 +58,7 @@ inline float expNonPositive(float x) {
 /// Softmax of one row in place: the exponentials take most of an
 /// attention's time outside its sgemms, so the function is compiled for
 /// AVX-512 and AVX2 as well as the baseline, chosen at load time.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-softmaxRow(float *row, int64_t n) {
+HETERPS_VECTOR_CLONES void softmaxRow(float *row, int64_t n) {
   float max = row[0];
   for (int64_t j = 1; j < n; ++j)
     max = row[j] > max ? row[j] : max;

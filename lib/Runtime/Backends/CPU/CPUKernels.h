@@ -10,6 +10,17 @@
 
 #include "DnnlUtils.h"
 
+/// Compiles a hot loop of the backend's own for AVX-512 and AVX2 beside the
+/// baseline, the variant picked when the library loads: the build targets
+/// any x86-64, and oneDNN's jit kernels, which such loops sit beside, use
+/// the widest vectors the machine has.
+#if defined(__x86_64__)
+#define HETERPS_VECTOR_CLONES                                                  \
+  __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define HETERPS_VECTOR_CLONES
+#endif
+
 namespace heterps::runtime::cpu {
 
 /// An element-wise function as oneDNN computes it: alpha and beta are the

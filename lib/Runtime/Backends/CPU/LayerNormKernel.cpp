@@ -90,9 +90,10 @@ private:
 /// y = LayerNorm(a + b) of one row, s = a + b. Compiled for AVX-512 and
 /// AVX2 as well as the baseline, chosen at load time: oneDNN's jit layer
 /// norm, which this replaces with its Add, uses them.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-normalizeSumRow(const float *a, const float *b, const float *gamma,
-                const float *beta, int64_t n, float eps, float *s, float *y) {
+HETERPS_VECTOR_CLONES void normalizeSumRow(const float *a, const float *b,
+                                           const float *gamma,
+                                           const float *beta, int64_t n,
+                                           float eps, float *s, float *y) {
   float total = 0.f;
 #pragma omp simd reduction(+ : total)
   for (int64_t j = 0; j < n; ++j) {
