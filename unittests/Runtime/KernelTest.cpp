@@ -770,6 +770,52 @@ TEST_F(KernelTest, NewKernelsRejectWhatTheyCannotDo) {
                opError("SqueezeExcite", {random({1, 4, 2, 2})}, {1, 4, 2, 2},
                        Attrs().s("gate", "Tanh"), se),
                "SqueezeExcite: unsupported gate 'Tanh'");
+  // Attention (a fusion's op) as a hostile plan could state it.
+  Attrs heads = Attrs()
+                    .ints("q_perm", {0, 1, 2})
+                    .ints("k_perm", {0, 2, 1})
+                    .ints("v_perm", {0, 1, 2})
+                    .ints("out_perm", {0, 1, 2});
+  EXPECT_PRED2(
+      endsWith,
+      opError("Attention",
+              {random({2, 3, 4}), random({2, 5, 4}), random({2, 6, 4})},
+              {2, 3, 4}, heads),
+      "Attention: Q [2, 3, 4], K^T [2, 4, 5] and V [2, 6, 4] do not "
+      "fit");
+  EXPECT_PRED2(
+      endsWith,
+      opError("Attention",
+              {random({2, 3, 4}), random({2, 0, 4}), random({2, 0, 4})},
+              {2, 3, 4}, heads),
+      "Attention: Q [2, 3, 4] and K^T [2, 4, 0] leave no key or no "
+      "head dimension to attend over");
+  Tensor mask(DType::Bool, {2, 2, 5});
+  std::fill_n(mask.data<uint8_t>(), mask.numElements(), 1);
+  EXPECT_PRED2(
+      endsWith,
+      opError("Attention",
+              {random({2, 3, 4}), random({2, 5, 4}), random({2, 5, 4}), mask},
+              {2, 3, 4}, heads),
+      "Attention: the mask bool[2, 2, 5] does not broadcast to the "
+      "scores [2, 3, 5]");
+  EXPECT_PRED2(endsWith,
+               opError("Attention", {random({2, 3, 4}), random({2, 5, 4})},
+                       {2, 3, 4},
+                       Attrs()
+                           .ints("q_perm", {0, 1, 1})
+                           .ints("k_perm", {0, 2, 1})
+                           .ints("v_perm", {0, 1, 2})
+                           .ints("out_perm", {0, 1, 2}),
+                       {random({2, 5, 4})}),
+               "Attention: q_perm, k_perm, v_perm and out_perm must be "
+               "permutations of one rank of 2 or more");
+  EXPECT_PRED2(endsWith,
+               opError("SkipLayerNormalization",
+                       {random({2, 3}), random({3, 2})}, {2, 3}, Attrs(),
+                       {random({3})}),
+               "SkipLayerNormalization adds f32[2, 3] and f32[3, 2], which "
+               "must have one shape of rank 1 or more");
 }
 
 //===----------------------------------------------------------------------===//

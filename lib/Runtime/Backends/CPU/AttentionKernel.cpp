@@ -136,6 +136,10 @@ public:
       return kernelError("Attention: Q " + shapeText(Q.dims) + ", K^T " +
                          shapeText(K.dims) + " and V " + shapeText(V.dims) +
                          " do not fit");
+    if (S == 0 || D == 0)
+      return kernelError("Attention: Q " + shapeText(Q.dims) + " and K^T " +
+                         shapeText(K.dims) +
+                         " leave no key or no head dimension to attend over");
     // fuseAttention keeps every matrix row contiguous: Kt's as K's rows
     // (its D axis the source's last) or as its own (its S axis last).
     bool kRowsAreD = K.strides[r - 2] == 1;
@@ -181,6 +185,10 @@ public:
     int64_t batches = 1;
     for (size_t i = 0; i + 2 < r; ++i)
       batches *= Q.dims[i];
+    if (out.numElements() == 0) { // no query, value column or batch index
+      outputs[0] = std::move(out);
+      return llvm::Error::success();
+    }
     const float *qData = q.data<float>(), *kData = k.data<float>(),
                 *vData = v.data<float>();
     const uint8_t *mData = mask ? mask->data<uint8_t>() : nullptr;
