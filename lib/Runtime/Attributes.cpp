@@ -73,3 +73,16 @@ OpAttributes::getInts(llvm::StringRef name,
   return std::vector<int64_t>(a->ints().values().begin(),
                               a->ints().values().end());
 }
+
+llvm::Expected<std::vector<float>>
+OpAttributes::getFloats(llvm::StringRef name,
+                        std::optional<std::vector<float>> defaultValue) const {
+  using Result = llvm::Expected<std::vector<float>>;
+  const plan::Attribute *a = find(name);
+  if (!a)
+    return defaultValue ? Result(*defaultValue) : Result(missing(name));
+  if (a->value_case() != plan::Attribute::kFloats)
+    return wrongKind(name, "a list of floats");
+  return std::vector<float>(a->floats().values().begin(),
+                            a->floats().values().end());
+}

@@ -677,6 +677,59 @@ TEST(Executor, FusesSqueezeExcitation) {
       }
 }
 
+// DenseNet's pre-activation batch norm (and its Relu) on a channel Concat
+// goes into the Concat, which applies it as it copies: Conv outputs in
+// whatever layout the Convs chose beside a plain input, at batch 1 (where,
+// in the channel-blocked layouts the Convs chose when this was written,
+// they compute in the Concat's output from the second run and the norm is
+// applied there in place) and batch 3, with and without the Relu;
+// 20-channel parts (no whole channel blocks: oneDNN's concat, then the
+// norm); and a Concat read elsewhere, which keeps its batch norm.
+TEST(Executor, FusesBatchNormsIntoConcats) {
+  std::mt19937 rng(25);
+  enum Case { Relu, NoRelu, OddChannels, ReadElsewhere };
+  for (Case c : {Relu, NoRelu, OddChannels, ReadElsewhere}) {
+    SCOPED_TRACE(c);
+    int64_t part = c == OddChannels ? 20 : 32, total = 16 + 2 * part;
+    PlanBuilder b;
+    int x = b.input("x", {-1, 16, 6, 6});
+    int c1 =
+        b.op("Conv", {x, b.weight("w1", randomTensor({part, 16, 3, 3}, rng))},
+             {-1, part, 6, 6}, Attrs().ints("pads", {1, 1, 1, 1}));
+    int c2 =
+        b.op("Conv", {x, b.weight("w2", randomTensor({part, 16, 1, 1}, rng))},
+             {-1, part, 6, 6});
+    int cat =
+        b.op("Concat", {x, c1, c2}, {-1, total, 6, 6}, Attrs().i("axis", 1));
+    int bn = b.op("BatchNormalization",
+                  {cat, b.weight("g", randomTensor({total}, rng, 0.5f, 1.5f)),
+                   b.weight("b", randomTensor({total}, rng)),
+                   b.weight("m", randomTensor({total}, rng)),
+                   b.weight("v", randomTensor({total}, rng, 0.5f, 2.f))},
+                  {-1, total, 6, 6}, Attrs().f("epsilon", 1e-5f));
+    b.output("y", c == NoRelu ? bn : b.op("Relu", {bn}, {-1, total, 6, 6}));
+    if (c == ReadElsewhere)
+      b.output("features", cat);
+    ExecutorOptions plain;
+    plain.fuse = false;
+    auto unfused = llvm::cantFail(Executor::create(b.build(), plain));
+    auto fused = llvm::cantFail(Executor::create(b.build()));
+    EXPECT_EQ(llvm::count_if(fused->plan().ops(),
+                             [](const plan::Op &op) {
+                               return op.type() == "BatchNormalization";
+                             }),
+              c == ReadElsewhere ? 1 : 0);
+    for (int64_t batch : {1, 1, 1, 3}) {
+      Tensor in = randomTensor({batch, 16, 6, 6}, rng, -2.f, 2.f);
+      std::vector<Tensor> want = llvm::cantFail(unfused->run({in}));
+      std::vector<Tensor> got = llvm::cantFail(fused->run({in}));
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < want.size(); ++k)
+        EXPECT_TRUE(allClose(got[k], want[k], 1e-5f, 1e-5f)) << k;
+    }
+  }
+}
+
 // A residual Add and the LayerNormalization of its sum become one
 // SkipLayerNormalization: post-norm (the sum read only by the norm, axis
 // given as the last), pre-norm (the sum read on by the next residual Add:

@@ -39,6 +39,9 @@ public:
   llvm::Expected<std::vector<int64_t>> getInts(
       llvm::StringRef name,
       std::optional<std::vector<int64_t>> defaultValue = std::nullopt) const;
+  llvm::Expected<std::vector<float>> getFloats(
+      llvm::StringRef name,
+      std::optional<std::vector<float>> defaultValue = std::nullopt) const;
 
 private:
   const plan::Attribute *find(llvm::StringRef name) const;

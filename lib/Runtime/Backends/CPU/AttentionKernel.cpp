@@ -133,12 +133,12 @@ public:
     for (size_t i = 0; i + 2 < r; ++i)
       batchesAgree &= Q.dims[i] == K.dims[i] && Q.dims[i] == V.dims[i];
     if (!batchesAgree || K.dims[r - 2] != D || V.dims[r - 2] != S)
-      return kernelError("Attention: Q " + shapeText(Q.dims) + ", K^T " +
-                         shapeText(K.dims) + " and V " + shapeText(V.dims) +
-                         " do not fit");
+      return kernelError("Attention: Q " + shapeToString(Q.dims) + ", K^T " +
+                         shapeToString(K.dims) + " and V " +
+                         shapeToString(V.dims) + " do not fit");
     if (S == 0 || D == 0)
-      return kernelError("Attention: Q " + shapeText(Q.dims) + " and K^T " +
-                         shapeText(K.dims) +
+      return kernelError("Attention: Q " + shapeToString(Q.dims) + " and K^T " +
+                         shapeToString(K.dims) +
                          " leave no key or no head dimension to attend over");
     // fuseAttention keeps every matrix row contiguous: Kt's as K's rows
     // (its D axis the source's last) or as its own (its S axis last).
@@ -177,7 +177,7 @@ public:
         if (d != 1 && d != scores[i])
           return kernelError("Attention: the mask " + mask->typeString() +
                              " does not broadcast to the scores " +
-                             shapeText(scores));
+                             shapeToString(scores));
         mStrides[i] = d == 1 ? 0 : m.strides[i - lead];
       }
     }
@@ -246,12 +246,6 @@ private:
     for (size_t d = 0; d < rank; ++d)
       perm[d] = static_cast<int64_t>(d);
     return perm;
-  }
-  static std::string shapeText(llvm::ArrayRef<int64_t> dims) {
-    std::string text = "[";
-    for (size_t i = 0; i < dims.size(); ++i)
-      text += (i ? ", " : "") + std::to_string(dims[i]);
-    return text + "]";
   }
 
   Params p;

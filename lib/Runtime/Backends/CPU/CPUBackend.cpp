@@ -52,6 +52,7 @@ void CPUBackend::rewriteForInference(plan::Plan &plan, WeightMap &weights,
   fuseSelfGates(plan, mine);
   fuseResidualAdds(plan, mine);
   fuseActivations(plan, mine);
+  fuseConcatBatchNorms(plan, weights, mine);
   fuseDepthwiseConvs(plan, weights, mine);
   fuseSqueezeExcites(plan, weights, mine);
 }

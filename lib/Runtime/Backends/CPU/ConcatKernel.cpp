@@ -20,10 +20,17 @@
 // (joinDestinations): a Conv or pool computes its result there and the copy
 // goes (GoogLeNet at batch 1: 4% faster, SqueezeNet 3.5%).
 //
+// A batch norm fused in (fuseConcatBatchNorms: attributes `scale`, `shift`
+// and an optional Relu `activation`) is applied as the runs are copied,
+// and in place on the runs computed in the output; in the other layouts
+// after oneDNN's concat, on the output made plain.
+//
 //===----------------------------------------------------------------------===//
 
 #include "CPUKernels.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 
@@ -31,6 +38,45 @@ using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
 
 namespace {
+
+/// A per-channel y = x * scale + shift, then Relu when `relu`.
+struct ChannelAffine {
+  std::vector<float> scale, shift;
+  bool relu = false;
+  bool empty() const { return scale.empty(); }
+};
+
+/// `affine` applied to channels [c0, c0 + channels) of one batch item, `x`
+/// to `y` (which may be `x`), in a layout with channel block `block` (1:
+/// plain) and `spatial` positions per channel.
+HETERPS_VECTOR_CLONES void applyAffine(const float *x, float *y, int64_t c0,
+                                       int64_t channels, int64_t spatial,
+                                       int64_t block,
+                                       const ChannelAffine &affine) {
+  const float *scale = affine.scale.data() + c0,
+              *shift = affine.shift.data() + c0;
+  float low = affine.relu ? 0.f : -INFINITY;
+  if (block == 1) {
+    for (int64_t c = 0; c < channels; ++c) {
+      float a = scale[c], b = shift[c];
+      const float *xc = x + c * spatial;
+      float *yc = y + c * spatial;
+#pragma omp simd
+      for (int64_t p = 0; p < spatial; ++p)
+        yc[p] = std::max(xc[p] * a + b, low);
+    }
+    return;
+  }
+  for (int64_t j = 0; j < channels / block; ++j)
+    for (int64_t p = 0; p < spatial; ++p) {
+      const float *xs = x + (j * spatial + p) * block;
+      float *ys = y + (j * spatial + p) * block;
+      const float *a = scale + j * block, *b = shift + j * block;
+#pragma omp simd
+      for (int64_t lane = 0; lane < block; ++lane)
+        ys[lane] = std::max(xs[lane] * a[lane] + b[lane], low);
+    }
+}
 
 struct ConcatEntry {
   dnnl::concat primitive;
@@ -48,8 +94,8 @@ struct ConcatEntry {
 
 class ConcatKernel : public Kernel {
 public:
-  ConcatKernel(CPUContextPtr ctx, int64_t axis)
-      : cache(std::move(ctx)), axis(axis) {}
+  ConcatKernel(CPUContextPtr ctx, int64_t axis, ChannelAffine affine)
+      : cache(std::move(ctx)), axis(axis), affine(std::move(affine)) {}
   bool acceptsLayouts() const override { return true; }
   bool joinsInputs() const override { return true; }
 
@@ -95,8 +141,14 @@ public:
       std::vector<Tensor> srcs;
       for (size_t k = 0; k < e.used.size(); ++k)
         srcs.push_back(reorderTo(*inputs[e.used[k]], e.srcMds[k], ctx));
+      if (!affine.empty() &&
+          (e.outShape.size() < 3 ||
+           e.outShape[1] != static_cast<int64_t>(affine.scale.size())))
+        return kernelError(
+            "Concat with a batch norm of " + llvm::Twine(affine.scale.size()) +
+            " channels cannot output " + shapeToString(e.outShape));
       if (!e.runBytes.empty()) {
-        ctx->stats.joinedInPlace += copyRuns(srcs, e, y);
+        ctx->stats.joinedInPlace += copyRuns(srcs, e, y, affine);
       } else if (!e.used.empty()) {
         std::unordered_map<int, memory> args = {
             {DNNL_ARG_DST, memoryOf(y, *ctx)}};
@@ -104,6 +156,17 @@ public:
           args[DNNL_ARG_MULTIPLE_SRC + k] = memoryOf(srcs[k], *ctx);
         e.primitive.execute(ctx->stream, args);
         ctx->stream.wait();
+        if (!affine.empty()) {
+          y = plainOf(y, ctx);
+          int64_t spatial =
+              numElements(llvm::ArrayRef(e.outShape).drop_front(2));
+          float *p = y.data<float>();
+          int64_t item = e.outShape[1] * spatial;
+#pragma omp parallel for schedule(static)
+          for (int64_t n = 0; n < e.outShape[0]; ++n)
+            applyAffine(p + n * item, p + n * item, 0, e.outShape[1], spatial,
+                        1, affine);
+        }
       }
       outputs[0] = std::move(y);
       return llvm::Error::success();
@@ -146,30 +209,44 @@ private:
   }
 
   /// The concat as copies of each used input's contiguous run per batch
-  /// item; `srcs` are the used inputs in their layouts. Returns how many
-  /// were in place already (computed in the output, see joinDestinations),
-  /// which are not copied.
+  /// item, with `affine` applied when there is one; `srcs` are the used
+  /// inputs in their layouts. Returns how many were in place already
+  /// (computed in the output, see joinDestinations), which are not copied
+  /// (but normalised in place).
   static int copyRuns(llvm::ArrayRef<Tensor> srcs, const ConcatEntry &e,
-                      Tensor &y) {
+                      Tensor &y, const ChannelAffine &affine) {
     int64_t batch = y.dim(0);
     int64_t numInputs = static_cast<int64_t>(e.used.size());
     std::vector<size_t> offset(numInputs + 1, 0);
-    for (int64_t k = 0; k < numInputs; ++k)
+    std::vector<int64_t> firstChannel(numInputs + 1, 0);
+    for (int64_t k = 0; k < numInputs; ++k) {
       offset[k + 1] = offset[k] + e.runBytes[k];
+      firstChannel[k + 1] = firstChannel[k] + srcs[k].dim(1);
+    }
     auto *out = static_cast<char *>(y.rawData());
     std::vector<char> inPlace(numInputs, false);
     int numInPlace = 0;
     if (batch == 1)
       for (int64_t k = 0; k < numInputs; ++k)
         numInPlace += inPlace[k] = srcs[k].rawData() == out + offset[k];
+    int64_t spatial = numElements(llvm::ArrayRef(e.outShape).drop_front(2));
+    int64_t block =
+        affine.empty() ? 1 : channelBlockOf(e.dstMd, e.outShape).value_or(1);
 #pragma omp parallel for collapse(2) schedule(static)
     for (int64_t n = 0; n < batch; ++n)
-      for (int64_t k = 0; k < numInputs; ++k)
-        if (!inPlace[k])
-          std::memcpy(out + n * offset[numInputs] + offset[k],
-                      static_cast<const char *>(srcs[k].rawData()) +
-                          n * e.runBytes[k],
-                      e.runBytes[k]);
+      for (int64_t k = 0; k < numInputs; ++k) {
+        char *to = out + n * offset[numInputs] + offset[k];
+        const char *from = inPlace[k]
+                               ? to
+                               : static_cast<const char *>(srcs[k].rawData()) +
+                                     n * e.runBytes[k];
+        if (!affine.empty())
+          applyAffine(reinterpret_cast<const float *>(from),
+                      reinterpret_cast<float *>(to), firstChannel[k],
+                      srcs[k].dim(1), spatial, block, affine);
+        else if (!inPlace[k])
+          std::memcpy(to, from, e.runBytes[k]);
+      }
     return numInPlace;
   }
 
@@ -281,6 +358,7 @@ private:
 
   PrimitiveCache<ConcatEntry> cache;
   int64_t axis;
+  ChannelAffine affine;
   /// The entry of the last run, for joinDestinations.
   ConcatEntry *last = nullptr;
 };
@@ -299,6 +377,25 @@ void cpu::registerConcatKernel(KernelRegistry &registry, CPUContextPtr ctx) {
         auto axis = info.attrs.getInt("axis");
         if (!axis)
           return axis.takeError();
-        return std::make_unique<ConcatKernel>(ctx, *axis);
+        ChannelAffine affine;
+        auto scale = info.attrs.getFloats("scale", std::vector<float>());
+        auto shift = info.attrs.getFloats("shift", std::vector<float>());
+        auto activation = info.attrs.getString("activation", std::string());
+        if (!scale)
+          return scale.takeError();
+        if (!shift)
+          return shift.takeError();
+        if (!activation)
+          return activation.takeError();
+        if (scale->size() != shift->size() ||
+            (!activation->empty() && *activation != "Relu") ||
+            (!scale->empty() && *axis != 1))
+          return kernelError("Concat: a fused batch norm needs as many "
+                             "shifts as scales, axis 1 and no activation "
+                             "but Relu");
+        affine.scale = std::move(*scale);
+        affine.shift = std::move(*shift);
+        affine.relu = !activation->empty();
+        return std::make_unique<ConcatKernel>(ctx, *axis, std::move(affine));
       });
 }

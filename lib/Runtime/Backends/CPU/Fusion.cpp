@@ -1258,3 +1258,57 @@ int heterps::runtime::fuseSkipLayerNorms(plan::Plan &plan, OpFilter mine) {
     eraseOps(plan, dead);
   return fused;
 }
+
+int heterps::runtime::fuseConcatBatchNorms(plan::Plan &plan,
+                                           const WeightMap &weights,
+                                           OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    plan::Op &concat = *plan.mutable_ops(i);
+    if (concat.type() != "Concat" || concat.outputs_size() != 1 ||
+        intsOf(concat, "axis") != std::vector<int64_t>{1} ||
+        concat.attributes_size() != 1)
+      continue;
+    const plan::Value &out = plan.values(concat.outputs(0));
+    int j = uses.soleReader(concat.outputs(0));
+    if (out.dtype() != static_cast<int32_t>(DType::F32) ||
+        out.dims_size() < 3 || out.dims(1) <= 0 || j < 0)
+      continue;
+    const plan::Op &bn = plan.ops(j);
+    llvm::StringRef activation = activationOf(bn);
+    if (bn.type() != "BatchNormalization" || bn.inputs_size() != 5 ||
+        bn.outputs_size() != 1 || !fusable(mine, concat, bn) ||
+        (!activation.empty() && activation != "Relu"))
+      continue;
+    int64_t channels = out.dims(1);
+    const Tensor *params[4];
+    bool ok = true;
+    for (int k = 0; k < 4 && ok; ++k) {
+      params[k] = weightInput(weights, bn, k + 1);
+      ok = params[k] && params[k]->dtype() == DType::F32 &&
+           params[k]->numElements() == channels;
+    }
+    if (!ok)
+      continue;
+    float epsilon = floatAttr(bn, "epsilon", 1e-5f);
+    plan::Attribute &scale = attributeOf(concat, "scale");
+    plan::Attribute &shift = attributeOf(concat, "shift");
+    for (int64_t c = 0; c < channels; ++c) {
+      float s = params[0]->data<float>()[c] /
+                std::sqrt(params[3]->data<float>()[c] + epsilon);
+      scale.mutable_floats()->add_values(s);
+      shift.mutable_floats()->add_values(params[1]->data<float>()[c] -
+                                         params[2]->data<float>()[c] * s);
+    }
+    if (!activation.empty())
+      attributeOf(concat, "activation").set_s(activation.str());
+    concat.set_outputs(0, bn.outputs(0));
+    dead[j] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}

@@ -136,6 +136,17 @@ int fuseAttention(plan::Plan &plan, const WeightMap &weights,
 /// comes before the LayerNormalization. Returns the number of fused pairs.
 int fuseSkipLayerNorms(plan::Plan &plan, OpFilter mine = anyOp);
 
+/// Folds an inference BatchNormalization (constant parameters; a fused
+/// Relu or none) into the channel Concat whose output only it reads:
+/// DenseNet's pre-activation batch norm of each layer's concatenated
+/// features. The Concat gets the per-channel `scale` and `shift` (float
+/// lists) and the `activation`, and applies them as it copies its inputs,
+/// so the concatenated features are written once instead of copied and
+/// then normalised. Run after fuseActivations. Returns the number of
+/// folded batch norms.
+int fuseConcatBatchNorms(plan::Plan &plan, const WeightMap &weights,
+                         OpFilter mine = anyOp);
+
 /// Folds a Pad with zeros on the spatial axes (constant mode, pads a
 /// weight) into the Conv or AveragePool that is its only reader, as extra
 /// `pads` (an AveragePool then counts them: count_include_pad = 1; not in
