@@ -730,6 +730,60 @@ TEST(Executor, FusesBatchNormsIntoConcats) {
   }
 }
 
+// ShuffleNet's concat and two-group channel shuffle (Concat, Reshape to 5-D,
+// Transpose, Reshape back) become one ConcatShuffle; with another perm, or
+// the concat read elsewhere, the ops stay.
+TEST(Executor, FusesChannelShuffles) {
+  std::mt19937 rng(27);
+  const int64_t C = 24, H = 5, W = 4;
+  auto longs = [](std::vector<int64_t> v) {
+    Tensor t(DType::I64, {static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), t.data<int64_t>());
+    return t;
+  };
+  enum Case { Shuffle, OtherPerm, ConcatRead };
+  for (Case c : {Shuffle, OtherPerm, ConcatRead}) {
+    SCOPED_TRACE(c);
+    PlanBuilder b;
+    int x = b.input("x", {-1, C / 2, H, W});
+    int conv = b.op("Conv",
+                    {x, b.weight("w", randomTensor({C / 2, C / 2, 1, 1}, rng))},
+                    {-1, C / 2, H, W});
+    int cat = b.op("Concat", {x, conv}, {-1, C, H, W}, Attrs().i("axis", 1));
+    int split =
+        b.op("Reshape", {cat, b.weight("to5", longs({-1, 2, C / 2, H, W}))},
+             {-1, 2, C / 2, H, W});
+    std::vector<int64_t> perm = c == OtherPerm
+                                    ? std::vector<int64_t>{0, 2, 1, 4, 3}
+                                    : std::vector<int64_t>{0, 2, 1, 3, 4};
+    Shape swapped =
+        c == OtherPerm ? Shape{-1, C / 2, 2, W, H} : Shape{-1, C / 2, 2, H, W};
+    int t = b.op("Transpose", {split}, swapped, Attrs().ints("perm", perm));
+    int y = b.op("Reshape", {t, b.weight("to4", longs({-1, C, H, W}))},
+                 {-1, C, H, W});
+    b.output("y", b.op("Relu", {y}, {-1, C, H, W}));
+    if (c == ConcatRead)
+      b.output("concat", cat);
+    ExecutorOptions plain;
+    plain.fuse = false;
+    auto unfused = llvm::cantFail(Executor::create(b.build(), plain));
+    auto fused = llvm::cantFail(Executor::create(b.build()));
+    EXPECT_EQ(llvm::count_if(fused->plan().ops(),
+                             [](const plan::Op &op) {
+                               return op.type() == "ConcatShuffle";
+                             }),
+              c == Shuffle ? 1 : 0);
+    for (int64_t batch : {1, 3}) {
+      Tensor in = randomTensor({batch, C / 2, H, W}, rng, -2.f, 2.f);
+      std::vector<Tensor> want = llvm::cantFail(unfused->run({in}));
+      std::vector<Tensor> got = llvm::cantFail(fused->run({in}));
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < want.size(); ++k)
+        EXPECT_TRUE(allClose(got[k], want[k], 0.f, 0.f)) << k;
+    }
+  }
+}
+
 // A residual Add and the LayerNormalization of its sum become one
 // SkipLayerNormalization: post-norm (the sum read only by the norm, axis
 // given as the last), pre-norm (the sum read on by the next residual Add:

@@ -816,6 +816,11 @@ TEST_F(KernelTest, NewKernelsRejectWhatTheyCannotDo) {
                        {random({3})}),
                "SkipLayerNormalization adds f32[2, 3] and f32[3, 2], which "
                "must have one shape of rank 1 or more");
+  EXPECT_PRED2(endsWith,
+               opError("ConcatShuffle", {random({1, 2, 3}), random({1, 3, 3})},
+                       {1, 4, 3}, Attrs()),
+               "ConcatShuffle interleaves two tensors of one shape of rank 2 "
+               "or more, not f32[1, 2, 3] and f32[1, 3, 3]");
 }
 
 //===----------------------------------------------------------------------===//

@@ -53,6 +53,7 @@ void CPUBackend::rewriteForInference(plan::Plan &plan, WeightMap &weights,
   fuseResidualAdds(plan, mine);
   fuseActivations(plan, mine);
   fuseConcatBatchNorms(plan, weights, mine);
+  fuseChannelShuffles(plan, mine);
   fuseDepthwiseConvs(plan, weights, mine);
   fuseSqueezeExcites(plan, weights, mine);
 }

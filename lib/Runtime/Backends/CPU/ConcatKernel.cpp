@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CPUKernels.h"
+#include "ParallelSums.h"
 
 #include <algorithm>
 #include <cmath>
@@ -363,9 +364,52 @@ private:
   ConcatEntry *last = nullptr;
 };
 
+/// ConcatShuffle(a, b): the channels of a and b ([N, C/2, ...] each)
+/// interleaved, a's first: ShuffleNet's concat and two-group channel
+/// shuffle (fuseChannelShuffles) as one pass over plain tensors, where the
+/// exported graph concatenates, makes the result plain for the 5-D
+/// Reshape, and transposes it.
+class ConcatShuffleKernel : public Kernel {
+public:
+  llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                  llvm::MutableArrayRef<Tensor> outputs) override {
+    if (llvm::Error e = checkF32(inputs))
+      return e;
+    const Tensor &a = *inputs[0], &b = *inputs[1];
+    if (a.shape() != b.shape() || a.rank() < 2)
+      return kernelError("ConcatShuffle interleaves two tensors of one shape "
+                         "of rank 2 or more, not " +
+                         a.typeString() + " and " + b.typeString());
+    Shape shape = a.shape();
+    int64_t batch = shape[0], half = shape[1];
+    shape[1] *= 2;
+    Tensor y(DType::F32, shape);
+    size_t run = numElements(llvm::ArrayRef(shape).drop_front(2));
+    const float *pa = a.data<float>(), *pb = b.data<float>();
+    float *py = y.data<float>();
+#pragma omp parallel for collapse(2) schedule(static)                          \
+    num_threads(threadsFor(y.numElements()))
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t c = 0; c < half; ++c) {
+        size_t from = (n * half + c) * run, to = (n * 2 * half + 2 * c) * run;
+        std::memcpy(py + to, pa + from, run * sizeof(float));
+        std::memcpy(py + to + run, pb + from, run * sizeof(float));
+      }
+    outputs[0] = std::move(y);
+    return llvm::Error::success();
+  }
+};
+
 } // namespace
 
 void cpu::registerConcatKernel(KernelRegistry &registry, CPUContextPtr ctx) {
+  registry.add(
+      "ConcatShuffle",
+      [](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
+        if (llvm::Error e = info.checkArity(2, 2))
+          return e;
+        return std::make_unique<ConcatShuffleKernel>();
+      });
   registry.add(
       "Concat",
       [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {

@@ -1312,3 +1312,62 @@ int heterps::runtime::fuseConcatBatchNorms(plan::Plan &plan,
     eraseOps(plan, dead);
   return fused;
 }
+
+int heterps::runtime::fuseChannelShuffles(plan::Plan &plan, OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  // The op that alone reads `op`'s one output, if it has `type` and joins
+  // `op`; else -1.
+  auto next = [&](int op, llvm::StringRef type) {
+    const plan::Op &from = plan.ops(op);
+    int j = from.outputs_size() == 1 ? uses.soleReader(from.outputs(0)) : -1;
+    if (j < 0 || dead[j] || plan.ops(j).type() != type ||
+        plan.ops(j).outputs_size() != 1 ||
+        plan.ops(j).inputs(0) != from.outputs(0) ||
+        !fusable(mine, from, plan.ops(j)))
+      return -1;
+    return j;
+  };
+  auto dims = [&](int32_t v) {
+    const auto &d = plan.values(v).dims();
+    return std::vector<int64_t>(d.begin(), d.end());
+  };
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    const plan::Op &concat = plan.ops(i);
+    if (dead[i] || concat.type() != "Concat" || concat.inputs_size() != 2 ||
+        intsOf(concat, "axis") != std::vector<int64_t>{1} ||
+        concat.attributes_size() != 1 || concat.outputs_size() != 1)
+      continue;
+    int split = next(i, "Reshape");
+    int transpose = split >= 0 ? next(split, "Transpose") : -1;
+    int join = transpose >= 0 ? next(transpose, "Reshape") : -1;
+    if (join < 0 || intsOf(plan.ops(transpose), "perm") !=
+                        std::vector<int64_t>{0, 2, 1, 3, 4})
+      continue;
+    // [N, C, H, W] -> [N, 2, C/2, H, W] -> [N, C/2, 2, H, W] -> [N, C, H, W],
+    // each half of C one input: a channel shuffle of two groups.
+    std::vector<int64_t> a = dims(concat.inputs(0)), b = dims(concat.inputs(1)),
+                         in = dims(concat.outputs(0)),
+                         groups = dims(plan.ops(split).outputs(0)),
+                         out = dims(plan.ops(join).outputs(0));
+    bool f32 = plan.values(concat.outputs(0)).dtype() ==
+               static_cast<int32_t>(DType::F32);
+    if (!f32 || in.size() != 4 || a != b || a.size() != 4 || a[1] <= 0 ||
+        in[1] != 2 * a[1] || in[2] <= 0 || in[3] <= 0 ||
+        groups != std::vector<int64_t>{in[0], 2, a[1], in[2], in[3]} ||
+        out != in)
+      continue;
+    plan::Op &shuffle = *plan.mutable_ops(join);
+    shuffle.set_type("ConcatShuffle");
+    shuffle.clear_attributes();
+    shuffle.clear_inputs();
+    shuffle.add_inputs(concat.inputs(0));
+    shuffle.add_inputs(concat.inputs(1));
+    dead[i] = dead[split] = dead[transpose] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}

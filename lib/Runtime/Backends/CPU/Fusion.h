@@ -147,6 +147,14 @@ int fuseSkipLayerNorms(plan::Plan &plan, OpFilter mine = anyOp);
 int fuseConcatBatchNorms(plan::Plan &plan, const WeightMap &weights,
                          OpFilter mine = anyOp);
 
+/// Replaces ShuffleNet's concat and channel shuffle of two groups, a
+/// channel Concat of two inputs of C/2 channels each, Reshape to
+/// [N, 2, C/2, H, W], Transpose [0, 2, 1, 3, 4] and Reshape back to
+/// [N, C, H, W] (static channels and spatial sizes, each intermediate read
+/// only by the next), with one op of type ConcatShuffle that writes the
+/// two inputs' channels interleaved. Returns the number of fused patterns.
+int fuseChannelShuffles(plan::Plan &plan, OpFilter mine = anyOp);
+
 /// Folds a Pad with zeros on the spatial axes (constant mode, pads a
 /// weight) into the Conv or AveragePool that is its only reader, as extra
 /// `pads` (an AveragePool then counts them: count_include_pad = 1; not in
