@@ -677,6 +677,29 @@ TEST(Executor, FusesSqueezeExcitation) {
       }
 }
 
+/// Builds `b`'s plan with and without the fusions and expects `count` ops
+/// of `type` in the fused one and the same outputs from both (within
+/// `tolerance`) on each of `runs` (one input list a run, in order).
+void expectFusion(PlanBuilder &b, llvm::StringRef type, int count,
+                  llvm::ArrayRef<std::vector<Tensor>> runs,
+                  float tolerance = 1e-5f) {
+  ExecutorOptions plain;
+  plain.fuse = false;
+  auto unfused = llvm::cantFail(Executor::create(b.build(), plain));
+  auto fused = llvm::cantFail(Executor::create(b.build()));
+  EXPECT_EQ(
+      llvm::count_if(fused->plan().ops(),
+                     [&](const plan::Op &op) { return op.type() == type; }),
+      count);
+  for (const std::vector<Tensor> &in : runs) {
+    std::vector<Tensor> want = llvm::cantFail(unfused->run(in));
+    std::vector<Tensor> got = llvm::cantFail(fused->run(in));
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k)
+      EXPECT_TRUE(allClose(got[k], want[k], tolerance, tolerance)) << k;
+  }
+}
+
 // DenseNet's pre-activation batch norm (and its Relu) on a channel Concat
 // goes into the Concat, which applies it as it copies: Conv outputs in
 // whatever layout the Convs chose beside a plain input, at batch 1 (where,
@@ -710,23 +733,10 @@ TEST(Executor, FusesBatchNormsIntoConcats) {
     b.output("y", c == NoRelu ? bn : b.op("Relu", {bn}, {-1, total, 6, 6}));
     if (c == ReadElsewhere)
       b.output("features", cat);
-    ExecutorOptions plain;
-    plain.fuse = false;
-    auto unfused = llvm::cantFail(Executor::create(b.build(), plain));
-    auto fused = llvm::cantFail(Executor::create(b.build()));
-    EXPECT_EQ(llvm::count_if(fused->plan().ops(),
-                             [](const plan::Op &op) {
-                               return op.type() == "BatchNormalization";
-                             }),
-              c == ReadElsewhere ? 1 : 0);
-    for (int64_t batch : {1, 1, 1, 3}) {
-      Tensor in = randomTensor({batch, 16, 6, 6}, rng, -2.f, 2.f);
-      std::vector<Tensor> want = llvm::cantFail(unfused->run({in}));
-      std::vector<Tensor> got = llvm::cantFail(fused->run({in}));
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t k = 0; k < want.size(); ++k)
-        EXPECT_TRUE(allClose(got[k], want[k], 1e-5f, 1e-5f)) << k;
-    }
+    std::vector<std::vector<Tensor>> runs;
+    for (int64_t batch : {1, 1, 1, 3})
+      runs.push_back({randomTensor({batch, 16, 6, 6}, rng, -2.f, 2.f)});
+    expectFusion(b, "BatchNormalization", c == ReadElsewhere ? 1 : 0, runs);
   }
 }
 
@@ -764,23 +774,10 @@ TEST(Executor, FusesChannelShuffles) {
     b.output("y", b.op("Relu", {y}, {-1, C, H, W}));
     if (c == ConcatRead)
       b.output("concat", cat);
-    ExecutorOptions plain;
-    plain.fuse = false;
-    auto unfused = llvm::cantFail(Executor::create(b.build(), plain));
-    auto fused = llvm::cantFail(Executor::create(b.build()));
-    EXPECT_EQ(llvm::count_if(fused->plan().ops(),
-                             [](const plan::Op &op) {
-                               return op.type() == "ConcatShuffle";
-                             }),
-              c == Shuffle ? 1 : 0);
-    for (int64_t batch : {1, 3}) {
-      Tensor in = randomTensor({batch, C / 2, H, W}, rng, -2.f, 2.f);
-      std::vector<Tensor> want = llvm::cantFail(unfused->run({in}));
-      std::vector<Tensor> got = llvm::cantFail(fused->run({in}));
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t k = 0; k < want.size(); ++k)
-        EXPECT_TRUE(allClose(got[k], want[k], 0.f, 0.f)) << k;
-    }
+    std::vector<std::vector<Tensor>> runs;
+    for (int64_t batch : {1, 3})
+      runs.push_back({randomTensor({batch, C / 2, H, W}, rng, -2.f, 2.f)});
+    expectFusion(b, "ConcatShuffle", c == Shuffle ? 1 : 0, runs, 0.f);
   }
 }
 
@@ -815,22 +812,9 @@ TEST(Executor, FusesSkipLayerNorms) {
     b.output("y", y);
     if (c == PreNorm)
       b.output("residual", b.op("Add", {sum, y}, {-1, T, C}));
-    ExecutorOptions plain;
-    plain.fuse = false;
-    auto unfused = llvm::cantFail(Executor::create(b.build(), plain));
-    auto fused = llvm::cantFail(Executor::create(b.build()));
     bool fuses = c == PostNorm || c == PreNorm || c == NoBias;
-    EXPECT_EQ(llvm::count_if(fused->plan().ops(),
-                             [](const plan::Op &op) {
-                               return op.type() == "SkipLayerNormalization";
-                             }),
-              fuses ? 1 : 0);
-    Tensor in = randomTensor({B, T, C}, rng, -3.f, 3.f);
-    std::vector<Tensor> want = llvm::cantFail(unfused->run({in}));
-    std::vector<Tensor> got = llvm::cantFail(fused->run({in}));
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < want.size(); ++k)
-      EXPECT_TRUE(allClose(got[k], want[k], 1e-5f, 1e-5f)) << k;
+    expectFusion(b, "SkipLayerNormalization", fuses ? 1 : 0,
+                 {{randomTensor({B, T, C}, rng, -3.f, 3.f)}});
   }
 }
 
@@ -839,8 +823,8 @@ TEST(Executor, FusesSkipLayerNorms) {
 // block ([B, T, H, D] heads, scale on the scores, a causal mask by Where),
 // nn.MultiheadAttention's ([T, B*H, D], Q divided before the product), and
 // plain 3-D operands with K^T given and a padding mask. A Softmax read
-// elsewhere, or a transpose that moves
-// the head dimension off the last axis, keeps the ops apart.
+// elsewhere, or a transpose that moves the head dimension off the last
+// axis, keeps the ops apart.
 TEST(Executor, FusesAttention) {
   std::mt19937 rng(21);
   const int64_t B = 2, T = 5, H = 3, D = 4;
@@ -923,22 +907,8 @@ TEST(Executor, FusesAttention) {
             randomTensor({B, T, H, D}, rng, -2.f, 2.f)};
     }
     b.output("y", y);
-    ExecutorOptions plain;
-    plain.fuse = false;
-    auto unfused = llvm::cantFail(Executor::create(b.build(), plain));
-    auto fused = llvm::cantFail(Executor::create(b.build()));
-    bool fuses = c == Gpt || c == Mha || c == Plain;
-    EXPECT_EQ(llvm::count_if(
-                  fused->plan().ops(),
-                  [](const plan::Op &op) { return op.type() == "Attention"; }),
-              fuses ? 1 : 0);
-    if (fuses)
-      EXPECT_EQ(fused->plan().ops_size(), 1);
-    std::vector<Tensor> want = llvm::cantFail(unfused->run(in));
-    std::vector<Tensor> got = llvm::cantFail(fused->run(in));
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < want.size(); ++k)
-      EXPECT_TRUE(allClose(got[k], want[k], 1e-5f, 1e-5f)) << k;
+    expectFusion(b, "Attention", c == Gpt || c == Mha || c == Plain ? 1 : 0,
+                 {in});
   }
 }
 
