@@ -821,6 +821,25 @@ TEST_F(KernelTest, NewKernelsRejectWhatTheyCannotDo) {
                        {1, 4, 3}, Attrs()),
                "ConcatShuffle interleaves two tensors of one shape of rank 2 "
                "or more, not f32[1, 2, 3] and f32[1, 3, 3]");
+  // A Concat with a batch norm folded in (fuseConcatBatchNorms).
+  Tensor part = random({1, 2, 2, 2});
+  EXPECT_PRED2(endsWith,
+               opError("Concat", {part, part}, {1, 4, 2, 2},
+                       Attrs()
+                           .i("axis", 1)
+                           .floats("scale", {1, 1, 1})
+                           .floats("shift", {0, 0, 0})),
+               "Concat with a batch norm of 3 channels cannot output [1, 4, "
+               "2, 2]");
+  EXPECT_PRED2(endsWith,
+               opError("Concat", {part, part}, {1, 4, 2, 2},
+                       Attrs()
+                           .i("axis", 1)
+                           .floats("scale", {1, 1, 1, 1})
+                           .floats("shift", {0, 0, 0, 0})
+                           .s("activation", "Sigmoid")),
+               "Concat: a fused batch norm needs as many shifts as scales, "
+               "axis 1 and no activation but Relu");
 }
 
 //===----------------------------------------------------------------------===//

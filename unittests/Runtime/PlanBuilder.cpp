@@ -34,6 +34,13 @@ Attrs &Attrs::ints(const std::string &name, std::vector<int64_t> values) {
   return *this;
 }
 
+Attrs &Attrs::floats(const std::string &name, std::vector<float> values) {
+  auto *floats = named(list, name).mutable_floats();
+  for (float v : values)
+    floats->add_values(v);
+  return *this;
+}
+
 int PlanBuilder::value(const std::string &name, const Shape &dims, DType type) {
   plan::Value *v = plan.add_values();
   v->set_name(name);

@@ -29,6 +29,7 @@ public:
   Attrs &f(const std::string &name, float value);
   Attrs &s(const std::string &name, const std::string &value);
   Attrs &ints(const std::string &name, std::vector<int64_t> values);
+  Attrs &floats(const std::string &name, std::vector<float> values);
 
   std::vector<plan::Attribute> list;
 };

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Broadcast.h"
 #include "CPUKernels.h"
 
 #include <omp.h>
@@ -162,24 +163,21 @@ public:
 
     // The mask's stride along each axis of the scores [..., T, S] (0 where
     // it broadcasts).
-    std::vector<int64_t> mStrides(r, 0);
+    Shape mStrides(r, 0);
     if (mask) {
       if (mask->dtype() != DType::Bool || mask->rank() > r)
         return kernelError("Attention: the mask " + mask->typeString() +
                            " is not a bool tensor of rank " + llvm::Twine(r) +
                            " or less");
-      std::vector<int64_t> scores(Q.dims.begin(), Q.dims.end() - 1);
+      Shape scores(Q.dims.begin(), Q.dims.end() - 1);
       scores.push_back(S);
-      View m = permuted(mask->shape(), identity(mask->rank()));
       size_t lead = r - mask->rank();
-      for (size_t i = lead; i < r; ++i) {
-        int64_t d = mask->dim(i - lead);
-        if (d != 1 && d != scores[i])
+      for (size_t i = lead; i < r; ++i)
+        if (mask->dim(i - lead) != 1 && mask->dim(i - lead) != scores[i])
           return kernelError("Attention: the mask " + mask->typeString() +
                              " does not broadcast to the scores " +
                              shapeToString(scores));
-        mStrides[i] = d == 1 ? 0 : m.strides[i - lead];
-      }
+      mStrides = broadcastStrides(mask->shape(), scores);
     }
 
     int64_t batches = 1;
