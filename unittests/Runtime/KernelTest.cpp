@@ -9,6 +9,7 @@
 #include "Reference.h"
 
 #include "../../lib/Runtime/Backends/CPU/DnnlUtils.h"
+#include "../../lib/Runtime/Backends/CPU/GroupWidening.h"
 #include "heterps/Runtime/Backends/CPU/CPUBackend.h"
 #include "heterps/Runtime/Executor.h"
 
@@ -179,6 +180,55 @@ TEST_F(KernelTest, SummedConvReusesAnAddendItOwnsAlone) {
     EXPECT_TRUE(allClose(llvm::cantFail(y.toPlain()), ref, 1e-4f, 1e-5f));
     if (shared)
       EXPECT_TRUE(allClose(llvm::cantFail(kept.toPlain()), before, 0.f, 0.f));
+  }
+}
+
+// Groups of 2, 4 and 8 channels may run merged into 16-channel groups
+// (GroupWidening.h): the merged weights give the narrow convolution's
+// output and hold the narrow weights as their diagonal blocks; other
+// groupings stay. The autotuned kernel, which may pick the merged groups
+// by timing, gives the same output.
+TEST_F(KernelTest, NarrowGroupsMergeIntoSixteenChannelGroups) {
+  struct Case {
+    Shape w;
+    int64_t groups, merged;
+  };
+  for (const Case &c :
+       {Case{{32, 4, 3, 3}, 8, 4}, Case{{32, 8, 3, 3}, 4, 2},
+        Case{{16, 2, 1, 1}, 8, 8}, Case{{24, 3, 3, 3}, 8, 1},
+        Case{{32, 1, 3, 3}, 32, 1}, Case{{8, 4, 3, 3}, 2, 1},
+        Case{{32, 16, 3, 3}, 2, 1}, Case{{32, 4, 3}, 8, 1}}) {
+    SCOPED_TRACE(Tensor(DType::F32, c.w).typeString() + " in " +
+                 std::to_string(c.groups) + " groups");
+    EXPECT_EQ(cpu::groupWidening(c.groups, c.w), c.merged);
+    if (c.merged == 1)
+      continue;
+    Tensor x = random({2, c.w[1] * c.groups, 7, 7}), w = random(c.w);
+    int64_t pad = c.w[2] / 2;
+    ConvParams narrow{{1, 1}, {1, 1}, {pad, pad, pad, pad}, c.groups};
+    ConvParams merged = narrow;
+    merged.group = c.groups / c.merged;
+    Tensor wide = cpu::widenGroupWeights(w, c.groups, c.merged);
+    Tensor want = refConv(x, w, nullptr, narrow);
+    EXPECT_TRUE(allClose(refConv(x, wide, nullptr, merged), want));
+    EXPECT_TRUE(
+        allClose(cpu::narrowGroupWeights(wide, c.groups, c.merged), w, 0, 0));
+
+    PlanBuilder b;
+    int xi = b.input("x", x.shape());
+    b.output("y", b.op("Conv", {xi, b.weight("w", w)}, want.shape(),
+                       Attrs()
+                           .i("group", c.groups)
+                           .ints("pads", {pad, pad, pad, pad})));
+    plan::Plan plan = b.build();
+    CPUBackend backend(BackendOptions{0, /*autotune=*/true});
+    auto kernel = backend.createKernel(OpInfo(plan.ops(0), {nullptr, &w}));
+    ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
+    const Tensor *args[] = {&x, &w};
+    Tensor y;
+    ASSERT_FALSE(static_cast<bool>(
+        (*kernel)->run(args, llvm::MutableArrayRef<Tensor>(y))));
+    EXPECT_TRUE(allClose(llvm::cantFail(y.toPlain()), want));
   }
 }
 

@@ -191,6 +191,39 @@ TEST(GradCheck, ConvGroupedDilatedNoBias) {
                 .ints("pads", {2, 2, 2, 2}));
 }
 
+// Groups of 4 and 8 channels (ResNeXt's) run merged into groups of 16
+// (GroupWidening.h): the outputs and gradients are the narrow
+// convolution's.
+TEST(GradCheck, ConvNarrowGroupsMerged) {
+  struct Case {
+    Shape x, w;
+    int64_t groups, stride;
+  };
+  for (const Case &c : {Case{{2, 32, 6, 6}, {32, 4, 3, 3}, 8, 1},
+                        Case{{2, 32, 7, 7}, {32, 8, 3, 3}, 4, 2}}) {
+    SCOPED_TRACE("groups " + std::to_string(c.groups));
+    std::vector<Tensor> inputs = {random(c.x, 70), random(c.w, 71),
+                                  random({c.w[0]}, 72)};
+    Attrs attrs = Attrs()
+                      .i("group", c.groups)
+                      .ints("pads", {1, 1, 1, 1})
+                      .ints("strides", {c.stride, c.stride});
+    gradCheck("Conv", inputs, {0, 1, 2}, attrs);
+    std::unique_ptr<TrainBackend> own = cpuTrainBackend();
+    own->enterThread();
+    plan::Op op = makeOp("Conv", 3, inputs, attrs);
+    auto kernel = llvm::cantFail(
+        own->createKernel(OpInfo(op, {nullptr, nullptr, nullptr}), 0));
+    Tensor y;
+    ASSERT_FALSE(
+        bool(kernel->forward({&inputs[0], &inputs[1], &inputs[2]}, y)));
+    EXPECT_TRUE(allClose(
+        llvm::cantFail(y.toPlain()),
+        refConv(inputs[0], inputs[1], &inputs[2],
+                {{c.stride, c.stride}, {1, 1}, {1, 1, 1, 1}, c.groups})));
+  }
+}
+
 // Depthwise windows whose weight gradient oneDNN 2.6 leaves to its gemm
 // fallback (5x5, dilated 3x3), computed by DepthwiseWeightGrad.h in the
 // forward's channel-blocked layout; 20 channels pad the last block.

@@ -13,10 +13,12 @@
 // updates the weights in that format (Optimizer::update), so from the
 // second step on the forward reads them as they are; backward-data reorders
 // them only when its format differs (ResNet-18's 512-channel convolutions).
-// Grouped convolutions keep plain weights and gradients; a depthwise one's
-// weight gradient is our own (DepthwiseWeightGrad.h) where oneDNN has only
-// its gemm fallback. A fused Relu
-// (fuseTrainableActivations) is an eltwise post-op of the forward; the
+// Grouped convolutions keep plain weights and gradients; groups of 4 or 8
+// channels run merged into groups of 16 (GroupWidening.h: ResNeXt-50's
+// first stage had its weight gradient on oneDNN's gemm fallback); a
+// depthwise one's weight gradient is our own (DepthwiseWeightGrad.h) where
+// oneDNN has only its gemm fallback. A fused Relu (fuseTrainableActivations)
+// is an eltwise post-op of the forward; the
 // backward masks the incoming gradient with the output (oneDNN's
 // relu_use_dst_for_bwd) before the two convolution backwards, so the
 // forward saves the Relu's pass over the output; the MaxPool after it
@@ -31,6 +33,7 @@
 
 #include "../CPUKernels.h"
 #include "../ConvGeometry.h"
+#include "../GroupWidening.h"
 #include "DepthwiseWeightGrad.h"
 #include "TrainKernels.h"
 
@@ -59,6 +62,8 @@ struct ConvGradEntry {
   /// Plain weights with the group split out (G, M/G, C/G, k...).
   memory::desc plainWeightsMd;
   Shape outShape;
+  /// Groups merged into one (GroupWidening.h); 1: none.
+  int64_t widening = 1;
   /// With a fused Relu: its backward, on the forward's destination format.
   std::optional<dnnl::eltwise_backward> reluBackward;
   /// A depthwise convolution whose weight gradient oneDNN would compute
@@ -125,8 +130,10 @@ ConvGradKernel::make(const Tensor &x, const Tensor &w, bool bias, bool sum) {
   llvm::Expected<cpu::ConvGeometry> geometry = cpu::convGeometry(attrs, x, w);
   if (!geometry)
     return geometry.takeError();
-  const cpu::ConvGeometry &geo = *geometry;
+  cpu::ConvGeometry &geo = *geometry;
   int64_t m = w.dim(0);
+  int64_t widening = cpu::groupWidening(attrs.group, w.shape());
+  cpu::mergeGroupDims(geo.weightDims, widening);
   auto any = [](const memory::dims &d) {
     return memory::desc(d, memory::data_type::f32, Tag::any);
   };
@@ -181,7 +188,7 @@ ConvGradKernel::make(const Tensor &x, const Tensor &w, bool bias, bool sum) {
                       bwdWeights,
                       plainDesc(geo.weightDims),
                       geo.outShape,
-                      std::nullopt};
+                      widening};
   std::optional<int64_t> block = cpu::channelBlockOf(fwd.src_desc(), x.shape());
   bool depthwise = x.rank() == 4 && w.rank() == 4 && w.dim(1) == 1 &&
                    attrs.group == x.dim(1) && w.dim(0) == x.dim(1);
@@ -241,9 +248,12 @@ Tensor ConvGradKernel::pack(const Tensor &w, const memory::desc &md) const {
   if (!w.isPlain() || cpu::descOf(w) == md)
     return reorderTo(w, md, ctx);
   // Plain weights, read with the group split out.
-  Tensor packed = allocate(md, w.shape(), ctx);
+  Tensor plain = entry->widening > 1
+                     ? cpu::widenGroupWeights(w, attrs.group, entry->widening)
+                     : w;
+  Tensor packed = allocate(md, plain.shape(), ctx);
   memory from(entry->plainWeightsMd, ctx->engine,
-              const_cast<void *>(w.rawData()));
+              const_cast<void *>(plain.rawData()));
   memory to(md, ctx->engine, packed.rawData());
   dnnl::reorder(from, to).execute(ctx->stream, from, to);
   return packed;
@@ -258,12 +268,17 @@ Tensor ConvGradKernel::weightGradient(const Tensor &dw,
       grouped ? entry->plainWeightsMd : entry->forwardPd.weights_desc();
   if (from == to && !grouped)
     return dw;
-  Tensor out = grouped ? Tensor(DType::F32, shape) : allocate(to, shape, ctx);
+  int64_t widening = entry->widening;
+  Shape outShape = shape;
+  outShape[1] *= widening;
+  Tensor out =
+      grouped ? Tensor(DType::F32, outShape) : allocate(to, outShape, ctx);
   memory src(from, ctx->engine, const_cast<void *>(dw.rawData()));
   memory dst(to, ctx->engine, out.rawData());
   dnnl::reorder(src, dst).execute(ctx->stream, src, dst);
   ctx->stream.wait();
-  return out;
+  return widening > 1 ? cpu::narrowGroupWeights(out, attrs.group, widening)
+                      : out;
 }
 
 llvm::Error ConvGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
@@ -362,7 +377,9 @@ llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
     const auto &pd = entry->backwardWeightsPd;
     Tensor dy = reorderTo(dOutput, pd.diff_dst_desc(), ctx);
     Tensor x = reorderTo(src, pd.src_desc(), ctx);
-    Tensor dw = allocate(pd.diff_weights_desc(), inputs[1]->shape(), ctx);
+    Shape wideShape = inputs[1]->shape();
+    wideShape[1] *= entry->widening;
+    Tensor dw = allocate(pd.diff_weights_desc(), wideShape, ctx);
     Tensor db(DType::F32, {inputs[1]->dim(0)});
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, memoryOf(x, *ctx)},
