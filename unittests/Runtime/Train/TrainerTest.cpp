@@ -272,6 +272,45 @@ TEST(Trainer, SelfGatesTrainAsTheGateAndTheProduct) {
 
 static bool everyOp(const plan::Op &) { return true; }
 
+// A zero Pad folds into the AveragePool (counting the zeros) or Conv that
+// reads it in training too (fusePads in the CPU backend's training
+// rewrites; Inception-v3 has nine before AveragePools): the same losses
+// and weights as with an Identity after each Pad, which keeps it apart.
+TEST(Trainer, ZeroPadsTrainFoldedIntoTheirReaders) {
+  TempDir dir;
+  std::string path = dir.file("pads.onnx");
+  std::mt19937 rng(25);
+  writeInitializers(path, {{"c", randomTensor({4, 3, 3, 3}, rng, -0.5f, 0.5f)},
+                           {"c_b", randomTensor({4}, rng, -0.1f, 0.1f)}});
+  auto build = [&](bool barrier) {
+    PlanBuilder b;
+    int pads = b.weight("p", Tensor::fromInts({8}, {0, 0, 1, 2, 0, 0, 1, 0}));
+    auto pad = [&](int v, const Shape &padded) {
+      int y = b.op("Pad", {v, pads}, padded);
+      return barrier ? b.op("Identity", {y}, padded) : y;
+    };
+    int x = b.input("x", {-1, 3, 6, 6});
+    int y = b.op("AveragePool", {pad(x, {-1, 3, 7, 8})}, {-1, 3, 5, 6},
+                 Attrs().ints("kernel_shape", {3, 3}));
+    y = b.op("Conv",
+             {pad(y, {-1, 3, 6, 8}), b.weightRef("c", {4, 3, 3, 3}),
+              b.weightRef("c_b", {4})},
+             {-1, 4, 4, 6});
+    y = b.op("GlobalAveragePool", {b.op("Relu", {y}, {-1, 4, 4, 6})},
+             {-1, 4, 1, 1});
+    b.output("logits", b.op("Flatten", {y}, {-1, 4}));
+    return finish(b, path);
+  };
+  MLP folded = build(false);
+  plan::Plan rewritten = folded.plan;
+  CPUBackend().rewriteForTraining(rewritten, folded.weights, everyOp);
+  for (const plan::Op &op : rewritten.ops())
+    EXPECT_NE(op.type(), "Pad");
+  auto [first, last] = expectSameTraining(
+      folded, build(true), threeClasses(randomTensor({6, 3, 6, 6}, rng)), 10);
+  EXPECT_LT(last, first);
+}
+
 /// x [-1, 8] -> MatMul -> LayerNorm and GELU as PyTorch exports them ->
 /// MatMul -> 3 logits. `barrier` puts an Identity inside each pattern so
 /// that neither fuses; `trainedHalf` makes GELU's 0.5 an initializer (a
