@@ -193,11 +193,10 @@ TEST_F(KernelTest, NarrowGroupsMergeIntoSixteenChannelGroups) {
     Shape w;
     int64_t groups, merged;
   };
-  for (const Case &c :
-       {Case{{32, 4, 3, 3}, 8, 4}, Case{{32, 8, 3, 3}, 4, 2},
-        Case{{16, 2, 1, 1}, 8, 8}, Case{{24, 3, 3, 3}, 8, 1},
-        Case{{32, 1, 3, 3}, 32, 1}, Case{{8, 4, 3, 3}, 2, 1},
-        Case{{32, 16, 3, 3}, 2, 1}, Case{{32, 4, 3}, 8, 1}}) {
+  for (const Case &c : {Case{{32, 4, 3, 3}, 8, 4}, Case{{32, 8, 3, 3}, 4, 2},
+                        Case{{16, 2, 1, 1}, 8, 8}, Case{{24, 3, 3, 3}, 8, 1},
+                        Case{{32, 1, 3, 3}, 32, 1}, Case{{8, 4, 3, 3}, 2, 1},
+                        Case{{32, 16, 3, 3}, 2, 1}, Case{{32, 4, 3}, 8, 1}}) {
     SCOPED_TRACE(Tensor(DType::F32, c.w).typeString() + " in " +
                  std::to_string(c.groups) + " groups");
     EXPECT_EQ(cpu::groupWidening(c.groups, c.w), c.merged);
@@ -216,19 +215,40 @@ TEST_F(KernelTest, NarrowGroupsMergeIntoSixteenChannelGroups) {
 
     PlanBuilder b;
     int xi = b.input("x", x.shape());
-    b.output("y", b.op("Conv", {xi, b.weight("w", w)}, want.shape(),
-                       Attrs()
-                           .i("group", c.groups)
-                           .ints("pads", {pad, pad, pad, pad})));
+    b.output(
+        "y",
+        b.op("Conv", {xi, b.weight("w", w)}, want.shape(),
+             Attrs().i("group", c.groups).ints("pads", {pad, pad, pad, pad})));
     plan::Plan plan = b.build();
     CPUBackend backend(BackendOptions{0, /*autotune=*/true});
     auto kernel = backend.createKernel(OpInfo(plan.ops(0), {nullptr, &w}));
-    ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
+    ASSERT_TRUE(static_cast<bool>(kernel))
+        << llvm::toString(kernel.takeError());
     const Tensor *args[] = {&x, &w};
     Tensor y;
     ASSERT_FALSE(static_cast<bool>(
         (*kernel)->run(args, llvm::MutableArrayRef<Tensor>(y))));
     EXPECT_TRUE(allClose(llvm::cantFail(y.toPlain()), want));
+
+    // An infinity in the first group's input stays out of the other
+    // groups' outputs, which the merged group's zeros would make NaN: with
+    // non-finite inputs (propagateNaN) the narrow groups run.
+    BackendOptions passNaN{0, /*autotune=*/true, /*propagateNaN=*/true};
+    CPUBackend nanBackend(passNaN);
+    auto nanKernel =
+        nanBackend.createKernel(OpInfo(plan.ops(0), {nullptr, &w}));
+    ASSERT_TRUE(static_cast<bool>(nanKernel))
+        << llvm::toString(nanKernel.takeError());
+    Tensor inf = x.clone();
+    inf.data<float>()[0] = INFINITY;
+    const Tensor *infArgs[] = {&inf, &w};
+    ASSERT_FALSE(static_cast<bool>(
+        (*nanKernel)->run(infArgs, llvm::MutableArrayRef<Tensor>(y))));
+    Tensor plain = llvm::cantFail(y.toPlain());
+    int64_t perGroup = c.w[0] / c.groups,
+            spatial = plain.numElements() / plain.dim(0) / c.w[0];
+    for (int64_t i = perGroup * spatial; i < c.w[0] * spatial; ++i)
+      ASSERT_TRUE(std::isfinite(plain.data<float>()[i])) << "element " << i;
   }
 }
 

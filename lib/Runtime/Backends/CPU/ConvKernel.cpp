@@ -174,8 +174,11 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
     if (m % block == 0 && (c % block == 0 || c < 8))
       consider(dnnl::algorithm::convolution_direct, c < 8 ? Tag::any : tag, tag,
                0.9);
-  // Narrow groups merged into 16-channel ones, at the network's block.
-  if (int64_t widening = groupWidening(params.group, w.shape()); widening > 1)
+  // Narrow groups merged into 16-channel ones, at the network's block; not
+  // for non-finite inputs, which the merged zeros would spread to the
+  // neighbouring groups (0 * inf).
+  if (int64_t widening = groupWidening(params.group, w.shape());
+      widening > 1 && !ctx->propagateNaN)
     consider(dnnl::algorithm::convolution_direct, Tag::nChw16c, Tag::nChw16c,
              0.9, widening);
   // Winograd's transforms cost more than they save on small images.

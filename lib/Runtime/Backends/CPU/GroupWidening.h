@@ -8,9 +8,11 @@
 // channels, whose weights are the k groups' weights on the diagonal and
 // zeros elsewhere, gives the same outputs with the jit kernels and the
 // network's 16-channel blocked format, at k times the multiplications;
-// the weight gradient is the merged one's diagonal blocks. (A non-finite
-// input turns the padding's 0 * inf into NaN where the narrow convolution
-// would give inf: such a step is lost either way.)
+// the weight gradient is the merged one's diagonal blocks. A non-finite
+// input would reach the neighbouring groups' outputs through the zeros
+// (0 * inf is NaN): inference keeps the groups apart for inputs that hold
+// NaN or infinities (BackendOptions::propagateNaN); a training step with
+// them is lost either way.
 //
 //===----------------------------------------------------------------------===//
 
