@@ -281,7 +281,8 @@ TEST(Trainer, ZeroPadsTrainFoldedIntoTheirReaders) {
   std::string path = dir.file("pads.onnx");
   std::mt19937 rng(25);
   writeInitializers(path, {{"c", randomTensor({4, 3, 3, 3}, rng, -0.5f, 0.5f)},
-                           {"c_b", randomTensor({4}, rng, -0.1f, 0.1f)}});
+                           {"c_b", randomTensor({4}, rng, -0.1f, 0.1f)},
+                           {"v", Tensor::fromFloats({}, {0.f})}});
   auto build = [&](bool barrier) {
     PlanBuilder b;
     int pads = b.weight("p", Tensor::fromInts({8}, {0, 0, 1, 2, 0, 0, 1, 0}));
@@ -309,6 +310,23 @@ TEST(Trainer, ZeroPadsTrainFoldedIntoTheirReaders) {
   auto [first, last] = expectSameTraining(
       folded, build(true), threeClasses(randomTensor({6, 3, 6, 6}, rng)), 10);
   EXPECT_LT(last, first);
+
+  // A pad value that is an initializer trains, so its Pad stays (zero now,
+  // not after a step).
+  PlanBuilder b;
+  int x = b.input("x", {-1, 3, 6, 6});
+  int padded =
+      b.op("Pad",
+           {x, b.weight("p", Tensor::fromInts({8}, {0, 0, 1, 1, 0, 0, 1, 1})),
+            b.weightRef("v", {})},
+           {-1, 3, 8, 8});
+  int y = b.op("AveragePool", {padded}, {-1, 3, 6, 6},
+               Attrs().ints("kernel_shape", {3, 3}));
+  b.output("y", b.op("Flatten", {y}, {-1, 108}));
+  MLP trainedValue = finish(b, path);
+  rewritten = trainedValue.plan;
+  CPUBackend().rewriteForTraining(rewritten, trainedValue.weights, everyOp);
+  EXPECT_EQ(rewritten.ops(0).type(), "Pad");
 }
 
 /// x [-1, 8] -> MatMul -> LayerNorm and GELU as PyTorch exports them ->
