@@ -20,7 +20,6 @@ ROOT is the repository (build in ROOT/build), WORK caches models and data.
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -29,6 +28,10 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from models import image_shape  # noqa: E402
+
+sys.path.insert(0, os.path.join(HERE, "..", "machine"))
+from sgemm_peak import sgemm_peak  # noqa: E402
+
 # Steps per measurement: --steps, or more for models whose steps take
 # milliseconds.
 MIN_STEPS = {"fashion_cnn": 1500}
@@ -45,14 +48,6 @@ TORCH_ENV = dict(os.environ, MALLOC_MMAP_THRESHOLD_="67108864",
 def run(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True,
                           **kw)
-
-
-def sgemm_peak(root, work, threads):
-    exe = os.path.join(work, "sgemm-peak")
-    run(["cc", "-O2", os.path.join(root, "benchmarks/machine/sgemm-peak.c"),
-         "-o", exe, "-ldnnl"])
-    out = run([exe], env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
-    return float(re.search(r"\| ([0-9.]+) GFLOP/s", out.stdout).group(1))
 
 
 def model_path(work, name):
@@ -118,7 +113,7 @@ def median_by(runs, key):
 
 
 def throughput_table(root, args):
-    peak = sgemm_peak(root, args.work, args.threads)
+    peak = sgemm_peak(args.threads)
     print(f"dnnl_sgemm 2048^3 peak on {args.threads} threads: "
           f"{peak:.1f} GFLOP/s\n")
     print("| model | batch | heterps samples/s | PyTorch samples/s | speed-up "

@@ -15,6 +15,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <functional>
 #include <fstream>
 
 using namespace heterps::runtime;
@@ -1143,37 +1144,50 @@ TEST(Fusion, KeepsConcatsThatDoNotPayOrCannotSplit) {
 
 namespace {
 /// x -> Conv 1x1 (16 -> 32) -> Clip(0, 6) -> depthwise Conv 3x3 -> Clip, at
-/// depthwise stride `stride`, with or without the depthwise bias.
+/// depthwise stride `stride`, with or without the depthwise bias; with
+/// `swish`, SiLU (x * Sigmoid(x), EfficientNet's) in place of each Clip, on
+/// `size` x `size` images.
 struct MobileNetBlock {
-  MobileNetBlock(int64_t stride, bool dwBias) : stride(stride) {
+  MobileNetBlock(int64_t stride, bool dwBias, bool swish = false,
+                 int64_t size = 9)
+      : stride(stride), swish(swish) {
     Attrs clip = Attrs().f("min", 0).f("max", 6);
-    int x = b.input("x", {-1, 16, 9, 9});
+    auto activate = [&](int v, Shape shape) {
+      if (!swish)
+        return b.op("Clip", {v}, shape, clip);
+      return b.op("Mul", {v, b.op("Sigmoid", {v}, shape)}, shape);
+    };
+    int x = b.input("x", {-1, 16, size, size});
     int pwOut = b.op("Conv", {x, b.weight("pw", w), b.weight("pw_b", bias)},
-                     {-1, 32, 9, 9});
-    int mid = b.op("Clip", {pwOut}, {-1, 32, 9, 9}, clip);
+                     {-1, 32, size, size});
+    int mid = activate(pwOut, {-1, 32, size, size});
     std::vector<int> dwInputs = {mid, b.weight("dw", dwW)};
     if (dwBias)
       dwInputs.push_back(b.weight("dw_b", dwB));
-    int64_t out = (9 - 1) / stride + 1;
+    int64_t out = (size - 1) / stride + 1;
     int dwOut = b.op("Conv", dwInputs, {-1, 32, out, out},
                      Attrs()
                          .i("group", 32)
                          .ints("strides", {stride, stride})
                          .ints("pads", {1, 1, 1, 1}));
-    b.output("y", b.op("Clip", {dwOut}, {-1, 32, out, out}, clip));
+    b.output("y", activate(dwOut, {-1, 32, out, out}));
     if (!dwBias)
       dwB = Tensor();
   }
   Tensor reference(const Tensor &in) const {
-    auto clip6 = [](float v) { return std::min(std::max(v, 0.f), 6.f); };
+    std::function<float(float)> act = [](float v) {
+      return std::min(std::max(v, 0.f), 6.f);
+    };
+    if (swish)
+      act = [](float v) { return v / (1.f + std::exp(-v)); };
     ConvParams pw{{1, 1}, {1, 1}, {0, 0, 0, 0}, 1};
-    Tensor mid = refUnary(refConv(in, w, &bias, pw), clip6);
+    Tensor mid = refUnary(refConv(in, w, &bias, pw), act);
     ConvParams dw{{stride, stride}, {1, 1}, {1, 1, 1, 1}, 32};
-    return refUnary(refConv(mid, dwW, dwB.isNull() ? nullptr : &dwB, dw),
-                    clip6);
+    return refUnary(refConv(mid, dwW, dwB.isNull() ? nullptr : &dwB, dw), act);
   }
   std::mt19937 rng{11};
   int64_t stride;
+  bool swish;
   Tensor w = randomTensor({32, 16, 1, 1}, rng), bias = randomTensor({32}, rng),
          dwW = randomTensor({32, 1, 3, 3}, rng), dwB = randomTensor({32}, rng);
   PlanBuilder b;
@@ -1196,6 +1210,33 @@ TEST(Executor, FusesDepthwiseConvIntoPointwiseConv) {
         EXPECT_EQ(fused.ops(0).inputs_size(), 6);
         for (int64_t batch : {1, 3}) {
           Tensor x = randomTensor({batch, 16, 9, 9}, block.rng);
+          auto out = (*exec)->run({x});
+          ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
+          EXPECT_TRUE(allClose((*out)[0], block.reference(x), 1e-4f, 1e-5f));
+        }
+      }
+}
+
+// With SiLU the pair fuses too (Swish from fuseSelfGates, then into the
+// Convs), and whether autotuning runs the depthwise Swish inside the fused
+// convolution, as a pass after it (SwishPass.h) or the two apart, the
+// outputs are the same.
+TEST(Executor, FusesDepthwiseConvWithSwishIntoPointwiseConv) {
+  for (int64_t stride : {1, 2})
+    for (int64_t size : {9, 40})
+      for (bool autotune : {false, true}) {
+        SCOPED_TRACE(testing::Message() << "stride " << stride << ", size "
+                                        << size << ", autotune " << autotune);
+        MobileNetBlock block(stride, /*dwBias=*/true, /*swish=*/true, size);
+        ExecutorOptions options;
+        options.autotune = autotune;
+        auto exec = Executor::create(block.b.build(), options);
+        ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+        const plan::Plan &fused = (*exec)->plan();
+        ASSERT_EQ(fused.ops_size(), 1);
+        EXPECT_EQ(fused.ops(0).inputs_size(), 6);
+        for (int64_t batch : {1, 3}) {
+          Tensor x = randomTensor({batch, 16, size, size}, block.rng, -2, 2);
           auto out = (*exec)->run({x});
           ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
           EXPECT_TRUE(allClose((*out)[0], block.reference(x), 1e-4f, 1e-5f));

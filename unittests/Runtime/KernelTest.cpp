@@ -10,9 +10,11 @@
 
 #include "../../lib/Runtime/Backends/CPU/DnnlUtils.h"
 #include "../../lib/Runtime/Backends/CPU/GroupWidening.h"
+#include "../../lib/Runtime/Backends/CPU/SwishPass.h"
 #include "heterps/Runtime/Backends/CPU/CPUBackend.h"
 #include "heterps/Runtime/Executor.h"
 
+#include <cfloat>
 #include <cmath>
 
 using namespace heterps::runtime;
@@ -141,6 +143,94 @@ TEST_F(KernelTest, ConvWithFusedActivation) {
                            .f("activation_alpha", 0.2f));
   EXPECT_TRUE(allClose(
       leaky, refUnary(ref, [](float v) { return v < 0 ? 0.2f * v : v; })));
+}
+
+// The Swish pass that autotuning may run after a convolution instead of
+// oneDNN's post-op (SwishPass.h): within 2e-7 of x / (1 + e^-x) in double
+// precision on [-88, 88] (every float exponent there, and a dense sweep),
+// signed zeros below, +inf, NaN for NaN and -inf (as x * sigmoid(x)); over
+// a length the threads split, with a tail shorter than a vector.
+TEST_F(KernelTest, SwishPassMatchesTheExactFunction) {
+  std::vector<float> x;
+  for (float v = -90.f; v <= 90.f; v += 0.0029f)
+    x.push_back(v);
+  for (float v = 1e-30f; v < 88.f; v *= 1.7f) {
+    x.push_back(v);
+    x.push_back(-v);
+  }
+  for (float v : {0.f, -0.f, 1e-45f, -1e-45f, 88.f, -88.f, -88.5f, 1e30f,
+                  -1e30f, FLT_MAX, -FLT_MAX, INFINITY, -INFINITY, NAN})
+    x.push_back(v);
+  ASSERT_GT(x.size(), 32768u);
+  ASSERT_NE(x.size() % 16, 0u);
+  for (size_t n : {x.size(), size_t(5)}) {
+    std::vector<float> y(x.end() - n, x.end());
+    cpu::swishInPlace(y.data(), static_cast<int64_t>(n));
+    for (size_t i = 0; i < n; ++i) {
+      float v = x[x.size() - n + i], got = y[i];
+      SCOPED_TRACE("swish(" + std::to_string(v) + ") = " + std::to_string(got));
+      if (std::isnan(v) || v == -INFINITY) {
+        EXPECT_TRUE(std::isnan(got));
+      } else if (v < -88.f) {
+        EXPECT_EQ(got, 0.f);
+      } else if (v == INFINITY) {
+        EXPECT_EQ(got, INFINITY);
+      } else {
+        double want = v / (1.0 + std::exp(-static_cast<double>(v)));
+        EXPECT_LE(std::abs(got - want), 2e-7 * std::abs(want) + 1e-44);
+      }
+    }
+  }
+}
+
+// A Conv with a fused Swish gives conv(x) * sigmoid(conv(x)), after the sum
+// when it has one, with or without autotuning (which may time the Swish as
+// a pass after the convolution faster than oneDNN's post-op: a depthwise
+// convolution on 32 channels of 56x56, ordinary and 1x1 convolutions).
+TEST_F(KernelTest, ConvWithSwishMatchesItsReference) {
+  struct Case {
+    Shape x, w;
+    int64_t group, pad;
+    bool sum;
+  };
+  auto swish = [](float v) { return v / (1.f + std::exp(-v)); };
+  for (const Case &c : {Case{{2, 32, 56, 56}, {32, 1, 3, 3}, 32, 1, false},
+                        Case{{1, 16, 20, 20}, {48, 16, 1, 1}, 1, 0, false},
+                        Case{{1, 16, 9, 9}, {16, 16, 3, 3}, 1, 1, true}}) {
+    Tensor x = random(c.x, -3.f, 3.f), w = random(c.w), bias = random({c.w[0]});
+    Tensor addend = random({c.x[0], c.w[0], c.x[2], c.x[3]});
+    Tensor ref = refConv(
+        x, w, &bias, {{1, 1}, {1, 1}, {c.pad, c.pad, c.pad, c.pad}, c.group});
+    if (c.sum)
+      ref = refBinary(ref, addend, [](float u, float v) { return u + v; });
+    ref = refUnary(ref, swish);
+    PlanBuilder b;
+    int xi = b.input("x", x.shape()), si = b.input("s", addend.shape());
+    std::vector<int> in = {xi, b.weight("w", w), b.weight("b", bias)};
+    if (c.sum)
+      in.push_back(si);
+    b.output("y", b.op("Conv", in, ref.shape(),
+                       Attrs()
+                           .i("group", c.group)
+                           .ints("pads", {c.pad, c.pad, c.pad, c.pad})
+                           .s("activation", "Swish")));
+    plan::Plan plan = b.build();
+    for (bool autotune : {false, true}) {
+      SCOPED_TRACE(x.typeString() + " by " + w.typeString() +
+                   (c.sum ? ", summed" : "") + (autotune ? ", autotuned" : ""));
+      CPUBackend backend(BackendOptions{0, autotune});
+      auto kernel = backend.createKernel(
+          OpInfo(plan.ops(0), {nullptr, &w, &bias, nullptr}));
+      ASSERT_TRUE(static_cast<bool>(kernel))
+          << llvm::toString(kernel.takeError());
+      const Tensor *args[] = {&x, &w, &bias, &addend};
+      Tensor y;
+      ASSERT_FALSE(
+          static_cast<bool>((*kernel)->run(llvm::ArrayRef(args, c.sum ? 4 : 3),
+                                           llvm::MutableArrayRef<Tensor>(y))));
+      EXPECT_TRUE(allClose(llvm::cantFail(y.toPlain()), ref));
+    }
+  }
 }
 
 // A summed Conv (a fused residual Add) accumulates into its addend's buffer

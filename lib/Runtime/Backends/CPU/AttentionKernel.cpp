@@ -19,6 +19,7 @@
 
 #include "Broadcast.h"
 #include "CPUKernels.h"
+#include "ExpPolynomial.h"
 
 #include <omp.h>
 
@@ -31,29 +32,27 @@ using namespace heterps::runtime::cpu;
 
 namespace {
 
-/// e^x for x <= 0 to about 2 ulp, and exactly 0 below -87 (a masked -inf
-/// gets probability 0, as with std::exp): Cephes' polynomial on
-/// x - n ln 2, n rounded by the 1.5 * 2^23 trick, 2^n from its bits. Plain
-/// arithmetic the compiler vectorises, unlike std::exp.
+/// e^x for x <= 0 to about 2 ulp (ExpPolynomial.h), and exactly 0 below
+/// -87 (a masked -inf gets probability 0, as with std::exp); n rounded by
+/// the 1.5 * 2^23 trick, 2^n from its bits. Plain arithmetic the compiler
+/// vectorises, unlike std::exp.
 inline float expNonPositive(float x) {
-  constexpr float kLog2e = 1.44269504088896341f, kRound = 12582912.f;
-  float clamped = x < -87.f ? -87.f : x;
+  using namespace exppoly;
+  constexpr float kRound = 12582912.f;
+  float clamped = x < kMinArgument ? kMinArgument : x;
   float t = clamped * kLog2e + kRound;
   float n = t - kRound;
-  float r = clamped - n * 0.693359375f - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  float r = clamped - n * kLn2High - n * kLn2Low;
+  float p = kCoefficients[0];
+  for (int k = 1; k < 6; ++k)
+    p = p * r + kCoefficients[k];
   float y = p * r * r + r + 1.f;
   int32_t tBits, expBits;
   std::memcpy(&tBits, &t, sizeof t);
   expBits = (tBits - 0x4B400000 + 127) << 23; // kRound's bits are 0x4B400000
   float scale;
   std::memcpy(&scale, &expBits, sizeof scale);
-  return x < -87.f ? 0.f : y * scale;
+  return x < kMinArgument ? 0.f : y * scale;
 }
 
 /// Softmax of one row in place: the exponentials take most of an

@@ -14,7 +14,9 @@
 // the direct algorithm in channel-blocked formats (nChw8c, nChw16c), and
 // for 3x3 stride-1 convolutions Winograd, and for groups of 4 or 8
 // channels the groups merged into 16-channel ones (GroupWidening.h;
-// ResNeXt-50 and RegNet-Y 3-7% faster). A candidate whose source format
+// ResNeXt-50 and RegNet-Y 3-7% faster); where the activation is Swish,
+// each of these again with the Swish as a pass after the convolution
+// instead of oneDNN's post-op (SwishPass.h). A candidate whose source format
 // differs from the input's is charged the reorder, so a chain of
 // convolutions keeps one format unless another pays for the change. No
 // fixed rule picks well: blocked formats ran depthwise and narrow 1x1
@@ -29,6 +31,7 @@
 
 #include "ConvKernels.h"
 #include "GroupWidening.h"
+#include "SwishPass.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -53,6 +56,8 @@ struct ConvEntry {
   Shape outShape;
   /// Groups merged into one (GroupWidening.h); 1: none.
   int64_t widening = 1;
+  /// The primitive leaves out the Swish post-op; swishInPlace follows it.
+  bool swishApart = false;
 };
 
 class ConvKernel : public Kernel {
@@ -107,14 +112,15 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   };
   memory::desc biasMd =
       b ? memory::desc({m}, memory::data_type::f32, Tag::a) : memory::desc();
-  dnnl::primitive_attr attr;
-  attr.set_post_ops(params.postOps);
-  useCallerScratchpad(attr);
   const CPUContextPtr &ctx = cache.context();
   // Null when oneDNN has only its reference implementation for the
   // candidate (orders of magnitude slower: not worth timing).
   auto makeEntry = [&](dnnl::algorithm algorithm, Tag srcTag, Tag dstTag,
-                       int64_t widening = 1) -> std::optional<ConvEntry> {
+                       int64_t widening = 1,
+                       bool swishApart = false) -> std::optional<ConvEntry> {
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(swishApart ? params.postOpsBeforeSwish : params.postOps);
+    useCallerScratchpad(attr);
     memory::dims weightDims = geo.weightDims;
     mergeGroupDims(weightDims, widening);
     dnnl::convolution_forward::desc d(
@@ -134,7 +140,8 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
                     plainDesc(weightDims),
                     Tensor(),
                     geo.outShape,
-                    widening};
+                    widening,
+                    swishApart};
     if (constantWeights)
       entry.weights = packWeights(w, entry, ctx, params.group);
     return entry;
@@ -145,14 +152,8 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
     return best;
 
   double fastest = secondsPerRun(best, x, w, b);
-  auto consider = [&](dnnl::algorithm algorithm, Tag srcTag, Tag dstTag,
-                      double weight, int64_t widening = 1) {
-    std::optional<ConvEntry> candidate;
-    try {
-      candidate = makeEntry(algorithm, srcTag, dstTag, widening);
-    } catch (const dnnl::error &) {
-      return; // no implementation for this shape and format
-    }
+  // Keeps `candidate` if its time, scaled by `weight`, is the best yet.
+  auto keepIfFaster = [&](std::optional<ConvEntry> candidate, double weight) {
     if (!candidate)
       return;
     double seconds = weight * secondsPerRun(*candidate, x, w, b);
@@ -161,6 +162,24 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
       fastest = seconds;
     }
   };
+  auto consider = [&](dnnl::algorithm algorithm, Tag srcTag, Tag dstTag,
+                      double weight, int64_t widening = 1) {
+    for (bool swishApart : {false, true}) {
+      if (swishApart && !params.swishLast)
+        break;
+      std::optional<ConvEntry> candidate;
+      try {
+        candidate = makeEntry(algorithm, srcTag, dstTag, widening, swishApart);
+      } catch (const dnnl::error &) {
+        return; // no implementation for this shape and format
+      }
+      keepIfFaster(std::move(candidate), weight);
+    }
+  };
+  if (params.swishLast)
+    keepIfFaster(makeEntry(dnnl::algorithm::convolution_direct, Tag::any,
+                           Tag::any, 1, /*swishApart=*/true),
+                 1.0);
   // Channel blocks of 16 and 8 when both channel counts divide; a source
   // with fewer than 8 channels (an RGB image) stays in oneDNN's choice.
   // A blocked output also saves work downstream that this timing does not
@@ -211,6 +230,9 @@ double ConvKernel::secondsPerRun(const ConvEntry &e, const Tensor &x,
   return bestSeconds([&] {
            e.primitive.execute(ctx->stream, args);
            ctx->stream.wait();
+           if (e.swishApart)
+             swishInPlace(dst.data<float>(),
+                          e.dstMd.get_size() / sizeof(float));
          }) +
          reorderSeconds(x, e.srcMd, ctx);
 }
@@ -257,6 +279,8 @@ llvm::Error ConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
     addScratchpad(e.scratchpadMd, *ctx, args);
     e.primitive.execute(ctx->stream, args);
     ctx->stream.wait();
+    if (e.swishApart)
+      swishInPlace(dst.data<float>(), e.dstMd.get_size() / sizeof(float));
     outputs[0] = std::move(dst);
     return llvm::Error::success();
   });
@@ -285,9 +309,33 @@ void cpu::registerConvKernel(KernelRegistry &registry, CPUContextPtr ctx) {
         params.sum = info.hasInput(3);
         if (params.sum)
           params.postOps.append_sum(1.f);
-        if (llvm::Error e = appendFusedActivation(info.attrs, params.postOps))
+        if (llvm::Error e = appendConvActivation(info.attrs, params))
           return e;
         return createConvKernel(ctx, std::move(params),
                                 info.constants[1] != nullptr);
       });
+}
+
+llvm::Error cpu::appendConvActivation(const OpAttributes &attrs,
+                                      ConvParams &params,
+                                      llvm::StringRef name) {
+  llvm::Expected<std::string> type = attrs.getString(name, "");
+  if (!type)
+    return type.takeError();
+  params.swishLast = *type == "Swish";
+  if (params.swishLast) {
+    // post_ops is a handle (a copy would share the list appended to
+    // below), and oneDNN 2.6 has no clone: rebuild the sum a Conv has.
+    dnnl::post_ops before;
+    for (int i = 0; i < params.postOps.len(); ++i) {
+      if (params.postOps.kind(i) != dnnl::primitive::kind::sum)
+        return kernelError("a Conv's post-ops before its activation may "
+                           "only be a sum");
+      float scale;
+      params.postOps.get_params_sum(i, scale);
+      before.append_sum(scale);
+    }
+    params.postOpsBeforeSwish = before;
+  }
+  return appendFusedActivation(attrs, params.postOps, name);
 }

@@ -17,7 +17,17 @@ struct ConvParams : ConvAttrs {
   /// A fourth input is summed into the output.
   bool sum = false;
   dnnl::post_ops postOps;
+  /// The last of postOps is Swish: autotuning also times the convolution
+  /// with postOps less it (postOpsBeforeSwish) followed by swishInPlace
+  /// (SwishPass.h).
+  bool swishLast = false;
+  dnnl::post_ops postOpsBeforeSwish;
 };
+
+/// Appends the activation that attribute `name` of `attrs` names (if any)
+/// to params.postOps, noting a Swish in params.swishLast.
+llvm::Error appendConvActivation(const OpAttributes &attrs, ConvParams &params,
+                                 llvm::StringRef name = "activation");
 
 /// A Conv kernel over inputs (X, W, B, Sum); W constant when
 /// `constantWeights`.

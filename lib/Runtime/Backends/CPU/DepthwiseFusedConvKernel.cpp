@@ -7,14 +7,17 @@
 // to memory for the depthwise one to read back. oneDNN implements the
 // fusion for some instruction sets and formats only; where it has none, and
 // where autotuning times the pair faster apart, the two convolutions run as
-// separate Conv kernels.
+// separate Conv kernels. A depthwise Swish is also timed as a pass after
+// the fused convolution (SwishPass.h), as in ConvKernel.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ConvKernels.h"
+#include "SwishPass.h"
 
 #include <cstring>
 #include <limits>
+#include <optional>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
@@ -30,16 +33,20 @@ struct FusedConvEntry {
   /// when the model has none).
   Tensor weights, dwWeights, dwBias;
   Shape outShape;
+  /// The primitive leaves out the depthwise Swish; swishInPlace follows.
+  bool swishApart = false;
 };
 
 class DepthwiseFusedConvKernel : public Kernel {
 public:
   DepthwiseFusedConvKernel(CPUContextPtr ctx, ConvAttrs pointwise,
                            int64_t fusedStride, dnnl::post_ops fusedOps,
+                           std::optional<dnnl::post_ops> fusedOpsBeforeSwish,
                            std::unique_ptr<Kernel> pointwiseAlone,
                            std::unique_ptr<Kernel> depthwiseAlone)
       : cache(std::move(ctx)), pointwise(std::move(pointwise)),
         fusedStride(fusedStride), fusedOps(std::move(fusedOps)),
+        fusedOpsBeforeSwish(std::move(fusedOpsBeforeSwish)),
         pointwiseAlone(std::move(pointwiseAlone)),
         depthwiseAlone(std::move(depthwiseAlone)) {}
   bool acceptsLayouts() const override { return true; }
@@ -49,7 +56,8 @@ public:
 private:
   /// The fused primitive with source and destination in `tag`, or an entry
   /// saying there is none.
-  FusedConvEntry makeFused(llvm::ArrayRef<const Tensor *> inputs, Tag tag);
+  FusedConvEntry makeFused(llvm::ArrayRef<const Tensor *> inputs, Tag tag,
+                           bool swishApart);
   /// Seconds per run of the fused primitive, with the reorder of its input.
   double secondsPerRun(const FusedConvEntry &e,
                        llvm::ArrayRef<const Tensor *> inputs);
@@ -63,6 +71,8 @@ private:
   /// The depthwise convolution's stride (its kernel is 3x3, its pads 1).
   int64_t fusedStride;
   dnnl::post_ops fusedOps;
+  /// fusedOps less the depthwise Swish, when that is their last.
+  std::optional<dnnl::post_ops> fusedOpsBeforeSwish;
   std::unique_ptr<Kernel> pointwiseAlone, depthwiseAlone;
 };
 
@@ -81,7 +91,7 @@ static Tensor reorderWeights(const Tensor &t, const memory::desc &from,
 
 FusedConvEntry
 DepthwiseFusedConvKernel::makeFused(llvm::ArrayRef<const Tensor *> inputs,
-                                    Tag tag) {
+                                    Tag tag, bool swishApart) {
   const CPUContextPtr &ctx = cache.context();
   const Tensor &x = *inputs[0], &w = *inputs[1], &dwW = *inputs[4];
   llvm::Expected<ConvGeometry> geo = convGeometry(pointwise, x, w);
@@ -94,9 +104,10 @@ DepthwiseFusedConvKernel::makeFused(llvm::ArrayRef<const Tensor *> inputs,
   };
   memory::desc biasMd = inputs[2] ? plainDesc({w.dim(0)}) : memory::desc();
   dnnl::primitive_attr attr;
-  attr.set_post_ops(fusedOps);
+  attr.set_post_ops(swishApart ? *fusedOpsBeforeSwish : fusedOps);
   useCallerScratchpad(attr);
   FusedConvEntry e;
+  e.swishApart = swishApart;
   try {
     dnnl::convolution_forward::desc d(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
@@ -171,6 +182,9 @@ DepthwiseFusedConvKernel::secondsPerRun(const FusedConvEntry &e,
   return bestSeconds([&] {
            e.primitive.execute(ctx->stream, args);
            ctx->stream.wait();
+           if (e.swishApart)
+             swishInPlace(dst.data<float>(),
+                          e.dstMd.get_size() / sizeof(float));
          }) +
          reorderSeconds(*inputs[0], e.srcMd, ctx);
 }
@@ -179,7 +193,7 @@ llvm::Expected<FusedConvEntry>
 DepthwiseFusedConvKernel::make(llvm::ArrayRef<const Tensor *> inputs) {
   const CPUContextPtr &ctx = cache.context();
   if (!ctx->autotune)
-    return makeFused(inputs, Tag::any);
+    return makeFused(inputs, Tag::any, /*swishApart=*/false);
   // oneDNN's choice of formats (channels-last, where it runs the two
   // convolutions one after the other on a scratchpad), and channel-blocked
   // ones (where its 1x1 kernel computes the depthwise rows as it goes),
@@ -192,13 +206,17 @@ DepthwiseFusedConvKernel::make(llvm::ArrayRef<const Tensor *> inputs) {
        {std::pair{0, Tag::any}, {16, Tag::nChw16c}, {8, Tag::nChw8c}}) {
     if (block && (m % block || (c % block && c >= 8)))
       continue;
-    FusedConvEntry e = makeFused(inputs, tag);
-    if (!e.fused)
-      continue;
-    double seconds = (block ? 0.9 : 1.0) * secondsPerRun(e, inputs);
-    if (seconds < fastest) {
-      best = std::move(e);
-      fastest = seconds;
+    for (bool swishApart : {false, true}) {
+      if (swishApart && !fusedOpsBeforeSwish)
+        break;
+      FusedConvEntry e = makeFused(inputs, tag, swishApart);
+      if (!e.fused)
+        continue;
+      double seconds = (block ? 0.9 : 1.0) * secondsPerRun(e, inputs);
+      if (seconds < fastest) {
+        best = std::move(e);
+        fastest = seconds;
+      }
     }
   }
   if (!best.fused)
@@ -245,6 +263,8 @@ DepthwiseFusedConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
     bindFused(e, src, dst, inputs[2] ? &bias : nullptr, args);
     e.primitive.execute(ctx->stream, args);
     ctx->stream.wait();
+    if (e.swishApart)
+      swishInPlace(dst.data<float>(), e.dstMd.get_size() / sizeof(float));
     outputs[0] = std::move(dst);
     return llvm::Error::success();
   });
@@ -272,22 +292,38 @@ cpu::createDepthwiseFusedConv(const OpInfo &info, CPUContextPtr ctx) {
   dw.group = dwW->dim(0);
   dw.strides = {*stride, *stride};
   dw.pads = {1, 1, 1, 1};
-  dnnl::post_ops fused;
-  for (auto [name, ops] : {std::pair("activation", &pw.postOps),
-                           std::pair("dw_activation", &dw.postOps)})
-    if (llvm::Error e = appendFusedActivation(info.attrs, *ops, name))
+  for (auto [name, convParams] :
+       {std::pair("activation", &pw), std::pair("dw_activation", &dw)})
+    if (llvm::Error e = appendConvActivation(info.attrs, *convParams, name))
       return e;
-  // The pointwise activation, the depthwise convolution, its activation.
-  if (llvm::Error e = appendFusedActivation(info.attrs, fused))
-    return e;
-  fused.append_dw(memory::data_type::f32, memory::data_type::f32,
+  // The pointwise activation, the depthwise convolution, its activation;
+  // built twice when that is Swish, post_ops being a handle without a copy.
+  auto fusedOps = [&](bool withDwActivation) -> llvm::Expected<dnnl::post_ops> {
+    dnnl::post_ops ops;
+    if (llvm::Error e = appendFusedActivation(info.attrs, ops))
+      return std::move(e);
+    ops.append_dw(memory::data_type::f32, memory::data_type::f32,
                   memory::data_type::f32, /*kernel=*/3, *stride,
                   /*padding_l=*/1,
                   /*mask=*/0, {});
-  if (llvm::Error e = appendFusedActivation(info.attrs, fused, "dw_activation"))
-    return e;
+    if (withDwActivation)
+      if (llvm::Error e =
+              appendFusedActivation(info.attrs, ops, "dw_activation"))
+        return std::move(e);
+    return ops;
+  };
+  llvm::Expected<dnnl::post_ops> fused = fusedOps(true);
+  if (!fused)
+    return fused.takeError();
+  std::optional<dnnl::post_ops> beforeSwish;
+  if (dw.swishLast) {
+    llvm::Expected<dnnl::post_ops> ops = fusedOps(false);
+    if (!ops)
+      return ops.takeError();
+    beforeSwish = *ops;
+  }
   return std::make_unique<DepthwiseFusedConvKernel>(
-      ctx, *attrs, *stride, std::move(fused),
+      ctx, *attrs, *stride, std::move(*fused), std::move(beforeSwish),
       createConvKernel(ctx, std::move(pw), /*constantWeights=*/true),
       createConvKernel(ctx, std::move(dw), /*constantWeights=*/true));
 }

@@ -11,6 +11,7 @@
 #ifndef HETERPS_LIB_RUNTIME_BACKENDS_CPU_PARALLELSUMS_H
 #define HETERPS_LIB_RUNTIME_BACKENDS_CPU_PARALLELSUMS_H
 
+#include <cstddef>
 #include <cstdint>
 #include <omp.h>
 #include <vector>
