@@ -15,8 +15,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
-#include <functional>
 #include <fstream>
+#include <functional>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::testutil;
@@ -1194,54 +1194,37 @@ struct MobileNetBlock {
 };
 } // namespace
 
+// The pair fuses with ReLU6 and with SiLU (Swish from fuseSelfGates, then
+// into the Convs) and gives the reference's outputs whichever way
+// autotuning runs it: fused, with the depthwise Swish as a pass after the
+// fused convolution (SwishPass.h), or the two convolutions apart.
 TEST(Executor, FusesDepthwiseConvIntoPointwiseConv) {
-  for (int64_t stride : {1, 2})
-    for (bool dwBias : {true, false})
-      for (bool autotune : {false, true}) {
-        SCOPED_TRACE(testing::Message() << "stride " << stride << ", bias "
-                                        << dwBias << ", autotune " << autotune);
-        MobileNetBlock block(stride, dwBias);
-        ExecutorOptions options;
-        options.autotune = autotune;
-        auto exec = Executor::create(block.b.build(), options);
-        ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
-        const plan::Plan &fused = (*exec)->plan();
-        ASSERT_EQ(fused.ops_size(), 1);
-        EXPECT_EQ(fused.ops(0).inputs_size(), 6);
-        for (int64_t batch : {1, 3}) {
-          Tensor x = randomTensor({batch, 16, 9, 9}, block.rng);
-          auto out = (*exec)->run({x});
-          ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
-          EXPECT_TRUE(allClose((*out)[0], block.reference(x), 1e-4f, 1e-5f));
-        }
-      }
-}
-
-// With SiLU the pair fuses too (Swish from fuseSelfGates, then into the
-// Convs), and whether autotuning runs the depthwise Swish inside the fused
-// convolution, as a pass after it (SwishPass.h) or the two apart, the
-// outputs are the same.
-TEST(Executor, FusesDepthwiseConvWithSwishIntoPointwiseConv) {
-  for (int64_t stride : {1, 2})
+  for (bool swish : {false, true})
     for (int64_t size : {9, 40})
-      for (bool autotune : {false, true}) {
-        SCOPED_TRACE(testing::Message() << "stride " << stride << ", size "
-                                        << size << ", autotune " << autotune);
-        MobileNetBlock block(stride, /*dwBias=*/true, /*swish=*/true, size);
-        ExecutorOptions options;
-        options.autotune = autotune;
-        auto exec = Executor::create(block.b.build(), options);
-        ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
-        const plan::Plan &fused = (*exec)->plan();
-        ASSERT_EQ(fused.ops_size(), 1);
-        EXPECT_EQ(fused.ops(0).inputs_size(), 6);
-        for (int64_t batch : {1, 3}) {
-          Tensor x = randomTensor({batch, 16, size, size}, block.rng, -2, 2);
-          auto out = (*exec)->run({x});
-          ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
-          EXPECT_TRUE(allClose((*out)[0], block.reference(x), 1e-4f, 1e-5f));
-        }
-      }
+      for (int64_t stride : {1, 2})
+        for (bool dwBias : {true, false})
+          for (bool autotune : {false, true}) {
+            SCOPED_TRACE(testing::Message()
+                         << (swish ? "SiLU" : "ReLU6") << ", size " << size
+                         << ", stride " << stride << ", bias " << dwBias
+                         << ", autotune " << autotune);
+            MobileNetBlock block(stride, dwBias, swish, size);
+            ExecutorOptions options;
+            options.autotune = autotune;
+            auto exec = Executor::create(block.b.build(), options);
+            ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+            const plan::Plan &fused = (*exec)->plan();
+            ASSERT_EQ(fused.ops_size(), 1);
+            EXPECT_EQ(fused.ops(0).inputs_size(), 6);
+            for (int64_t batch : {1, 3}) {
+              Tensor x =
+                  randomTensor({batch, 16, size, size}, block.rng, -2, 2);
+              auto out = (*exec)->run({x});
+              ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
+              EXPECT_TRUE(
+                  allClose((*out)[0], block.reference(x), 1e-4f, 1e-5f));
+            }
+          }
 }
 
 TEST(Executor, KeepsDepthwiseConvApartWhenItCannotFuse) {

@@ -43,9 +43,8 @@ inline float expNonPositive(float x) {
   float t = clamped * kLog2e + kRound;
   float n = t - kRound;
   float r = clamped - n * kLn2High - n * kLn2Low;
-  float p = kCoefficients[0];
-  for (int k = 1; k < 6; ++k)
-    p = p * r + kCoefficients[k];
+  const float *c = kCoefficients;
+  float p = ((((c[0] * r + c[1]) * r + c[2]) * r + c[3]) * r + c[4]) * r + c[5];
   float y = p * r * r + r + 1.f;
   int32_t tBits, expBits;
   std::memcpy(&tBits, &t, sizeof t);

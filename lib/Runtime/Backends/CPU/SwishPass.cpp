@@ -45,9 +45,13 @@ __attribute__((target("avx512f"))) inline __m512 swish16(__m512 x) {
                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(kLn2High), a);
   r = _mm512_fnmadd_ps(k, _mm512_set1_ps(kLn2Low), r);
-  __m512 p = _mm512_set1_ps(kCoefficients[0]);
-  for (int c = 1; c < 6; ++c)
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kCoefficients[c]));
+  const float *c = kCoefficients;
+  __m512 p = _mm512_set1_ps(c[0]);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c[1]));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c[2]));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c[3]));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c[4]));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c[5]));
   __m512 er = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r,
                               _mm512_add_ps(r, _mm512_set1_ps(1.f)));
   __m512 e = _mm512_scalef_ps(er, k);
