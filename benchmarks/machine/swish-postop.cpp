@@ -94,8 +94,8 @@ int main() {
   std::printf("| convolution | batch | format | alone ms | + swish post-op "
               "| + swish pass |\n|---|---:|---|---:|---:|---:|\n");
   for (const Shape &s : shapes)
-    for (auto [tag, name] : {std::pair{Tag::nChw16c, "nChw16c"},
-                             std::pair{Tag::nhwc, "nhwc"}})
+    for (auto [tag, name] :
+         {std::pair{Tag::nChw16c, "nChw16c"}, std::pair{Tag::nhwc, "nhwc"}})
       std::printf("| %s | %ld | %s | %.3f | %.3f | %.3f |\n", s.name,
                   static_cast<long>(s.batch), name,
                   timeConv(s, tag, Swish::None, eng, strm),

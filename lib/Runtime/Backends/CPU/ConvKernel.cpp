@@ -31,7 +31,6 @@
 
 #include "ConvKernels.h"
 #include "GroupWidening.h"
-#include "SwishPass.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -230,9 +229,7 @@ double ConvKernel::secondsPerRun(const ConvEntry &e, const Tensor &x,
   return bestSeconds([&] {
            e.primitive.execute(ctx->stream, args);
            ctx->stream.wait();
-           if (e.swishApart)
-             swishInPlace(dst.data<float>(),
-                          e.dstMd.get_size() / sizeof(float));
+           swishIfApart(e.swishApart, dst, e.dstMd);
          }) +
          reorderSeconds(x, e.srcMd, ctx);
 }
@@ -279,8 +276,7 @@ llvm::Error ConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
     addScratchpad(e.scratchpadMd, *ctx, args);
     e.primitive.execute(ctx->stream, args);
     ctx->stream.wait();
-    if (e.swishApart)
-      swishInPlace(dst.data<float>(), e.dstMd.get_size() / sizeof(float));
+    swishIfApart(e.swishApart, dst, e.dstMd);
     outputs[0] = std::move(dst);
     return llvm::Error::success();
   });
@@ -323,19 +319,12 @@ llvm::Error cpu::appendConvActivation(const OpAttributes &attrs,
   if (!type)
     return type.takeError();
   params.swishLast = *type == "Swish";
+  // post_ops is a handle (a copy would share the list appended to below):
+  // the list before the activation is at most the sum.
   if (params.swishLast) {
-    // post_ops is a handle (a copy would share the list appended to
-    // below), and oneDNN 2.6 has no clone: rebuild the sum a Conv has.
-    dnnl::post_ops before;
-    for (int i = 0; i < params.postOps.len(); ++i) {
-      if (params.postOps.kind(i) != dnnl::primitive::kind::sum)
-        return kernelError("a Conv's post-ops before its activation may "
-                           "only be a sum");
-      float scale;
-      params.postOps.get_params_sum(i, scale);
-      before.append_sum(scale);
-    }
-    params.postOpsBeforeSwish = before;
+    params.postOpsBeforeSwish = dnnl::post_ops();
+    if (params.sum)
+      params.postOpsBeforeSwish.append_sum(1.f);
   }
   return appendFusedActivation(attrs, params.postOps, name);
 }

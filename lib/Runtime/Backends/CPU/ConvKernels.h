@@ -10,6 +10,7 @@
 
 #include "CPUKernels.h"
 #include "ConvGeometry.h"
+#include "SwishPass.h"
 
 namespace heterps::runtime::cpu {
 
@@ -23,6 +24,13 @@ struct ConvParams : ConvAttrs {
   bool swishLast = false;
   dnnl::post_ops postOpsBeforeSwish;
 };
+
+/// Swish over all of a convolution's output in `md` (its padding too:
+/// swish(0) = 0) when its primitive left the Swish out.
+inline void swishIfApart(bool apart, Tensor &dst, const memory::desc &md) {
+  if (apart)
+    swishInPlace(dst.data<float>(), md.get_size() / sizeof(float));
+}
 
 /// Appends the activation that attribute `name` of `attrs` names (if any)
 /// to params.postOps, noting a Swish in params.swishLast.

@@ -13,7 +13,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "ConvKernels.h"
-#include "SwishPass.h"
 
 #include <cstring>
 #include <limits>
@@ -182,9 +181,7 @@ DepthwiseFusedConvKernel::secondsPerRun(const FusedConvEntry &e,
   return bestSeconds([&] {
            e.primitive.execute(ctx->stream, args);
            ctx->stream.wait();
-           if (e.swishApart)
-             swishInPlace(dst.data<float>(),
-                          e.dstMd.get_size() / sizeof(float));
+           swishIfApart(e.swishApart, dst, e.dstMd);
          }) +
          reorderSeconds(*inputs[0], e.srcMd, ctx);
 }
@@ -263,8 +260,7 @@ DepthwiseFusedConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
     bindFused(e, src, dst, inputs[2] ? &bias : nullptr, args);
     e.primitive.execute(ctx->stream, args);
     ctx->stream.wait();
-    if (e.swishApart)
-      swishInPlace(dst.data<float>(), e.dstMd.get_size() / sizeof(float));
+    swishIfApart(e.swishApart, dst, e.dstMd);
     outputs[0] = std::move(dst);
     return llvm::Error::success();
   });
