@@ -12,7 +12,8 @@
 // so it runs where the compiler's libraries are not installed.
 //
 // Usage: heterps-cuda-bench [--batches 1,16] [--iterations 50]
-//                           [--train-batch 32] [--train-steps 20] PLAN...
+//                           [--train-batch 32] [--train-steps 20]
+//                           [--profile M,...] [--diagnose M,...] PLAN...
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +53,10 @@ static cl::list<std::string>
             cl::desc("Models whose GPU time per op type to print (batch 16)"));
 static cl::opt<int64_t> checkBatch("check-batch", cl::init(2),
                                    cl::desc("Batch of the CPU comparison"));
+static cl::list<std::string> diagnose(
+    "diagnose", cl::CommaSeparated,
+    cl::desc("Models whose GPU outputs to check against the CPU's with and "
+             "without fusions and autotuning, and op by op (unfused)"));
 
 namespace {
 
@@ -161,6 +166,61 @@ void printProfile(const std::string &name, const plan::Plan &p,
         byType[types[k].second].second, types[k].first);
 }
 
+/// Where a model's GPU outputs part from the CPU's: the relative error of
+/// the logits with fusions and autotuning on or off, then, unfused, the
+/// first ops whose outputs differ (every value made a graph output).
+void printDiagnosis(const std::string &name, const plan::Plan &p,
+                    const WeightMap &weights) {
+  Tensor probe = randomInput(p, checkBatch, 1);
+  ExecutorOptions reference;
+  reference.fuse = false;
+  auto cpu = check(Executor::create(p, weights, reference), name);
+  Tensor want = check(cpu->run({probe}), name)[0];
+  for (bool fuse : {true, false})
+    for (bool autotune : {true, false}) {
+      ExecutorOptions options;
+      options.fuse = fuse;
+      options.autotune = autotune;
+      auto gpu =
+          check(Executor::create(placed(p, false), weights, options), name);
+      llvm::outs() << llvm::formatv(
+          "{0}: fuse {1}, autotune {2}: rel. err {3:e1}\n", name, fuse,
+          autotune, relativeError(check(gpu->run({probe}), name)[0], want));
+      llvm::outs().flush(); // A run cut short by a timeout keeps its lines.
+    }
+  plan::Plan all = p;
+  std::vector<int> producer;
+  for (int i = 0; i < all.ops_size(); ++i)
+    for (int32_t v : all.ops(i).outputs()) {
+      plan::Binding *b = all.add_outputs();
+      b->set_name("value" + std::to_string(v));
+      b->set_value(v);
+      producer.push_back(i);
+    }
+  auto cpuAll = check(Executor::create(all, weights, reference), name);
+  auto gpuAll =
+      check(Executor::create(placed(all, false), weights, reference), name);
+  std::vector<Tensor> wantAll = check(cpuAll->run({probe}), name);
+  std::vector<Tensor> gotAll = check(gpuAll->run({probe}), name);
+  size_t first = p.outputs_size(), shown = 0;
+  for (size_t k = first; k < wantAll.size() && shown < 5; ++k) {
+    if (wantAll[k].dtype() != DType::F32)
+      continue;
+    double err = relativeError(gotAll[k], wantAll[k]);
+    if (err <= 1e-4)
+      continue;
+    const plan::Op &op = all.ops(producer[k - first]);
+    llvm::outs() << llvm::formatv("{0}: unfused op {1} ({2}, {3}): rel. err "
+                                  "{4:e1}, shape {5}\n",
+                                  name, producer[k - first], op.type(),
+                                  op.name(), err, wantAll[k].typeString());
+    llvm::outs().flush();
+    ++shown;
+  }
+  if (!shown)
+    llvm::outs() << name << ": every unfused op within 1e-4 of the CPU's\n";
+}
+
 /// Samples per second of `trainSteps` steps after 3 warm-up steps.
 double timeTraining(const plan::Plan &p, const WeightMap &weights,
                     int64_t classes, std::string &fallbacks) {
@@ -226,6 +286,8 @@ int main(int argc, char **argv) {
     }
     if (llvm::is_contained(profile, name))
       printProfile(name, p, weights);
+    if (llvm::is_contained(diagnose, name))
+      printDiagnosis(name, p, weights);
     llvm::outs().flush();
   }
   return 0;
