@@ -48,5 +48,6 @@ for model in "$@"; do
   rm "$out/models/$name.onnx"
   /usr/bin/python3 "$here/weights.py" strip "$model" "$out/models/$name.onnx"
 done
-cp "$here/run-on-gpu.sh" "$here/weights.py" "$here/torch_peer.py" "$out/"
+cp "$here/run-on-gpu.sh" "$here/weights.py" "$here/torch_peer.py" \
+  "$here/../import/export_torchvision.py" "$out/"
 du -sh "$out"

@@ -4,27 +4,25 @@
 Usage: torch_peer.py [--batches 1,16] [--iterations 50] [--train-batch 32]
                      [--train-steps 20] MODEL...
 
-Same torchvision architectures as benchmarks/import/export_torchvision.py
-(random weights), f32 with TF32 off for convolutions and matrix products
-(as the CUDA backend computes), cuDNN autotuning on. Inference: p50 ms of
+The torchvision architectures and input sizes of
+benchmarks/import/export_torchvision.py (random weights), f32 with TF32
+off for convolutions and matrix products (as the CUDA backend computes), cuDNN autotuning on. Inference: p50 ms of
 one batch from host memory to logits in host memory, after 5 warm-up runs.
 Training: samples/s of SGD steps (forward, cross-entropy, backward, update).
 """
 
 import argparse
+import os
+import sys
 import time
 
 import torch
-import torchvision.models as models
 
-SIZES = {"inception_v3": 299}
-
-
-def build(name):
-    kwargs = {"weights": None}
-    if name in ("inception_v3", "googlenet"):
-        kwargs.update(aux_logits=False, init_weights=False)
-    return getattr(models, name)(**kwargs)
+# The models and input sizes the ONNX files were exported with (beside this
+# file in a bundle, in ../import in the source tree).
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_here, os.path.join(_here, "..", "import")]
+from export_torchvision import MODELS  # noqa: E402
 
 
 def main():
@@ -43,8 +41,8 @@ def main():
     print("|---|---:|---:|---:|")
     for name in a.models:
         torch.manual_seed(0)
-        model = build(name).to(dev).eval()
-        size = SIZES.get(name, 224)
+        ctor, size = MODELS[name]
+        model = ctor().to(dev).eval()
         for b in [int(x) for x in a.batches.split(",")]:
             x = torch.randn(b, 3, size, size)
             times = []
