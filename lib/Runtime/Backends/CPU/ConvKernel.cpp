@@ -170,7 +170,9 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
       try {
         candidate = makeEntry(algorithm, srcTag, dstTag, widening, swishApart);
       } catch (const dnnl::error &) {
-        return; // no implementation for this shape and format
+        // No implementation for this shape, format and post-ops; Winograd
+        // has no swish post-op but runs with the Swish as a pass.
+        continue;
       }
       keepIfFaster(std::move(candidate), weight);
     }
