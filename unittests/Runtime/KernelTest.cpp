@@ -197,13 +197,13 @@ TEST_F(KernelTest, ConvWithSwishMatchesItsReference) {
     float atol = 1e-5f;
   };
   auto swish = [](float v) { return v / (1.f + std::exp(-v)); };
-  for (const Case &c : {Case{{2, 32, 56, 56}, {32, 1, 3, 3}, 32, 1, false},
-                        Case{{1, 16, 20, 20}, {48, 16, 1, 1}, 1, 0, false},
-                        Case{{1, 16, 9, 9}, {16, 16, 3, 3}, 1, 1, true},
-                        // Winograd, which has no swish post-op, with the
-                        // Swish as a pass (EfficientNet-V2's Fused-MBConv).
-                        Case{{1, 48, 48, 48}, {192, 48, 3, 3}, 1, 1, false,
-                             1e-4f}}) {
+  for (const Case &c :
+       {Case{{2, 32, 56, 56}, {32, 1, 3, 3}, 32, 1, false},
+        Case{{1, 16, 20, 20}, {48, 16, 1, 1}, 1, 0, false},
+        Case{{1, 16, 9, 9}, {16, 16, 3, 3}, 1, 1, true},
+        // Winograd, which has no swish post-op, with the
+        // Swish as a pass (EfficientNet-V2's Fused-MBConv).
+        Case{{1, 48, 48, 48}, {192, 48, 3, 3}, 1, 1, false, 1e-4f}}) {
     Tensor x = random(c.x, -3.f, 3.f), w = random(c.w), bias = random({c.w[0]});
     Tensor addend = random({c.x[0], c.w[0], c.x[2], c.x[3]});
     Tensor ref = refConv(
