@@ -1216,3 +1216,101 @@ TEST_F(KernelTest, SqueezeExciteReadsEveryLayout) {
     }
   }
 }
+
+// ShuffleNet's ConcatShuffle and channel-half Slices keep channels-last
+// tensors channels-last (no reorder on either side of the shuffle) and
+// give the same values as on plain ones; other layouts, and slices of other
+// axes or with steps, go through plain ones.
+TEST_F(KernelTest, ShuffleAndChannelSlicesKeepChannelsLast) {
+  using cpu::Tag;
+  CPUBackend backend;
+  auto ctx = std::make_shared<cpu::CPUContext>();
+  auto laid = [&](const Tensor &x, Tag tag) {
+    return cpu::reorderTo(x,
+                          cpu::memory::desc(cpu::toDims(x.shape()),
+                                            cpu::memory::data_type::f32, tag),
+                          ctx);
+  };
+  auto kernelOf = [&](plan::Op op, std::vector<const Tensor *> constants) {
+    op.add_outputs(9);
+    return llvm::cantFail(backend.createKernel(OpInfo(op, constants)));
+  };
+  const int64_t n = 2, c = 12, h = 3, w = 4, hw = h * w;
+
+  plan::Op shuffleOp;
+  shuffleOp.set_type("ConcatShuffle");
+  shuffleOp.add_inputs(0);
+  shuffleOp.add_inputs(1);
+  auto shuffle = kernelOf(shuffleOp, {nullptr, nullptr});
+  Tensor a = random({n, c, h, w}), b = random({n, c, h, w});
+  for (auto [tagA, tagB] : {std::pair{Tag::acdb, Tag::acdb},
+                            {Tag::abcd, Tag::abcd},
+                            {Tag::acdb, Tag::abcd},
+                            {Tag::aBcd8b, Tag::aBcd8b}}) {
+    SCOPED_TRACE("ConcatShuffle of " + std::to_string(int(tagA)) + " and " +
+                 std::to_string(int(tagB)));
+    Tensor la = laid(a, tagA), lb = laid(b, tagB);
+    std::vector<Tensor> out(1);
+    const Tensor *args[] = {&la, &lb};
+    ASSERT_FALSE(bool(shuffle->run(args, out)));
+    EXPECT_EQ(cpu::isChannelsLast(out[0]),
+              tagA == Tag::acdb && tagB == Tag::acdb);
+    Tensor got = llvm::cantFail(out[0].toPlain());
+    ASSERT_EQ(got.shape(), (Shape{n, 2 * c, h, w}));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < c; ++k)
+        for (int64_t p = 0; p < hw; ++p) {
+          int64_t from = (i * c + k) * hw + p;
+          ASSERT_EQ(got.data<float>()[(i * 2 * c + 2 * k) * hw + p],
+                    a.data<float>()[from]);
+          ASSERT_EQ(got.data<float>()[(i * 2 * c + 2 * k + 1) * hw + p],
+                    b.data<float>()[from]);
+        }
+  }
+
+  struct SliceCase {
+    int64_t axis, start, end, step;
+    bool staysChannelsLast;
+  };
+  for (SliceCase sc : {SliceCase{1, c / 2, c, 1, true},
+                       {1, 0, c / 2, 1, true},
+                       {1, 0, c, 2, false},
+                       {2, 1, h, 1, false}}) {
+    SCOPED_TRACE("Slice of axis " + std::to_string(sc.axis) + " from " +
+                 std::to_string(sc.start) + " step " + std::to_string(sc.step));
+    plan::Op op;
+    op.set_type("Slice");
+    op.add_inputs(0);
+    for (auto [name, v] : {std::pair{"starts", sc.start},
+                           {"ends", sc.end},
+                           {"axes", sc.axis},
+                           {"steps", sc.step}}) {
+      plan::Attribute *attr = op.add_attributes();
+      attr->set_name(name);
+      attr->mutable_ints()->add_values(v);
+    }
+    auto slice = kernelOf(op, {nullptr});
+    Tensor x = random({n, c, h, w}), lx = laid(x, Tag::acdb);
+    std::vector<Tensor> out(1);
+    const Tensor *args[] = {&lx};
+    ASSERT_FALSE(bool(slice->run(args, out)));
+    EXPECT_EQ(cpu::isChannelsLast(out[0]), sc.staysChannelsLast);
+    Tensor got = llvm::cantFail(out[0].toPlain());
+    Shape want = x.shape();
+    want[sc.axis] = (sc.end - sc.start + sc.step - 1) / sc.step;
+    ASSERT_EQ(got.shape(), want);
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t y = 0; y < h; ++y)
+          for (int64_t xx = 0; xx < w; ++xx) {
+            int64_t index[] = {i, ch, y, xx};
+            int64_t at = index[sc.axis];
+            if (at < sc.start || at >= sc.end || (at - sc.start) % sc.step)
+              continue;
+            ASSERT_EQ(got.data<float>()[k++],
+                      x.data<float>()[((i * c + ch) * h + y) * w + xx]);
+          }
+    EXPECT_EQ(k, got.numElements());
+  }
+}

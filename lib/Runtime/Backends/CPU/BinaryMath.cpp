@@ -209,15 +209,6 @@ std::optional<Tensor> cpu::blockedPartial(BinaryOp op, bool first,
   return out;
 }
 
-/// Whether `x` ([N, C, spatial...]) is channels-last: N, spatial..., C.
-static bool isChannelsLast(const Tensor &x) {
-  static const Tag tags[] = {Tag::acb, Tag::acdb, Tag::acdeb};
-  int64_t rank = x.rank();
-  return rank >= 3 && rank <= 5 &&
-         descOf(x) == memory::desc(toDims(x.shape()), memory::data_type::f32,
-                                   tags[rank - 3]);
-}
-
 std::optional<ChannelBroadcast> cpu::channelBroadcastOf(const Tensor &a,
                                                         const Tensor &b) {
   for (bool scaleFirst : {false, true}) {

@@ -366,11 +366,17 @@ private:
 
 /// ConcatShuffle(a, b): the channels of a and b ([N, C/2, ...] each)
 /// interleaved, a's first: ShuffleNet's concat and two-group channel
-/// shuffle (fuseChannelShuffles) as one pass over plain tensors, where the
-/// exported graph concatenates, makes the result plain for the 5-D
-/// Reshape, and transposes it.
+/// shuffle (fuseChannelShuffles) as one pass, where the exported graph
+/// concatenates, makes the result plain for the 5-D Reshape, and
+/// transposes it. Channels-last inputs (the convolutions' choice in
+/// ShuffleNet) give a channels-last output, each position's two channel
+/// rows interleaved, so that neither side of the shuffle reorders; other
+/// layouts go through plain ones.
 class ConcatShuffleKernel : public Kernel {
 public:
+  explicit ConcatShuffleKernel(CPUContextPtr ctx) : ctx(std::move(ctx)) {}
+  bool acceptsLayouts() const override { return true; }
+
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override {
     if (llvm::Error e = checkF32(inputs))
@@ -383,21 +389,48 @@ public:
     Shape shape = a.shape();
     int64_t batch = shape[0], half = shape[1];
     shape[1] *= 2;
+    if (isChannelsLast(a) && isChannelsLast(b)) {
+      Tensor y = allocate(channelsLastDesc(shape), shape, ctx);
+      interleaveRows(a.data<float>(), b.data<float>(), y.data<float>(),
+                     a.numElements() / half, half);
+      outputs[0] = std::move(y);
+      return llvm::Error::success();
+    }
+    Tensor pa = plainOf(a, ctx), pb = plainOf(b, ctx);
     Tensor y(DType::F32, shape);
     size_t run = numElements(llvm::ArrayRef(shape).drop_front(2));
-    const float *pa = a.data<float>(), *pb = b.data<float>();
+    const float *fa = pa.data<float>(), *fb = pb.data<float>();
     float *py = y.data<float>();
 #pragma omp parallel for collapse(2) schedule(static)                          \
     num_threads(threadsFor(y.numElements()))
     for (int64_t n = 0; n < batch; ++n)
       for (int64_t c = 0; c < half; ++c) {
         size_t from = (n * half + c) * run, to = (n * 2 * half + 2 * c) * run;
-        std::memcpy(py + to, pa + from, run * sizeof(float));
-        std::memcpy(py + to + run, pb + from, run * sizeof(float));
+        std::memcpy(py + to, fa + from, run * sizeof(float));
+        std::memcpy(py + to + run, fb + from, run * sizeof(float));
       }
     outputs[0] = std::move(y);
     return llvm::Error::success();
   }
+
+private:
+  /// y's row r is a's row r and b's row r interleaved (a first); rows of
+  /// `width` floats in a and b.
+  static void interleaveRows(const float *a, const float *b, float *y,
+                             int64_t rows, int64_t width) {
+#pragma omp parallel for schedule(static)                                      \
+    num_threads(threadsFor(rows *width * 2))
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *ra = a + r * width, *rb = b + r * width;
+      float *ry = y + r * width * 2;
+      for (int64_t c = 0; c < width; ++c) {
+        ry[2 * c] = ra[c];
+        ry[2 * c + 1] = rb[c];
+      }
+    }
+  }
+
+  CPUContextPtr ctx;
 };
 
 } // namespace
@@ -405,10 +438,10 @@ public:
 void cpu::registerConcatKernel(KernelRegistry &registry, CPUContextPtr ctx) {
   registry.add(
       "ConcatShuffle",
-      [](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
+      [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
         if (llvm::Error e = info.checkArity(2, 2))
           return e;
-        return std::make_unique<ConcatShuffleKernel>();
+        return std::make_unique<ConcatShuffleKernel>(ctx);
       });
   registry.add(
       "Concat",

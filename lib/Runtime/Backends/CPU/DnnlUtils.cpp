@@ -112,6 +112,17 @@ Tensor cpu::reorderTo(const Tensor &t, const memory::desc &md,
   return out;
 }
 
+memory::desc cpu::channelsLastDesc(llvm::ArrayRef<int64_t> shape) {
+  static const Tag tags[] = {Tag::acb, Tag::acdb, Tag::acdeb};
+  return memory::desc(toDims(shape), memory::data_type::f32,
+                      tags[shape.size() - 3]);
+}
+
+bool cpu::isChannelsLast(const Tensor &t) {
+  return t.dtype() == DType::F32 && t.rank() >= 3 && t.rank() <= 5 &&
+         descOf(t) == channelsLastDesc(t.shape());
+}
+
 Tensor cpu::plainOf(const Tensor &t, const CPUContextPtr &ctx) {
   if (t.isPlain())
     return t;

@@ -88,6 +88,11 @@ std::shared_ptr<const Layout> layoutOf(const memory::desc &md,
 /// and so is a range of its channels that starts and ends on a block.
 std::optional<int64_t> channelBlockOf(const memory::desc &md,
                                       llvm::ArrayRef<int64_t> shape);
+/// The channels-last descriptor (N, spatial..., C) of an f32 tensor of
+/// `shape`, rank 3 to 5.
+memory::desc channelsLastDesc(llvm::ArrayRef<int64_t> shape);
+/// Whether `t` is f32 of rank 3 to 5 in channelsLastDesc.
+bool isChannelsLast(const Tensor &t);
 /// A new f32 tensor of `shape` in `md` (layoutOf).
 Tensor allocate(const memory::desc &md, Shape shape, const CPUContextPtr &ctx);
 /// Where a kernel writes an output of `shape` in `md`: `offered` (see

@@ -4,11 +4,14 @@
 // consecutive pieces of the `split` sizes (equal pieces when empty); Slice
 // takes every `steps`-th index from `starts` towards `ends` on each of its
 // `axes` (ONNX's clamping rules; a negative step walks backwards), bounds
-// from its attributes or, computed at run time, from inputs 1 to 4.
+// from its attributes or, computed at run time, from inputs 1 to 4. A
+// Slice of a channel range of a channels-last tensor stays channels-last
+// (ShuffleNet's halves, between channels-last convolutions).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CPUKernels.h"
+#include "ParallelSums.h"
 #include "heterps/Runtime/SliceGeometry.h"
 
 #include <cstring>
@@ -76,19 +79,36 @@ private:
   std::vector<int64_t> sizes;
 };
 
+/// Whether `g` takes a range of channels (axis 1, step 1) and every index
+/// of the other axes of `shape`.
+bool takesChannelRange(const SliceGeometry &g, const Shape &shape) {
+  for (size_t a = 0; a < shape.size(); ++a)
+    if (g.step[a] != 1 ||
+        (a != 1 && (g.first[a] != 0 || g.count[a] != shape[a])))
+      return false;
+  return true;
+}
+
 class SliceKernel : public Kernel {
 public:
-  explicit SliceKernel(SliceParams params) : params(std::move(params)) {}
+  SliceKernel(CPUContextPtr ctx, SliceParams params)
+      : ctx(std::move(ctx)), params(std::move(params)) {}
+  bool acceptsLayouts() const override { return true; }
 
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override {
-    const Tensor &x = *inputs[0];
     auto computed = sliceParamsOfInputs(inputs);
     if (!computed)
       return computed.takeError();
-    auto g = sliceGeometry(x.shape(), *computed ? **computed : params);
+    auto g = sliceGeometry(inputs[0]->shape(), *computed ? **computed : params);
     if (!g)
       return g.takeError();
+    if (isChannelsLast(*inputs[0]) &&
+        takesChannelRange(*g, inputs[0]->shape())) {
+      outputs[0] = channelsLastRange(*inputs[0], g->first[1], g->count[1]);
+      return llvm::Error::success();
+    }
+    Tensor x = inputs[0]->isPlain() ? *inputs[0] : plainOf(*inputs[0], ctx);
     Tensor y(x.dtype(), g->count);
     int64_t bytes = dtypeSize(x.dtype());
     const auto *src = static_cast<const uint8_t *>(x.rawData());
@@ -101,12 +121,29 @@ public:
   }
 
 private:
+  /// Channels [first, first + count) of channels-last `x`, channels-last.
+  Tensor channelsLastRange(const Tensor &x, int64_t first,
+                           int64_t count) const {
+    Shape shape = x.shape();
+    shape[1] = count;
+    Tensor y = allocate(channelsLastDesc(shape), shape, ctx);
+    int64_t channels = x.dim(1), positions = x.numElements() / channels;
+    const float *src = x.data<float>() + first;
+    float *dst = y.data<float>();
+#pragma omp parallel for schedule(static)                                      \
+    num_threads(threadsFor(y.numElements()))
+    for (int64_t p = 0; p < positions; ++p)
+      std::memcpy(dst + p * count, src + p * channels, count * sizeof(float));
+    return y;
+  }
+
+  CPUContextPtr ctx;
   SliceParams params;
 };
 
 } // namespace
 
-void cpu::registerSliceKernels(KernelRegistry &registry, CPUContextPtr) {
+void cpu::registerSliceKernels(KernelRegistry &registry, CPUContextPtr ctx) {
   registry.add(
       "Split",
       [](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
@@ -123,12 +160,12 @@ void cpu::registerSliceKernels(KernelRegistry &registry, CPUContextPtr) {
       });
   registry.add(
       "Slice",
-      [](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
+      [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
         if (llvm::Error e = info.checkArity(1, 5))
           return e;
         auto params = readSliceParams(info.attrs);
         if (!params)
           return params.takeError();
-        return std::make_unique<SliceKernel>(std::move(*params));
+        return std::make_unique<SliceKernel>(ctx, std::move(*params));
       });
 }
