@@ -1217,6 +1217,50 @@ TEST_F(KernelTest, SqueezeExciteReadsEveryLayout) {
   }
 }
 
+// A Transpose between channels-last [N, C, H, W] and plain [N, H, W, C]
+// (ConvNeXt's permutes) is a view of the same bytes, both ways; other
+// layouts and permutations copy. Values as refTranspose's in every case.
+TEST_F(KernelTest, TransposeBetweenChannelsLastAndPlainIsAView) {
+  using cpu::Tag;
+  CPUBackend backend;
+  auto ctx = std::make_shared<cpu::CPUContext>();
+  struct Case {
+    Tag tag;
+    std::vector<int64_t> perm;
+    bool view;
+  };
+  for (const Case &c : {Case{Tag::acdb, {0, 2, 3, 1}, true},
+                        Case{Tag::abcd, {0, 3, 1, 2}, true},
+                        Case{Tag::aBcd16b, {0, 2, 3, 1}, false},
+                        Case{Tag::acdb, {0, 3, 1, 2}, false},
+                        Case{Tag::abcd, {0, 2, 3, 1}, false}}) {
+    SCOPED_TRACE("layout " + std::to_string(int(c.tag)) + " perm " +
+                 std::to_string(c.perm[1]) + std::to_string(c.perm[2]) +
+                 std::to_string(c.perm[3]));
+    plan::Op op;
+    op.set_type("Transpose");
+    op.add_inputs(0);
+    op.add_outputs(1);
+    plan::Attribute *attr = op.add_attributes();
+    attr->set_name("perm");
+    for (int64_t p : c.perm)
+      attr->mutable_ints()->add_values(p);
+    auto kernel = llvm::cantFail(backend.createKernel(OpInfo(op, {nullptr})));
+    Tensor x = random({2, 20, 3, 5});
+    Tensor laid =
+        cpu::reorderTo(x,
+                       cpu::memory::desc(cpu::toDims(x.shape()),
+                                         cpu::memory::data_type::f32, c.tag),
+                       ctx);
+    std::vector<Tensor> out(1);
+    const Tensor *args[] = {&laid};
+    ASSERT_FALSE(bool(kernel->run(args, out)));
+    EXPECT_EQ(out[0].rawData() == laid.rawData(), c.view);
+    EXPECT_TRUE(allClose(llvm::cantFail(out[0].toPlain()),
+                         refTranspose(x, c.perm), 0.f, 0.f));
+  }
+}
+
 // ShuffleNet's ConcatShuffle and channel-half Slices keep channels-last
 // tensors channels-last (no reorder on either side of the shuffle) and
 // give the same values as on plain ones; other layouts, and slices of other

@@ -201,6 +201,11 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
       widening > 1 && !ctx->propagateNaN)
     consider(dnnl::algorithm::convolution_direct, Tag::nChw16c, Tag::nChw16c,
              0.9, widening);
+  // Channels-last in and out when the input is: oneDNN's own choice for
+  // some shapes is blocked although a channels-last neighbour (a
+  // Transpose that is then a view, ConvNeXt's) would need no reorder.
+  if (isChannelsLast(x))
+    consider(dnnl::algorithm::convolution_direct, Tag::nhwc, Tag::nhwc, 1);
   // Winograd's transforms cost more than they save on small images.
   if (geo.winogradShape)
     consider(dnnl::algorithm::convolution_winograd, Tag::any, Tag::any, 1);

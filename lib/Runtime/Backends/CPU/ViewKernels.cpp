@@ -2,7 +2,10 @@
 //
 // Identity and Dropout (inference) pass their input through, layout and all.
 // Flatten, Reshape, Squeeze and Unsqueeze are views of the plain input: no
-// copy. Transpose is a oneDNN reorder from a permuted-strides view.
+// copy. Transpose is a oneDNN reorder from a permuted-strides view, except
+// between channels-last [N, C, S...] and plain [N, S..., C], which hold the
+// same bytes: those are views too (ConvNeXt's permutes around each block's
+// LayerNorm and MLP, between channels-last convolutions).
 //
 //===----------------------------------------------------------------------===//
 
@@ -129,12 +132,28 @@ class TransposeKernel : public Kernel {
 public:
   TransposeKernel(CPUContextPtr ctx, std::vector<int64_t> perm)
       : ctx(std::move(ctx)), perm(std::move(perm)) {}
+  bool acceptsLayouts() const override { return true; }
 
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override {
     if (llvm::Error e = checkF32(inputs))
       return e;
-    llvm::Expected<Tensor> y = transposePlain(*inputs[0], perm, ctx);
+    const Tensor &x = *inputs[0];
+    int64_t rank = x.rank();
+    Shape shape(rank);
+    for (int64_t i = 0; i < rank && perm.size() == shape.size(); ++i)
+      shape[i] = x.dim(perm[i]);
+    if (isChannelsLast(x) && perm == channelsToLast(rank)) {
+      outputs[0] = x.part(0, shape, nullptr);
+      return llvm::Error::success();
+    }
+    if (x.isPlain() && rank >= 3 && rank <= 5 &&
+        perm == channelsToFront(rank)) {
+      outputs[0] =
+          x.part(0, shape, layoutOf(channelsLastDesc(shape), shape, ctx));
+      return llvm::Error::success();
+    }
+    llvm::Expected<Tensor> y = transposePlain(plainOf(x, ctx), perm, ctx);
     if (!y)
       return y.takeError();
     outputs[0] = std::move(*y);
@@ -142,6 +161,22 @@ public:
   }
 
 private:
+  /// [0, 2, ..., rank - 1, 1]: [N, C, S...] to [N, S..., C].
+  static std::vector<int64_t> channelsToLast(int64_t rank) {
+    std::vector<int64_t> p = {0};
+    for (int64_t i = 2; i < rank; ++i)
+      p.push_back(i);
+    p.push_back(1);
+    return p;
+  }
+  /// [0, rank - 1, 1, ..., rank - 2]: [N, S..., C] to [N, C, S...].
+  static std::vector<int64_t> channelsToFront(int64_t rank) {
+    std::vector<int64_t> p = {0, rank - 1};
+    for (int64_t i = 1; i < rank - 1; ++i)
+      p.push_back(i);
+    return p;
+  }
+
   CPUContextPtr ctx;
   std::vector<int64_t> perm;
 };
