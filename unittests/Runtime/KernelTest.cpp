@@ -240,6 +240,41 @@ TEST_F(KernelTest, ConvWithSwishMatchesItsReference) {
   }
 }
 
+// Channel counts that 8 divides but 16 does not (24 to 40, a MobileNet's)
+// in 16-blocked layouts, the last block padded: a Conv reads them and may
+// write them (an autotuning candidate), with or without a summed addend.
+TEST_F(KernelTest, ConvOnPaddedBlocksMatchesItsReference) {
+  auto ctx = std::make_shared<cpu::CPUContext>();
+  Tensor x = random({2, 24, 7, 7}), w = random({40, 24, 1, 1}),
+         bias = random({40}), addend = random({2, 40, 7, 7});
+  Tensor padded = cpu::reorderTo(x,
+                                 cpu::memory::desc(cpu::toDims(x.shape()),
+                                                   cpu::memory::data_type::f32,
+                                                   cpu::Tag::nChw16c),
+                                 ctx);
+  for (bool sum : {false, true}) {
+    SCOPED_TRACE(sum ? "summed" : "plain");
+    Tensor ref = refConv(x, w, &bias, {{1, 1}, {1, 1}, {0, 0, 0, 0}, 1});
+    if (sum)
+      ref = refBinary(ref, addend, [](float u, float v) { return u + v; });
+    PlanBuilder b;
+    std::vector<int> in = {b.input("x", x.shape()), b.weight("w", w),
+                           b.weight("b", bias)};
+    if (sum)
+      in.push_back(b.input("s", addend.shape()));
+    b.output("y", b.op("Conv", in, ref.shape(), Attrs()));
+    plan::Plan plan = b.build();
+    CPUBackend backend(BackendOptions{0, /*autotune=*/true});
+    auto kernel = llvm::cantFail(backend.createKernel(
+        OpInfo(plan.ops(0), {nullptr, &w, &bias, nullptr})));
+    const Tensor *args[] = {&padded, &w, &bias, &addend};
+    Tensor y;
+    ASSERT_FALSE(bool(kernel->run(llvm::ArrayRef(args, sum ? 4 : 3),
+                                  llvm::MutableArrayRef<Tensor>(y))));
+    EXPECT_TRUE(allClose(llvm::cantFail(y.toPlain()), ref));
+  }
+}
+
 // A summed Conv (a fused residual Add) accumulates into its addend's buffer
 // when no other tensor shares it (Kernel::run), and into a copy otherwise,
 // leaving the shared addend as it was.
