@@ -389,7 +389,7 @@ public:
     Shape shape = a.shape();
     int64_t batch = shape[0], half = shape[1];
     shape[1] *= 2;
-    if (isChannelsLast(a) && isChannelsLast(b)) {
+    if (a.numElements() > 0 && isChannelsLast(a) && isChannelsLast(b)) {
       Tensor y = allocate(channelsLastDesc(shape), shape, ctx);
       interleaveRows(a.data<float>(), b.data<float>(), y.data<float>(),
                      a.numElements() / half, half);

@@ -103,7 +103,7 @@ public:
     auto g = sliceGeometry(inputs[0]->shape(), *computed ? **computed : params);
     if (!g)
       return g.takeError();
-    if (isChannelsLast(*inputs[0]) &&
+    if (numElements(g->count) > 0 && isChannelsLast(*inputs[0]) &&
         takesChannelRange(*g, inputs[0]->shape())) {
       outputs[0] = channelsLastRange(*inputs[0], g->first[1], g->count[1]);
       return llvm::Error::success();

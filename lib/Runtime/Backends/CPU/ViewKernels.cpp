@@ -140,17 +140,16 @@ public:
       return e;
     const Tensor &x = *inputs[0];
     int64_t rank = x.rank();
-    Shape shape(rank);
-    for (int64_t i = 0; i < rank && perm.size() == shape.size(); ++i)
-      shape[i] = x.dim(perm[i]);
-    if (isChannelsLast(x) && perm == channelsToLast(rank)) {
-      outputs[0] = x.part(0, shape, nullptr);
-      return llvm::Error::success();
-    }
-    if (x.isPlain() && rank >= 3 && rank <= 5 &&
-        perm == channelsToFront(rank)) {
-      outputs[0] =
-          x.part(0, shape, layoutOf(channelsLastDesc(shape), shape, ctx));
+    bool toLast = isChannelsLast(x) && perm == channelsToLast(rank);
+    bool toFront = x.isPlain() && rank >= 3 && rank <= 5 &&
+                   x.numElements() > 0 && perm == channelsToFront(rank);
+    if (toLast || toFront) {
+      Shape shape;
+      for (int64_t axis : perm)
+        shape.push_back(x.dim(axis));
+      outputs[0] = x.part(
+          0, shape,
+          toLast ? nullptr : layoutOf(channelsLastDesc(shape), shape, ctx));
       return llvm::Error::success();
     }
     llvm::Expected<Tensor> y = transposePlain(plainOf(x, ctx), perm, ctx);
