@@ -737,7 +737,10 @@ TEST(Executor, FusesBatchNormsIntoConcats) {
     std::vector<std::vector<Tensor>> runs;
     for (int64_t batch : {1, 1, 1, 3})
       runs.push_back({randomTensor({batch, 16, 6, 6}, rng, -2.f, 2.f)});
-    expectFusion(b, "BatchNormalization", c == ReadElsewhere ? 1 : 0, runs);
+    // Autotuning may pick Winograd for the 3x3 Conv (by timing, so on a
+    // busy machine), whose error reached 1.4e-5 on an element near zero.
+    expectFusion(b, "BatchNormalization", c == ReadElsewhere ? 1 : 0, runs,
+                 1e-4f);
   }
 }
 
