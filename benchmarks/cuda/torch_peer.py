@@ -6,8 +6,9 @@ Usage: torch_peer.py [--batches 1,16] [--iterations 50] [--train-batch 32]
 
 The torchvision architectures and input sizes of
 benchmarks/import/export_torchvision.py (random weights), f32 with TF32
-off for convolutions and matrix products (as the CUDA backend computes), cuDNN autotuning on. Inference: p50 ms of
-one batch from host memory to logits in host memory, after 5 warm-up runs.
+off for convolutions and matrix products (as the CUDA backend computes),
+cuDNN autotuning on. Inference: p50 ms of one batch from host memory to
+logits in host memory, after 5 warm-up runs.
 Training: samples/s of SGD steps (forward, cross-entropy, backward, update).
 """
 

@@ -10,15 +10,15 @@ node_modules/onnxruntime-node. For each model and batch, one run.sh line:
 the same random input (seed 0) goes to both; each timing is p50 over
 --iterations runs (more where that takes less than --round-ms: a round of
 30 sub-millisecond runs moved by +-8% between tables) after 3 warm-up
-runs, both with --threads intra-op threads; the two alternate for --rounds rounds and the table gives the
-median round of each (on this shared VM a single process's timing moved
-by up to +-30% from one run to the next, in bursts that hit one runtime
-and not the other). "speedup" is ORT ms / heterps
-ms; GFLOP/s is the model's FLOPs (hps-layer-stats) x batch / heterps p50,
-and "ORT of peak" ORT's rate against this machine's sgemm peak: where ORT
-already runs near the peak, a direct algorithm cannot be much faster (only
-fewer multiplications, Winograd's, can). The differences are over the first
-output, relative to max |ORT|.
+runs, both with --threads intra-op threads; the two alternate for
+--rounds rounds and the table gives the median round of each (on this
+shared VM a single process's timing moved by up to +-30% from one run to
+the next, in bursts that hit one runtime and not the other). "speedup"
+is ORT ms / heterps ms; GFLOP/s is the model's FLOPs (hps-layer-stats) x
+batch / heterps p50, and "ORT of peak" ORT's rate against this machine's
+sgemm peak: where ORT already runs near the peak, a direct algorithm
+cannot be much faster (only fewer multiplications, Winograd's, can). The
+differences are over the first output, relative to max |ORT|.
 """
 
 import argparse

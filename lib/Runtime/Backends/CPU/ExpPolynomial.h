@@ -1,5 +1,4 @@
-//===- ExpPolynomial.h - e^x by range reduction and a polynomial -*- C++
-//-*-===//
+//===- ExpPolynomial.h - e^x by range reduction, a polynomial --*- C++ -*-===//
 //
 // The backend's own exponentials (softmax rows in AttentionKernel.cpp, the
 // Swish pass in SwishPass.cpp) share Cephes' expf: x = n ln 2 + r with n
