@@ -8,6 +8,7 @@
 #include "PlanBuilder.h"
 #include "Reference.h"
 
+#include "../../lib/Runtime/Backends/CPU/CPUKernels.h"
 #include "../../lib/Runtime/Backends/CPU/DnnlUtils.h"
 #include "../../lib/Runtime/Backends/CPU/GroupWidening.h"
 #include "../../lib/Runtime/Backends/CPU/SwishPass.h"
@@ -272,6 +273,92 @@ TEST_F(KernelTest, ConvOnPaddedBlocksMatchesItsReference) {
     ASSERT_FALSE(bool(kernel->run(llvm::ArrayRef(args, sum ? 4 : 3),
                                   llvm::MutableArrayRef<Tensor>(y))));
     EXPECT_TRUE(allClose(llvm::cantFail(y.toPlain()), ref));
+  }
+}
+
+// Each autotuning candidate of a Conv (ConvKernel.cpp), run alone through
+// CPUContext::acceptConvCandidate, gives the reference's output: timing
+// picks among them per machine and shape, so each must be right on its
+// own, and one that cannot be built fails the kernel's first run.
+TEST_F(KernelTest, EveryConvCandidateMatchesItsReference) {
+  struct Case {
+    Shape x, w;
+    int64_t group, pad;
+    bool swish, channelsLast;
+    std::vector<std::string> candidates;
+  };
+  auto swish = [](float v) { return v / (1.f + std::exp(-v)); };
+  std::vector<Case> cases = {
+      {{1, 16, 12, 12},
+       {16, 16, 3, 3},
+       1,
+       1,
+       true,
+       false,
+       {"direct", "direct, Swish as a pass", "direct nChw16c",
+        "direct nChw16c, Swish as a pass", "direct nChw8c",
+        "direct nChw8c, Swish as a pass"}},
+      {{2, 32, 8, 8},
+       {32, 4, 3, 3},
+       8,
+       1,
+       false,
+       false,
+       {"direct nChw16c, groups merged"}},
+      {{1, 24, 7, 7},
+       {40, 24, 1, 1},
+       1,
+       0,
+       false,
+       false,
+       {"direct nChw16c padded"}},
+      {{1, 16, 9, 9}, {32, 16, 1, 1}, 1, 0, false, true, {"direct nhwc"}}};
+  // oneDNN 2.6 has Winograd on AVX-512 only, and no swish post-op for it:
+  // the Swish runs as a pass (EfficientNet-V2's Fused-MBConv blocks).
+  if (dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core)
+    cases[0].candidates.push_back("winograd, Swish as a pass");
+  for (const Case &c : cases) {
+    Tensor x = random(c.x, -3.f, 3.f), w = random(c.w), bias = random({c.w[0]});
+    Tensor ref = refConv(
+        x, w, &bias, {{1, 1}, {1, 1}, {c.pad, c.pad, c.pad, c.pad}, c.group});
+    if (c.swish)
+      ref = refUnary(ref, swish);
+    Attrs attrs =
+        Attrs().i("group", c.group).ints("pads", {c.pad, c.pad, c.pad, c.pad});
+    if (c.swish)
+      attrs.s("activation", "Swish");
+    PlanBuilder b;
+    b.output("y", b.op("Conv",
+                       {b.input("x", x.shape()), b.weight("w", w),
+                        b.weight("b", bias)},
+                       ref.shape(), attrs));
+    plan::Plan plan = b.build();
+    Tensor input = x;
+    if (c.channelsLast)
+      input = cpu::reorderTo(x,
+                             cpu::memory::desc(cpu::toDims(x.shape()),
+                                               cpu::memory::data_type::f32,
+                                               cpu::Tag::nhwc),
+                             std::make_shared<cpu::CPUContext>());
+    for (const std::string &name : c.candidates) {
+      SCOPED_TRACE(x.typeString() + " by " + w.typeString() + ": " + name);
+      auto ctx = std::make_shared<cpu::CPUContext>();
+      ctx->acceptConvCandidate = [&](llvm::StringRef n) { return n == name; };
+      KernelRegistry registry;
+      cpu::registerConvKernel(registry, ctx);
+      auto kernel =
+          (*registry.lookup("Conv"))(OpInfo(plan.ops(0), {nullptr, &w, &bias}));
+      ASSERT_TRUE(static_cast<bool>(kernel))
+          << llvm::toString(kernel.takeError());
+      const Tensor *args[] = {&input, &w, &bias};
+      Tensor y;
+      llvm::Error e = (*kernel)->run(args, llvm::MutableArrayRef<Tensor>(y));
+      ASSERT_FALSE(static_cast<bool>(e)) << llvm::toString(std::move(e));
+      if (name == "direct nhwc")
+        EXPECT_TRUE(cpu::isChannelsLast(y));
+      // Winograd's error follows the sums' magnitude, not each output's.
+      EXPECT_TRUE(allClose(llvm::cantFail(y.toPlain()), ref, 1e-4f, 1e-4f));
+    }
   }
 }
 

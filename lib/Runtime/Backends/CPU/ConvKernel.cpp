@@ -18,9 +18,11 @@
 // channels the groups merged into 16-channel ones (GroupWidening.h;
 // ResNeXt-50 and RegNet-Y 3-7% faster); where the activation is Swish,
 // each of these again with the Swish as a pass after the convolution
-// instead of oneDNN's post-op (SwishPass.h). A candidate whose source format
-// differs from the input's is charged the reorder, so a chain of
-// convolutions keeps one format unless another pays for the change. No
+// instead of oneDNN's post-op (SwishPass.h). Each candidate has a name,
+// by which CPUContext::acceptConvCandidate can leave it out (tests run
+// each alone). A candidate whose source format differs from the input's
+// is charged the reorder, so a chain of convolutions keeps one format
+// unless another pays for the change. No
 // fixed rule picks well: blocked formats ran depthwise and narrow 1x1
 // convolutions (MobileNetV2 at batch 16) up to 1.9x faster than
 // channels-last, but forced on every convolution made VGG-16 and ResNets
@@ -147,24 +149,17 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
       entry.weights = packWeights(w, entry, ctx, params.group);
     return entry;
   };
-  ConvEntry best =
-      *makeEntry(dnnl::algorithm::convolution_direct, Tag::any, Tag::any);
   if (!ctx->autotune || x.rank() != 4)
-    return best;
+    return *makeEntry(dnnl::algorithm::convolution_direct, Tag::any, Tag::any);
 
-  double fastest = secondsPerRun(best, x, w, b);
-  // Keeps `candidate` if its time, scaled by `weight`, is the best yet.
-  auto keepIfFaster = [&](std::optional<ConvEntry> candidate, double weight) {
-    if (!candidate)
-      return;
-    double seconds = weight * secondsPerRun(*candidate, x, w, b);
-    if (seconds < fastest) {
-      best = std::move(*candidate);
-      fastest = seconds;
-    }
-  };
-  auto consider = [&](dnnl::algorithm algorithm, Tag srcTag, Tag dstTag,
-                      double weight, int64_t widening = 1) {
+  // Times the candidate named `name` (and, after a Swish, the same with the
+  // Swish as a pass) and keeps it if its time, scaled by `weight`, is the
+  // best yet.
+  std::optional<ConvEntry> best;
+  double fastest = 0;
+  auto consider = [&](llvm::StringRef name, dnnl::algorithm algorithm,
+                      Tag srcTag, Tag dstTag, double weight,
+                      int64_t widening = 1) {
     for (bool swishApart : {false, true}) {
       if (swishApart && !params.swishLast)
         break;
@@ -176,13 +171,22 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
         // has no swish post-op but runs with the Swish as a pass.
         continue;
       }
-      keepIfFaster(std::move(candidate), weight);
+      // Filtered after the build, so that a test of one candidate also
+      // goes through the failures of the others before it.
+      std::string fullName =
+          (name + (swishApart ? ", Swish as a pass" : "")).str();
+      if (!candidate || (ctx->acceptConvCandidate &&
+                         !ctx->acceptConvCandidate(fullName)))
+        continue;
+      double seconds = weight * secondsPerRun(*candidate, x, w, b);
+      if (!best || seconds < fastest) {
+        best = std::move(candidate);
+        fastest = seconds;
+      }
     }
   };
-  if (params.swishLast)
-    keepIfFaster(makeEntry(dnnl::algorithm::convolution_direct, Tag::any,
-                           Tag::any, 1, /*swishApart=*/true),
-                 1.0);
+  consider("direct", dnnl::algorithm::convolution_direct, Tag::any, Tag::any,
+           1);
   // Channel blocks of 16 and 8 when both channel counts divide; a source
   // with fewer than 8 channels (an RGB image) stays in oneDNN's choice.
   // A blocked output also saves work downstream that this timing does not
@@ -195,10 +199,12 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   auto blocks = [&](int64_t block) {
     return m % block == 0 && (c % block == 0 || c < 8);
   };
-  for (auto [block, tag] : {std::pair{16, Tag::nChw16c}, {8, Tag::nChw8c}})
-    if (blocks(block))
-      consider(dnnl::algorithm::convolution_direct, c < 8 ? Tag::any : tag, tag,
-               0.9);
+  if (blocks(16))
+    consider("direct nChw16c", dnnl::algorithm::convolution_direct,
+             c < 8 ? Tag::any : Tag::nChw16c, Tag::nChw16c, 0.9);
+  if (blocks(8))
+    consider("direct nChw8c", dnnl::algorithm::convolution_direct,
+             c < 8 ? Tag::any : Tag::nChw8c, Tag::nChw8c, 0.9);
   // Blocks of 16 with the last one padded where the counts are multiples of
   // 8 only (the MobileNets' and EfficientNets' 24, 40, 72 and 120
   // channels): next to 16-blocked neighbours this saves reorders to blocks
@@ -206,24 +212,30 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   // EfficientNet-B0 4%). Not for grouped convolutions, where it made
   // RegNet-Y choose worse layouts around them.
   if (params.group == 1 && !blocks(16) && blocks(8))
-    consider(dnnl::algorithm::convolution_direct,
+    consider("direct nChw16c padded", dnnl::algorithm::convolution_direct,
              c < 8 ? Tag::any : Tag::nChw16c, Tag::nChw16c, 0.9);
   // Narrow groups merged into 16-channel ones, at the network's block; not
   // for non-finite inputs, which the merged zeros would spread to the
   // neighbouring groups (0 * inf).
   if (int64_t widening = groupWidening(params.group, w.shape());
       widening > 1 && !ctx->propagateNaN)
-    consider(dnnl::algorithm::convolution_direct, Tag::nChw16c, Tag::nChw16c,
+    consider("direct nChw16c, groups merged",
+             dnnl::algorithm::convolution_direct, Tag::nChw16c, Tag::nChw16c,
              0.9, widening);
   // Channels-last in and out when the input is: oneDNN's own choice for
   // some shapes is blocked although a channels-last neighbour (a
   // Transpose that is then a view, ConvNeXt's) would need no reorder.
   if (isChannelsLast(x))
-    consider(dnnl::algorithm::convolution_direct, Tag::nhwc, Tag::nhwc, 1);
+    consider("direct nhwc", dnnl::algorithm::convolution_direct, Tag::nhwc,
+             Tag::nhwc, 1);
   // Winograd's transforms cost more than they save on small images.
   if (geo.winogradShape)
-    consider(dnnl::algorithm::convolution_winograd, Tag::any, Tag::any, 1);
-  return best;
+    consider("winograd", dnnl::algorithm::convolution_winograd, Tag::any,
+             Tag::any, 1);
+  if (!best)
+    return kernelError("no convolution candidate for " + x.typeString() +
+                       " by " + w.typeString() + " passes the filter");
+  return std::move(*best);
 }
 
 /// A run of `e` on zeros (bestSeconds), plus the reorder of `x` into its

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -34,6 +35,10 @@ struct CPUContext {
   bool autotune = true;
   /// BackendOptions::propagateNaN.
   bool propagateNaN = false;
+  /// With autotuning, a Conv times only the candidates whose names
+  /// (ConvKernel.cpp) this accepts; empty: all. For tests of candidates
+  /// that timing would not pick on the machine they run on.
+  std::function<bool(llvm::StringRef)> acceptConvCandidate;
   /// Scratch memory of the primitives (addScratchpad), shared by all since
   /// a backend runs one kernel at a time; grown to the largest need.
   std::shared_ptr<uint8_t> scratchpad;
