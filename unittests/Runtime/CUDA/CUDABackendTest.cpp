@@ -169,6 +169,32 @@ TEST(CUDABackend, ConvolutionFusions) {
   EXPECT_EQ(exec->plan().ops_size(), 3);
 }
 
+// Layer normalisation over the last axis as PyTorch exports it (ReduceMean,
+// Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add: ConvNeXt's, between its
+// permutes) runs as one LayerNormalization kernel.
+TEST(CUDABackend, DecomposedLayerNormRunsAsOneKernel) {
+  PlanBuilder b;
+  Shape shape = {2, 5, 7, 16}, reduced = {2, 5, 7, 1};
+  int x = b.input("x", shape);
+  Attrs last = Attrs().ints("axes", {-1}).i("keepdims", 1);
+  int m = b.op("ReduceMean", {x}, reduced, last);
+  int d = b.op("Sub", {x, m}, shape);
+  int p =
+      b.op("Pow", {d, b.weight("two", Tensor::fromFloats({}, {2.f}))}, shape);
+  int v = b.op("ReduceMean", {p}, reduced, last);
+  int e = b.op("Add", {v, b.weight("eps", Tensor::fromFloats({}, {1e-6f}))},
+               reduced);
+  int n = b.op("Div", {d, b.op("Sqrt", {e}, reduced)}, shape);
+  int y = b.op("Mul", {n, b.weight("gamma", randomTensor({16}, rng))}, shape);
+  b.output("y",
+           b.op("Add", {y, b.weight("beta", randomTensor({16}, rng))}, shape));
+  expectSameOnGPU(b.build(), {randomTensor(shape, rng, -2.f, 2.f)},
+                  "decomposed layer norm");
+  auto exec = llvm::cantFail(Executor::create(placed(b.build())));
+  ASSERT_EQ(exec->plan().ops_size(), 1);
+  EXPECT_EQ(exec->plan().ops(0).type(), "LayerNormalization");
+}
+
 TEST(CUDABackend, MatrixProducts) {
   expectOneOp("Gemm", {{5, 7}, {9, 7}, {9}}, {5, 9}, Attrs().i("trans_b", 1));
   expectOneOp("Gemm", {{7, 5}, {7, 9}, {5, 9}}, {5, 9},

@@ -75,6 +75,7 @@ void CUDABackend::rewriteForInference(plan::Plan &plan, WeightMap &weights,
   if (!options.fuse || options.propagateNaN)
     return;
   fusePads(plan, weights, mine);
+  fuseLayerNorms(plan, weights, mine);
   fuseResidualAdds(plan, mine);
   fuseActivations(plan, mine);
 }

@@ -6,7 +6,8 @@
 // one file per family; view ops (Flatten, Reshape, ...) are the CPU
 // backend's, which only relabel shapes. Plan rewrites: the CPU's
 // device-neutral ones (batch norms folded into convolutions, pads, residual
-// adds and activations fused into them). Copies go through pinned staging
+// adds and activations fused into them, layer normalisation as PyTorch
+// exports it as one LayerNormalization). Copies go through pinned staging
 // buffers; a copy to the host waits for the stream. Op types without a
 // kernel (or training kernel) here run on the CPU backend (Devices falls
 // back and reports them). Training kernels are in Train/.
