@@ -61,6 +61,8 @@ struct ConvEntry {
   int64_t widening = 1;
   /// The primitive leaves out the Swish post-op; swishInPlace follows it.
   bool swishApart = false;
+  memory::desc biasMd;
+  PrimitiveArgs args;
 };
 
 class ConvKernel : public Kernel {
@@ -144,7 +146,8 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
                     Tensor(),
                     geo.outShape,
                     widening,
-                    swishApart};
+                    swishApart,
+                    biasMd};
     if (constantWeights)
       entry.weights = packWeights(w, entry, ctx, params.group);
     return entry;
@@ -175,8 +178,8 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
       // goes through the failures of the others before it.
       std::string fullName =
           (name + (swishApart ? ", Swish as a pass" : "")).str();
-      if (!candidate || (ctx->acceptConvCandidate &&
-                         !ctx->acceptConvCandidate(fullName)))
+      if (!candidate ||
+          (ctx->acceptConvCandidate && !ctx->acceptConvCandidate(fullName)))
         continue;
       double seconds = weight * secondsPerRun(*candidate, x, w, b);
       if (!best || seconds < fastest) {
@@ -299,15 +302,15 @@ llvm::Error ConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
     } else {
       dst = destination(outputs[0], e.dstMd, e.outShape, ctx);
     }
-    std::unordered_map<int, memory> args = {
-        {DNNL_ARG_SRC, memoryOf(src, *ctx)},
-        {DNNL_ARG_WEIGHTS, memory(e.weightsMd, ctx->engine, packed.rawData())},
-        {DNNL_ARG_DST, memoryOf(dst, *ctx)}};
+    const dnnl::engine &engine = ctx->engine;
+    e.args.set(DNNL_ARG_SRC, e.srcMd, src.rawData(), engine);
+    e.args.set(DNNL_ARG_WEIGHTS, e.weightsMd, packed.rawData(), engine);
+    e.args.set(DNNL_ARG_DST, e.dstMd, dst.rawData(), engine);
     Tensor bias = b ? plainOf(*b, ctx) : Tensor();
     if (b)
-      args[DNNL_ARG_BIAS] = memoryOf(bias, *ctx);
-    addScratchpad(e.scratchpadMd, *ctx, args);
-    e.primitive.execute(ctx->stream, args);
+      e.args.set(DNNL_ARG_BIAS, e.biasMd, bias.rawData(), engine);
+    e.args.setScratchpad(e.scratchpadMd, *ctx);
+    e.primitive.execute(ctx->stream, e.args.get());
     ctx->stream.wait();
     swishIfApart(e.swishApart, dst, e.dstMd);
     outputs[0] = std::move(dst);

@@ -27,13 +27,15 @@ namespace {
 struct FusedConvEntry {
   bool fused = false;
   dnnl::convolution_forward primitive;
-  memory::desc srcMd, dstMd, scratchpadMd, weightsMd, dwWeightsMd;
+  memory::desc srcMd, dstMd, scratchpadMd, weightsMd, dwWeightsMd, biasMd,
+      dwBiasMd;
   /// Both weights in the primitive's formats; the depthwise bias (zeros
   /// when the model has none).
   Tensor weights, dwWeights, dwBias;
   Shape outShape;
   /// The primitive leaves out the depthwise Swish; swishInPlace follows.
   bool swishApart = false;
+  PrimitiveArgs args;
 };
 
 class DepthwiseFusedConvKernel : public Kernel {
@@ -62,7 +64,7 @@ private:
                        llvm::ArrayRef<const Tensor *> inputs);
   llvm::Expected<FusedConvEntry> make(llvm::ArrayRef<const Tensor *> inputs);
   void bindFused(const FusedConvEntry &e, const Tensor &src, const Tensor &dst,
-                 const Tensor *bias, std::unordered_map<int, memory> &args);
+                 const Tensor *bias, PrimitiveArgs &args);
   llvm::Error runApart(llvm::ArrayRef<const Tensor *> inputs, Tensor &out);
 
   PrimitiveCache<FusedConvEntry> cache;
@@ -143,6 +145,8 @@ DepthwiseFusedConvKernel::makeFused(llvm::ArrayRef<const Tensor *> inputs,
   e.dwWeights = reorderWeights(plainOf(dwW, ctx), plainDesc({m, 1, 1, 3, 3}),
                                e.dwWeightsMd, ctx);
   e.dwBias = Tensor(DType::F32, {m});
+  e.dwBiasMd = plainDesc({m});
+  e.biasMd = plainDesc({w.dim(0)});
   if (inputs[5])
     std::memcpy(e.dwBias.rawData(), plainOf(*inputs[5], ctx).rawData(),
                 e.dwBias.bytes());
@@ -152,19 +156,22 @@ DepthwiseFusedConvKernel::makeFused(llvm::ArrayRef<const Tensor *> inputs,
   return e;
 }
 
-void DepthwiseFusedConvKernel::bindFused(
-    const FusedConvEntry &e, const Tensor &src, const Tensor &dst,
-    const Tensor *bias, std::unordered_map<int, memory> &args) {
+void DepthwiseFusedConvKernel::bindFused(const FusedConvEntry &e,
+                                         const Tensor &src, const Tensor &dst,
+                                         const Tensor *bias,
+                                         PrimitiveArgs &args) {
   CPUContext &ctx = *cache.context();
-  args = {
-      {DNNL_ARG_SRC, memoryOf(src, ctx)},
-      {DNNL_ARG_WEIGHTS, memoryOf(e.weights, ctx)},
-      {DNNL_ARG_DST, memoryOf(dst, ctx)},
-      {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, memoryOf(e.dwWeights, ctx)},
-      {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, memoryOf(e.dwBias, ctx)}};
+  const dnnl::engine &engine = ctx.engine;
+  args.set(DNNL_ARG_SRC, e.srcMd, src.rawData(), engine);
+  args.set(DNNL_ARG_WEIGHTS, e.weightsMd, e.weights.rawData(), engine);
+  args.set(DNNL_ARG_DST, e.dstMd, dst.rawData(), engine);
+  args.set(DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, e.dwWeightsMd,
+           e.dwWeights.rawData(), engine);
+  args.set(DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, e.dwBiasMd,
+           e.dwBias.rawData(), engine);
   if (bias)
-    args[DNNL_ARG_BIAS] = memoryOf(*bias, ctx);
-  addScratchpad(e.scratchpadMd, ctx, args);
+    args.set(DNNL_ARG_BIAS, e.biasMd, bias->rawData(), engine);
+  args.setScratchpad(e.scratchpadMd, ctx);
 }
 
 double
@@ -176,10 +183,10 @@ DepthwiseFusedConvKernel::secondsPerRun(const FusedConvEntry &e,
   Tensor dst = allocate(e.dstMd, e.outShape, ctx);
   std::memset(src.rawData(), 0, src.bytes());
   Tensor bias = inputs[2] ? plainOf(*inputs[2], ctx) : Tensor();
-  std::unordered_map<int, memory> args;
+  PrimitiveArgs args;
   bindFused(e, src, dst, inputs[2] ? &bias : nullptr, args);
   return bestSeconds([&] {
-           e.primitive.execute(ctx->stream, args);
+           e.primitive.execute(ctx->stream, args.get());
            ctx->stream.wait();
            swishIfApart(e.swishApart, dst, e.dstMd);
          }) +
@@ -250,15 +257,14 @@ DepthwiseFusedConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
         cache.get(shapeKey(inputs.take_front(3)), [&] { return make(inputs); });
     if (!entry)
       return entry.takeError();
-    const FusedConvEntry &e = **entry;
+    FusedConvEntry &e = **entry;
     if (!e.fused)
       return runApart(inputs, outputs[0]);
     Tensor src = reorderTo(*inputs[0], e.srcMd, ctx);
     Tensor dst = allocate(e.dstMd, e.outShape, ctx);
     Tensor bias = inputs[2] ? plainOf(*inputs[2], ctx) : Tensor();
-    std::unordered_map<int, memory> args;
-    bindFused(e, src, dst, inputs[2] ? &bias : nullptr, args);
-    e.primitive.execute(ctx->stream, args);
+    bindFused(e, src, dst, inputs[2] ? &bias : nullptr, e.args);
+    e.primitive.execute(ctx->stream, e.args.get());
     ctx->stream.wait();
     swishIfApart(e.swishApart, dst, e.dstMd);
     outputs[0] = std::move(dst);

@@ -59,6 +59,34 @@ void cpu::addScratchpad(const memory::desc &md, CPUContext &ctx,
   args[DNNL_ARG_SCRATCHPAD] = memory(md, ctx.engine, ctx.scratchpad.get());
 }
 
+static bool hasZeroPadding(const memory::desc &md) {
+  const dnnl_memory_desc_t &d = md.data;
+  for (int i = 0; i < d.ndims; ++i)
+    if (d.dims[i] != d.padded_dims[i])
+      return true;
+  return false;
+}
+
+void PrimitiveArgs::set(int arg, const memory::desc &md, const void *data,
+                        const dnnl::engine &engine) {
+  auto it = args.find(arg);
+  if (it != args.end() && kept[arg] == &md) {
+    it->second.set_data_handle(const_cast<void *>(data));
+    return;
+  }
+  args[arg] = memory(md, engine, const_cast<void *>(data));
+  kept[arg] = hasZeroPadding(md) ? nullptr : &md;
+}
+
+void PrimitiveArgs::setScratchpad(const memory::desc &md, CPUContext &ctx) {
+  if (md.get_size() > ctx.scratchpadBytes) {
+    ctx.scratchpad = nullptr; // free the old one first
+    ctx.scratchpad = BufferPool::global().allocate(md.get_size());
+    ctx.scratchpadBytes = md.get_size();
+  }
+  set(DNNL_ARG_SCRATCHPAD, md, ctx.scratchpad.get(), ctx.engine);
+}
+
 std::shared_ptr<const Layout> cpu::layoutOf(const memory::desc &md,
                                             llvm::ArrayRef<int64_t> shape,
                                             const CPUContextPtr &ctx) {

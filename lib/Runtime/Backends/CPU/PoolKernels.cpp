@@ -16,8 +16,9 @@ namespace {
 
 struct PoolEntry {
   dnnl::pooling_v2_forward primitive;
-  memory::desc dstMd;
+  memory::desc srcMd, dstMd;
   PoolGeometry geometry;
+  PrimitiveArgs args;
 };
 
 class PoolKernel : public Kernel {
@@ -47,7 +48,8 @@ llvm::Expected<PoolEntry> PoolKernel::make(const Tensor &x) {
       dnnl::prop_kind::forward_inference, poolAlgorithm(params.kind), descOf(x),
       dstMd, g->strides, g->kernel, g->dilations, g->padL, g->padR);
   dnnl::pooling_v2_forward::primitive_desc pd(d, cache.context()->engine);
-  return PoolEntry{dnnl::pooling_v2_forward(pd), pd.dst_desc(), *g};
+  return PoolEntry{dnnl::pooling_v2_forward(pd), pd.src_desc(), pd.dst_desc(),
+                   *g};
 }
 
 llvm::Error PoolKernel::run(llvm::ArrayRef<const Tensor *> inputs,
@@ -60,15 +62,16 @@ llvm::Error PoolKernel::run(llvm::ArrayRef<const Tensor *> inputs,
     auto entry = cache.get(shapeKey(inputs), [&] { return make(x); });
     if (!entry)
       return entry.takeError();
-    Tensor y = destination(outputs[0], (*entry)->dstMd,
-                           (*entry)->geometry.outShape, ctx);
-    (*entry)->primitive.execute(
-        ctx->stream,
-        {{DNNL_ARG_SRC, memoryOf(x, *ctx)}, {DNNL_ARG_DST, memoryOf(y, *ctx)}});
+    PoolEntry &e = **entry;
+    Tensor y = destination(outputs[0], e.dstMd, e.geometry.outShape, ctx);
+    // The entry's key has x's layout, which its source format is.
+    e.args.set(DNNL_ARG_SRC, e.srcMd, x.rawData(), ctx->engine);
+    e.args.set(DNNL_ARG_DST, e.dstMd, y.rawData(), ctx->engine);
+    e.primitive.execute(ctx->stream, e.args.get());
     ctx->stream.wait();
     if (ctx->propagateNaN && params.kind == PoolKind::Max)
-      if (llvm::Error e = poolNaNs(x, y, (*entry)->geometry))
-        return e;
+      if (llvm::Error err = poolNaNs(x, y, e.geometry))
+        return err;
     outputs[0] = std::move(y);
     return llvm::Error::success();
   });
