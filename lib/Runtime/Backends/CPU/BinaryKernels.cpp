@@ -20,6 +20,7 @@ struct BinaryEntry {
   dnnl::binary primitive;
   Shape outShape;
   memory::desc src0Md, src1Md, dstMd;
+  PrimitiveArgs args;
 };
 
 class BinaryKernel : public Kernel {
@@ -121,11 +122,10 @@ llvm::Error BinaryKernel::run(llvm::ArrayRef<const Tensor *> inputs,
     Tensor src0 = reorderTo(a, e.src0Md, ctx);
     Tensor src1 = reorderTo(b, e.src1Md, ctx);
     Tensor dst = allocate(e.dstMd, e.outShape, ctx);
-    e.primitive.execute(
-        ctx->stream,
-        {{DNNL_ARG_SRC_0, memory(e.src0Md, ctx->engine, src0.rawData())},
-         {DNNL_ARG_SRC_1, memory(e.src1Md, ctx->engine, src1.rawData())},
-         {DNNL_ARG_DST, memory(e.dstMd, ctx->engine, dst.rawData())}});
+    e.args.set(DNNL_ARG_SRC_0, e.src0Md, src0.rawData(), ctx->engine);
+    e.args.set(DNNL_ARG_SRC_1, e.src1Md, src1.rawData(), ctx->engine);
+    e.args.set(DNNL_ARG_DST, e.dstMd, dst.rawData(), ctx->engine);
+    e.primitive.execute(ctx->stream, e.args.get());
     ctx->stream.wait();
     outputs[0] = std::move(dst);
     return llvm::Error::success();

@@ -59,14 +59,6 @@ void cpu::addScratchpad(const memory::desc &md, CPUContext &ctx,
   args[DNNL_ARG_SCRATCHPAD] = memory(md, ctx.engine, ctx.scratchpad.get());
 }
 
-static bool hasZeroPadding(const memory::desc &md) {
-  const dnnl_memory_desc_t &d = md.data;
-  for (int i = 0; i < d.ndims; ++i)
-    if (d.dims[i] != d.padded_dims[i])
-      return true;
-  return false;
-}
-
 void PrimitiveArgs::set(int arg, const memory::desc &md, const void *data,
                         const dnnl::engine &engine) {
   auto it = args.find(arg);
@@ -75,7 +67,7 @@ void PrimitiveArgs::set(int arg, const memory::desc &md, const void *data,
     return;
   }
   args[arg] = memory(md, engine, const_cast<void *>(data));
-  kept[arg] = hasZeroPadding(md) ? nullptr : &md;
+  kept[arg] = &md;
 }
 
 void PrimitiveArgs::setScratchpad(const memory::desc &md, CPUContext &ctx) {

@@ -85,11 +85,21 @@ void addScratchpad(const memory::desc &md, CPUContext &ctx,
 /// A primitive's arguments kept from run to run: each dnnl::memory is made
 /// once and pointed at the next run's buffer, since making one allocates
 /// inside oneDNN (posix_memalign), serial work the other threads wait
-/// through (MobileNets at batch 1 3% faster). Layouts with zero padding are
-/// made afresh each time: pointing one elsewhere makes oneDNN zero its
-/// padding.
+/// through (MobileNets at batch 1 3% faster). oneDNN 2.6 leaves a padded
+/// layout's padding as it is when an object is pointed elsewhere (its
+/// documentation allows zeroing it, which would cost time, not results:
+/// the padding of every tensor here is zero).
 class PrimitiveArgs {
 public:
+  PrimitiveArgs() = default;
+  // The kept objects refer to descriptors of the entry they were set from:
+  // an entry moved elsewhere starts afresh.
+  PrimitiveArgs(PrimitiveArgs &&) noexcept {}
+  PrimitiveArgs &operator=(PrimitiveArgs &&) noexcept {
+    args.clear();
+    kept.clear();
+    return *this;
+  }
   /// Argument `arg` is `data`, laid out as `md`. The memory object is kept
   /// while the same `md` object (an entry's, not a temporary) comes back:
   /// comparing descriptors cost as much as making one.
@@ -102,8 +112,7 @@ public:
 
 private:
   std::unordered_map<int, memory> args;
-  /// The descriptor each argument's memory object was made with; null:
-  /// make it afresh.
+  /// The descriptor each argument's memory object was made with.
   std::unordered_map<int, const memory::desc *> kept;
 };
 

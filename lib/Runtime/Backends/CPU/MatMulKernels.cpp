@@ -41,6 +41,7 @@ struct MatMulEntry {
   /// Gemm only: run as dnnl_sgemm on the plain B (see above).
   bool sgemm = false;
   Shape outShape;
+  PrimitiveArgs args;
 };
 
 /// Matmul state shared by Gemm and MatMul.
@@ -99,18 +100,17 @@ protected:
     const CPUContextPtr &ctx = cache.context();
     Tensor packed = e.weights.isNull() ? pack(b, e) : e.weights;
     Tensor dst(DType::F32, e.outShape);
-    std::unordered_map<int, memory> args = {
-        {DNNL_ARG_SRC,
-         memory(e.srcMd, ctx->engine, const_cast<void *>(a.rawData()))},
-        {DNNL_ARG_WEIGHTS, memory(e.weightsMd, ctx->engine, packed.rawData())},
-        {DNNL_ARG_DST, memory(e.dstMd, ctx->engine, dst.rawData())}};
-    if (c) {
-      memory cMem(e.cMd, ctx->engine, const_cast<void *>(c->rawData()));
-      args[e.cAsPostOp ? DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1
-                       : DNNL_ARG_BIAS] = cMem;
-    }
-    addScratchpad(e.scratchpadMd, *ctx, args);
-    e.primitive.execute(ctx->stream, args);
+    const dnnl::engine &engine = ctx->engine;
+    e.args.set(DNNL_ARG_SRC, e.srcMd, a.rawData(), engine);
+    e.args.set(DNNL_ARG_WEIGHTS, e.weightsMd, packed.rawData(), engine);
+    e.args.set(DNNL_ARG_DST, e.dstMd, dst.rawData(), engine);
+    if (c)
+      e.args.set(e.cAsPostOp
+                     ? DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1
+                     : DNNL_ARG_BIAS,
+                 e.cMd, c->rawData(), engine);
+    e.args.setScratchpad(e.scratchpadMd, *ctx);
+    e.primitive.execute(ctx->stream, e.args.get());
     ctx->stream.wait();
     outputs[0] = std::move(dst);
     return llvm::Error::success();
