@@ -4,6 +4,10 @@
 
 #include "heterps/Runtime/BufferPool.h"
 
+#include "llvm/ADT/STLExtras.h"
+
+#include <charconv>
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
 
@@ -61,13 +65,17 @@ void cpu::addScratchpad(const memory::desc &md, CPUContext &ctx,
 
 void PrimitiveArgs::set(int arg, const memory::desc &md, const void *data,
                         const dnnl::engine &engine) {
-  auto it = args.find(arg);
-  if (it != args.end() && kept[arg] == &md) {
-    it->second.set_data_handle(const_cast<void *>(data));
+  auto made =
+      llvm::find_if(kept, [&](const auto &k) { return k.first == arg; });
+  if (made != kept.end() && made->second == &md) {
+    args[arg].set_data_handle(const_cast<void *>(data));
     return;
   }
   args[arg] = memory(md, engine, const_cast<void *>(data));
-  kept[arg] = &md;
+  if (made != kept.end())
+    made->second = &md;
+  else
+    kept.push_back({arg, &md});
 }
 
 void PrimitiveArgs::setScratchpad(const memory::desc &md, CPUContext &ctx) {
@@ -188,10 +196,54 @@ std::string DnnlLayout::describe() const {
   return s;
 }
 
+/// Appends `v` in decimal.
+static void appendInt(std::string &s, int64_t v) {
+  char digits[24];
+  s.append(digits, std::to_chars(digits, digits + sizeof digits, v).ptr);
+}
+
 std::string cpu::shapeKey(llvm::ArrayRef<const Tensor *> inputs) {
+  // Built in one string, not from typeString's temporaries: every kernel
+  // run looks its primitive up by this key.
   std::string key;
+  key.reserve(64 * inputs.size());
   for (const Tensor *t : inputs) {
-    key += t ? t->typeString() : "-";
+    if (!t) {
+      key += "-;";
+      continue;
+    }
+    key += dtypeName(t->dtype());
+    for (int64_t d : t->shape()) {
+      key += ',';
+      appendInt(key, d);
+    }
+    if (const auto *layout =
+            dynamic_cast<const DnnlLayout *>(t->layout().get())) {
+      const dnnl_memory_desc_t &d = layout->md.data;
+      key += '|';
+      if (d.format_kind != dnnl_blocked) {
+        key += "opaque";
+      } else {
+        const dnnl_blocking_desc_t &b = d.format_desc.blocking;
+        for (int i = 0; i < d.ndims; ++i) {
+          key += ' ';
+          appendInt(key, b.strides[i]);
+        }
+        for (int i = 0; i < b.inner_nblks; ++i) {
+          key += ' ';
+          appendInt(key, b.inner_blks[i]);
+          key += '@';
+          appendInt(key, b.inner_idxs[i]);
+        }
+      }
+    } else if (t->layout()) {
+      key += '|';
+      key += t->layout()->describe();
+    }
+    if (!t->onHost()) {
+      key += '@';
+      key += t->space().name();
+    }
     key += ';';
   }
   return key;

@@ -12,6 +12,8 @@
 #include "heterps/Runtime/Backends/CPU/CPUBackend.h"
 #include "heterps/Runtime/OpGeometry.h"
 
+#include "llvm/ADT/SmallVector.h"
+
 #include "oneapi/dnnl/dnnl.hpp"
 
 #include <algorithm>
@@ -112,8 +114,9 @@ public:
 
 private:
   std::unordered_map<int, memory> args;
-  /// The descriptor each argument's memory object was made with.
-  std::unordered_map<int, const memory::desc *> kept;
+  /// The descriptor each argument's memory object was made with (a few
+  /// arguments: a linear search beats hashing).
+  llvm::SmallVector<std::pair<int, const memory::desc *>, 8> kept;
 };
 
 /// The layout of an f32 tensor of `shape` in `md`: null when `md` is the
