@@ -62,6 +62,7 @@ struct ConvEntry {
   /// The primitive leaves out the Swish post-op; swishInPlace follows it.
   bool swishApart = false;
   memory::desc biasMd;
+  /// The last run's arguments, for the next.
   PrimitiveArgs args;
 };
 
@@ -236,8 +237,10 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
     consider("winograd", dnnl::algorithm::convolution_winograd, Tag::any,
              Tag::any, 1);
   if (!best)
-    return kernelError("no convolution candidate for " + x.typeString() +
-                       " by " + w.typeString() + " passes the filter");
+    return kernelError(
+        "no convolution candidate for " + x.typeString() + " by " +
+        w.typeString() +
+        (ctx->acceptConvCandidate ? " passes the filter" : " could be built"));
   return std::move(*best);
 }
 

@@ -53,14 +53,19 @@ void cpu::useCallerScratchpad(dnnl::primitive_attr &attr) {
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 }
 
-void cpu::addScratchpad(const memory::desc &md, CPUContext &ctx,
-                        std::unordered_map<int, memory> &args) {
+/// The context's scratch memory, grown to `md`'s size if need be.
+static uint8_t *scratchpadFor(const memory::desc &md, CPUContext &ctx) {
   if (md.get_size() > ctx.scratchpadBytes) {
     ctx.scratchpad = nullptr; // free the old one first
     ctx.scratchpad = BufferPool::global().allocate(md.get_size());
     ctx.scratchpadBytes = md.get_size();
   }
-  args[DNNL_ARG_SCRATCHPAD] = memory(md, ctx.engine, ctx.scratchpad.get());
+  return ctx.scratchpad.get();
+}
+
+void cpu::addScratchpad(const memory::desc &md, CPUContext &ctx,
+                        std::unordered_map<int, memory> &args) {
+  args[DNNL_ARG_SCRATCHPAD] = memory(md, ctx.engine, scratchpadFor(md, ctx));
 }
 
 void PrimitiveArgs::set(int arg, const memory::desc &md, const void *data,
@@ -79,12 +84,7 @@ void PrimitiveArgs::set(int arg, const memory::desc &md, const void *data,
 }
 
 void PrimitiveArgs::setScratchpad(const memory::desc &md, CPUContext &ctx) {
-  if (md.get_size() > ctx.scratchpadBytes) {
-    ctx.scratchpad = nullptr; // free the old one first
-    ctx.scratchpad = BufferPool::global().allocate(md.get_size());
-    ctx.scratchpadBytes = md.get_size();
-  }
-  set(DNNL_ARG_SCRATCHPAD, md, ctx.scratchpad.get(), ctx.engine);
+  set(DNNL_ARG_SCRATCHPAD, md, scratchpadFor(md, ctx), ctx.engine);
 }
 
 std::shared_ptr<const Layout> cpu::layoutOf(const memory::desc &md,

@@ -109,7 +109,6 @@ public:
            const dnnl::engine &engine);
   /// The context's scratch memory, grown to `md`'s size if need be.
   void setScratchpad(const memory::desc &md, CPUContext &ctx);
-  void erase(int arg) { args.erase(arg); }
   const std::unordered_map<int, memory> &get() const { return args; }
 
 private:
