@@ -26,13 +26,6 @@ namespace {
 
 constexpr float kZeroBelow = -88.f;
 
-void swishPortable(float *x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    float v = x[i];
-    x[i] = v < kZeroBelow ? v * 0.f : v / (1.f + std::exp(-v));
-  }
-}
-
 #if defined(__x86_64__)
 __attribute__((target("avx512f"))) inline __m512 swish16(__m512 x) {
   using namespace exppoly;
@@ -86,6 +79,13 @@ void swishChunk(float *x, int64_t n) {
 }
 
 } // namespace
+
+void cpu::swishPortable(float *x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    x[i] = v < kZeroBelow ? v * 0.f : v / (1.f + std::exp(-v));
+  }
+}
 
 void cpu::swishInPlace(float *data, int64_t n) {
   // Chunks of 16 KB: whole vectors, and a thread's share stays contiguous.

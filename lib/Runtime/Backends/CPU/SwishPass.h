@@ -20,6 +20,9 @@ namespace heterps::runtime::cpu {
 /// when n is large; within 2e-7 relative of the exact value for finite
 /// data, 0 (signed) below -88, NaN for NaN and -inf.
 void swishInPlace(float *data, int64_t n);
+/// The same on one thread without AVX-512: what swishInPlace runs where the
+/// CPU lacks it (tests run it everywhere).
+void swishPortable(float *data, int64_t n);
 
 } // namespace heterps::runtime::cpu
 
