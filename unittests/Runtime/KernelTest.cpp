@@ -367,6 +367,74 @@ TEST_F(KernelTest, EveryConvCandidateMatchesItsReference) {
   }
 }
 
+// A filter that accepts no candidate is one error naming the shapes.
+TEST_F(KernelTest, NoConvCandidatePassingTheFilterIsAnError) {
+  Tensor x = random({1, 16, 6, 6}), w = random({16, 16, 3, 3});
+  PlanBuilder b;
+  b.output("y", b.op("Conv", {b.input("x", x.shape()), b.weight("w", w)},
+                     {1, 16, 4, 4}));
+  plan::Plan plan = b.build();
+  auto ctx = std::make_shared<cpu::CPUContext>();
+  ctx->acceptConvCandidate = [](llvm::StringRef) { return false; };
+  KernelRegistry registry;
+  cpu::registerConvKernel(registry, ctx);
+  auto kernel = llvm::cantFail(
+      (*registry.lookup("Conv"))(OpInfo(plan.ops(0), {nullptr, &w})));
+  const Tensor *args[] = {&x, &w};
+  Tensor y;
+  llvm::Error e = kernel->run(args, llvm::MutableArrayRef<Tensor>(y));
+  ASSERT_TRUE(static_cast<bool>(e));
+  EXPECT_EQ(llvm::toString(std::move(e)),
+            "no convolution candidate for f32[1, 16, 6, 6] by "
+            "f32[16, 16, 3, 3] passes the filter");
+}
+
+// PrimitiveArgs keeps an argument's memory object while the same descriptor
+// object comes back, pointed at each call's buffer, and makes a new one
+// for another descriptor.
+TEST_F(KernelTest, PrimitiveArgsKeepTheirMemoryObjects) {
+  auto ctx = std::make_shared<cpu::CPUContext>();
+  cpu::memory::desc md = cpu::plainDesc({4, 8}), other = cpu::plainDesc({32});
+  std::vector<float> first(32), second(32);
+  cpu::PrimitiveArgs args;
+  args.set(DNNL_ARG_SRC, md, first.data(), ctx->engine);
+  dnnl_memory_t made = args.get().at(DNNL_ARG_SRC).get();
+  args.set(DNNL_ARG_SRC, md, second.data(), ctx->engine);
+  EXPECT_EQ(args.get().at(DNNL_ARG_SRC).get(), made);
+  EXPECT_EQ(args.get().at(DNNL_ARG_SRC).get_data_handle(), second.data());
+  args.set(DNNL_ARG_SRC, other, first.data(), ctx->engine);
+  EXPECT_NE(args.get().at(DNNL_ARG_SRC).get(), made);
+  EXPECT_EQ(args.get().at(DNNL_ARG_SRC).get_desc(), other);
+  EXPECT_EQ(args.get().at(DNNL_ARG_SRC).get_data_handle(), first.data());
+  // A moved set starts afresh: its descriptors belonged to the old owner.
+  cpu::PrimitiveArgs moved = std::move(args);
+  EXPECT_TRUE(moved.get().empty());
+}
+
+// Kernels look their primitives up by shapeKey: the same shape in
+// different layouts must give different keys, the same layout the same.
+TEST_F(KernelTest, ShapeKeysTellLayoutsApart) {
+  auto ctx = std::make_shared<cpu::CPUContext>();
+  Tensor plain = random({1, 16, 4, 4});
+  auto in = [&](cpu::Tag tag) {
+    return cpu::reorderTo(plain,
+                          cpu::memory::desc(cpu::toDims(plain.shape()),
+                                            cpu::memory::data_type::f32, tag),
+                          ctx);
+  };
+  Tensor blocked = in(cpu::Tag::nChw16c), last = in(cpu::Tag::nhwc),
+         blocked2 = in(cpu::Tag::nChw16c);
+  auto key = [](const Tensor &t) {
+    const Tensor *inputs[] = {&t, nullptr};
+    return cpu::shapeKey(inputs);
+  };
+  EXPECT_NE(key(plain), key(blocked));
+  EXPECT_NE(key(plain), key(last));
+  EXPECT_NE(key(blocked), key(last));
+  EXPECT_EQ(key(blocked), key(blocked2));
+  EXPECT_NE(key(plain), key(random({1, 16, 4, 5})));
+}
+
 // A summed Conv (a fused residual Add) accumulates into its addend's buffer
 // when no other tensor shares it (Kernel::run), and into a copy otherwise,
 // leaving the shared addend as it was.

@@ -182,24 +182,37 @@ bool DnnlLayout::equals(const Layout &other) const {
   return o && o->md == md;
 }
 
-std::string DnnlLayout::describe() const {
-  const dnnl_memory_desc_t &d = md.data;
-  if (d.format_kind != dnnl_blocked)
-    return "opaque";
-  const dnnl_blocking_desc_t &b = d.format_desc.blocking;
-  std::string s = "strides";
-  for (int i = 0; i < d.ndims; ++i)
-    s += (i ? "," : "=") + std::to_string(b.strides[i]);
-  for (int i = 0; i < b.inner_nblks; ++i)
-    s += " block" + std::to_string(b.inner_blks[i]) + "@" +
-         std::to_string(b.inner_idxs[i]);
-  return s;
-}
-
 /// Appends `v` in decimal.
 static void appendInt(std::string &s, int64_t v) {
   char digits[24];
   s.append(digits, std::to_chars(digits, digits + sizeof digits, v).ptr);
+}
+
+/// Appends DnnlLayout::describe's text for `md`.
+static void appendLayout(std::string &s, const memory::desc &md) {
+  const dnnl_memory_desc_t &d = md.data;
+  if (d.format_kind != dnnl_blocked) {
+    s += "opaque";
+    return;
+  }
+  const dnnl_blocking_desc_t &b = d.format_desc.blocking;
+  s += "strides";
+  for (int i = 0; i < d.ndims; ++i) {
+    s += i ? ',' : '=';
+    appendInt(s, b.strides[i]);
+  }
+  for (int i = 0; i < b.inner_nblks; ++i) {
+    s += " block";
+    appendInt(s, b.inner_blks[i]);
+    s += '@';
+    appendInt(s, b.inner_idxs[i]);
+  }
+}
+
+std::string DnnlLayout::describe() const {
+  std::string s;
+  appendLayout(s, md);
+  return s;
 }
 
 std::string cpu::shapeKey(llvm::ArrayRef<const Tensor *> inputs) {
@@ -217,28 +230,13 @@ std::string cpu::shapeKey(llvm::ArrayRef<const Tensor *> inputs) {
       key += ',';
       appendInt(key, d);
     }
-    if (const auto *layout =
-            dynamic_cast<const DnnlLayout *>(t->layout().get())) {
-      const dnnl_memory_desc_t &d = layout->md.data;
+    if (t->layout()) {
       key += '|';
-      if (d.format_kind != dnnl_blocked) {
-        key += "opaque";
-      } else {
-        const dnnl_blocking_desc_t &b = d.format_desc.blocking;
-        for (int i = 0; i < d.ndims; ++i) {
-          key += ' ';
-          appendInt(key, b.strides[i]);
-        }
-        for (int i = 0; i < b.inner_nblks; ++i) {
-          key += ' ';
-          appendInt(key, b.inner_blks[i]);
-          key += '@';
-          appendInt(key, b.inner_idxs[i]);
-        }
-      }
-    } else if (t->layout()) {
-      key += '|';
-      key += t->layout()->describe();
+      if (const auto *layout =
+              dynamic_cast<const DnnlLayout *>(t->layout().get()))
+        appendLayout(key, layout->md);
+      else
+        key += t->layout()->describe();
     }
     if (!t->onHost()) {
       key += '@';

@@ -131,7 +131,9 @@ private:
 class TransposeKernel : public Kernel {
 public:
   TransposeKernel(CPUContextPtr ctx, std::vector<int64_t> perm)
-      : ctx(std::move(ctx)), perm(std::move(perm)) {}
+      : ctx(std::move(ctx)), perm(std::move(perm)),
+        channelsToLast(isChannelsToLast(this->perm)),
+        channelsToFront(isChannelsToFront(this->perm)) {}
   bool acceptsLayouts() const override { return true; }
 
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
@@ -139,10 +141,10 @@ public:
     if (llvm::Error e = checkF32(inputs))
       return e;
     const Tensor &x = *inputs[0];
-    int64_t rank = x.rank();
-    bool toLast = isChannelsLast(x) && perm == channelsToLast(rank);
-    bool toFront = x.isPlain() && rank >= 3 && rank <= 5 &&
-                   x.numElements() > 0 && perm == channelsToFront(rank);
+    bool ranked = x.rank() == static_cast<int64_t>(perm.size());
+    bool toLast = ranked && channelsToLast && isChannelsLast(x);
+    bool toFront =
+        ranked && channelsToFront && x.isPlain() && x.numElements() > 0;
     if (toLast || toFront) {
       Shape shape;
       for (int64_t axis : perm)
@@ -160,24 +162,33 @@ public:
   }
 
 private:
-  /// [0, 2, ..., rank - 1, 1]: [N, C, S...] to [N, S..., C].
-  static std::vector<int64_t> channelsToLast(int64_t rank) {
-    std::vector<int64_t> p = {0};
-    for (int64_t i = 2; i < rank; ++i)
-      p.push_back(i);
-    p.push_back(1);
-    return p;
-  }
-  /// [0, rank - 1, 1, ..., rank - 2]: [N, S..., C] to [N, C, S...].
-  static std::vector<int64_t> channelsToFront(int64_t rank) {
-    std::vector<int64_t> p = {0, rank - 1};
+  /// Whether `p` is [0, 2, ..., rank - 1, 1] (rank 3 to 5): [N, C, S...]
+  /// to [N, S..., C].
+  static bool isChannelsToLast(llvm::ArrayRef<int64_t> p) {
+    int64_t rank = static_cast<int64_t>(p.size());
+    if (rank < 3 || rank > 5 || p[0] != 0 || p[rank - 1] != 1)
+      return false;
     for (int64_t i = 1; i < rank - 1; ++i)
-      p.push_back(i);
-    return p;
+      if (p[i] != i + 1)
+        return false;
+    return true;
+  }
+  /// Whether `p` is [0, rank - 1, 1, ..., rank - 2] (rank 3 to 5):
+  /// [N, S..., C] to [N, C, S...].
+  static bool isChannelsToFront(llvm::ArrayRef<int64_t> p) {
+    int64_t rank = static_cast<int64_t>(p.size());
+    if (rank < 3 || rank > 5 || p[0] != 0 || p[1] != rank - 1)
+      return false;
+    for (int64_t i = 2; i < rank; ++i)
+      if (p[i] != i - 1)
+        return false;
+    return true;
   }
 
   CPUContextPtr ctx;
   std::vector<int64_t> perm;
+  /// perm's kind, worked out once: the two that can be views.
+  bool channelsToLast, channelsToFront;
 };
 
 llvm::Expected<Shape>
