@@ -2,6 +2,8 @@
 
 #include "heterps/Runtime/PipelineTrain/StageExchange.h"
 
+#include <limits>
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::pipeline;
 
@@ -53,6 +55,9 @@ void Mailbox::clear() {
   std::lock_guard lock(mutex);
   slots.clear();
   aborted = false;
+  // The restored job's steps come again, and a faster peer's values for
+  // the next one may arrive before this process begins it: none is "old".
+  current = std::numeric_limits<int64_t>::min();
 }
 
 void Mailbox::abort() {

@@ -54,8 +54,9 @@ public:
                                           int microBatch) override;
   void abort() override;
 
-  /// Drops every value held, whatever its step, and forgets an abort (a
-  /// job restored to an earlier step after a failure).
+  /// Drops every value held, whatever its step, and forgets an abort and
+  /// the current step (a job restored to an earlier step after a failure):
+  /// until the next begin(), values for any step are kept.
   void clear();
   /// Values for step `step` (this one or a later one).
   void deliver(int64_t step, Direction dir, int boundary, int microBatch,
