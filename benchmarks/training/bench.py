@@ -2,6 +2,7 @@
 
   bench.py ROOT WORK [--models ...] [--batches 8 32] [--threads 2]
            [--steps 3] [--epochs 5] [--skip-accuracy] [--rounds 3]
+           [--heterps PATH]
 
 Prints two tables (markdown):
   1. Fashion-MNIST: the Fashion CNN trained for --epochs epochs by both from
@@ -14,7 +15,8 @@ Prints two tables (markdown):
      each side's median of --rounds alternating runs; heterps' GFLOP/s (3x
      the forward FLOPs of Conv/Gemm) against the machine's dnnl_sgemm
      peak.
-ROOT is the repository (build in ROOT/build), WORK caches models and data.
+ROOT is the repository (heterps-run from ROOT/build unless --heterps),
+WORK caches models and data.
 """
 
 import argparse
@@ -74,7 +76,8 @@ def random_data(work, shape, batch, steps):
 
 
 def heterps_train(root, args, extra, report):
-    cmd = [os.path.join(root, "build/bin/heterps-run")] + extra + [
+    program = args.heterps or os.path.join(root, "build/bin/heterps-run")
+    cmd = [program] + extra + [
         "--train", "--threads", str(args.threads), "--report", report]
     run(cmd)
     with open(report) as f:
@@ -166,6 +169,8 @@ def main():
                    help="throughput runs of each side, alternating; the "
                    "table gives each side's median (single runs on this "
                    "shared VM moved by up to 30%%)")
+    p.add_argument("--heterps", help="the heterps-run to measure (default: "
+                   "ROOT/build/bin/heterps-run)")
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
     try:

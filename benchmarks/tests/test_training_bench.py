@@ -1,0 +1,44 @@
+"""benchmarks/training/bench.py: its throughput table on a small model (a
+row per batch, the speed-up the ratio of the two sides' samples/s), and a
+failing heterps-run reported with its command line and a non-zero exit."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+BENCH = os.path.join(os.path.dirname(__file__), "..", "training", "bench.py")
+HETERPS = os.environ.get("HETERPS_RUN")
+
+
+def bench(tmp_path, heterps, *extra):
+    return subprocess.run(
+        [sys.executable, BENCH, "unused-root", str(tmp_path / "work"),
+         "--heterps", heterps, "--models", "squeezenet1_1", "--batches", "2",
+         "3", "--steps", "2", "--rounds", "1", "--threads", "1",
+         "--skip-accuracy", *extra],
+        capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.skipif(not HETERPS, reason="HETERPS_RUN is not set")
+def test_throughput_table_has_a_row_per_batch(tmp_path):
+    out = bench(tmp_path, HETERPS)
+    assert out.returncode == 0, out.stderr
+    assert "dnnl_sgemm 2048^3 peak on 1 threads" in out.stdout
+    rows = re.findall(r"^\| squeezenet1_1 \| (\d+) \| ([0-9.]+) \| ([0-9.]+) "
+                      r"\| ([0-9.]+)x \| ([0-9.]+) \| (\d+)% \|$",
+                      out.stdout, re.M)
+    assert [r[0] for r in rows] == ["2", "3"], out.stdout
+    for _, ours, ref, speedup, gflops, _ in rows:
+        ours, ref = float(ours), float(ref)
+        assert ours > 0 and ref > 0 and float(gflops) > 0
+        assert float(speedup) == pytest.approx(ours / ref, abs=0.006)
+
+
+def test_failing_heterps_run_is_reported(tmp_path):
+    out = bench(tmp_path, "/bin/false")
+    assert out.returncode != 0
+    assert "bench.py: /bin/false " in out.stderr
+    assert "failed" in out.stderr
