@@ -9,6 +9,7 @@
 #include "Reference.h"
 
 #include "../../lib/Runtime/Backends/CPU/CPUKernels.h"
+#include "../../lib/Runtime/Backends/CPU/DepthwiseDirect.h"
 #include "../../lib/Runtime/Backends/CPU/DnnlUtils.h"
 #include "../../lib/Runtime/Backends/CPU/GroupWidening.h"
 #include "../../lib/Runtime/Backends/CPU/SwishPass.h"
@@ -364,6 +365,95 @@ TEST_F(KernelTest, EveryConvCandidateMatchesItsReference) {
       // Winograd's error follows the sums' magnitude, not each output's.
       EXPECT_TRUE(allClose(llvm::cantFail(y.toPlain()), ref, 1e-4f, 1e-4f));
     }
+  }
+}
+
+// Our own depthwise kernel (DepthwiseDirect.h), run alone: every kernel
+// size, both strides, each activation it takes in registers and a Swish
+// as a pass, channel counts that 16 does not divide (the padded last
+// block; the channels-last rows' ends), an uneven image and uneven pads,
+// two items, both layouts; NaN stays NaN.
+TEST_F(KernelTest, OwnDepthwiseConvMatchesItsReference) {
+  if (!cpu::depthwiseDirectRuns(3, 1))
+    GTEST_SKIP() << "no AVX-512 here: the kernel is not offered";
+  struct Case {
+    Shape x;
+    int64_t kernel, stride;
+    std::vector<int64_t> pads;
+    std::string activation;
+    bool channelsLast = false;
+  };
+  auto relu6 = [](float v) { return std::min(std::max(v, 0.f), 6.f); };
+  std::map<std::string, std::function<float(float)>> activations = {
+      {"", [](float v) { return v; }},
+      {"Relu", [](float v) { return std::max(v, 0.f); }},
+      {"Clip", relu6},
+      {"HardSwish", [&](float v) { return v * relu6(v + 3.f) / 6.f; }},
+      {"Swish", [](float v) { return v / (1.f + std::exp(-v)); }}};
+  std::vector<Case> cases = {
+      {{1, 32, 11, 11}, 3, 1, {1, 1, 1, 1}, "Relu"},
+      {{1, 24, 13, 13}, 5, 2, {2, 2, 2, 2}, "Clip"},
+      {{1, 40, 9, 10}, 3, 2, {0, 1, 1, 0}, "HardSwish"},
+      {{2, 16, 12, 12}, 7, 1, {3, 3, 3, 3}, ""},
+      {{1, 48, 7, 7}, 3, 1, {1, 1, 1, 1}, "Swish"},
+      {{2, 24, 9, 9}, 5, 1, {2, 2, 2, 2}, "Clip", true},
+      {{1, 40, 9, 10}, 3, 2, {0, 1, 1, 0}, "Relu", true},
+      {{1, 32, 6, 6}, 7, 2, {3, 3, 3, 3}, "Swish", true}};
+  for (const Case &c : cases) {
+    int64_t channels = c.x[1];
+    Tensor x = random(c.x, -3.f, 3.f);
+    x.data<float>()[0] = std::nanf("");
+    Tensor w = random({channels, 1, c.kernel, c.kernel}),
+           bias = random({channels});
+    Tensor ref = refUnary(
+        refConv(x, w, &bias, {{c.stride, c.stride}, {1, 1}, c.pads, channels}),
+        activations.at(c.activation));
+    Attrs attrs = Attrs()
+                      .i("group", channels)
+                      .ints("pads", c.pads)
+                      .ints("strides", {c.stride, c.stride});
+    if (!c.activation.empty())
+      attrs.s("activation", c.activation);
+    if (c.activation == "Clip")
+      attrs.f("activation_min", 0.f).f("activation_max", 6.f);
+    PlanBuilder b;
+    b.output("y", b.op("Conv",
+                       {b.input("x", x.shape()), b.weight("w", w),
+                        b.weight("b", bias)},
+                       ref.shape(), attrs));
+    plan::Plan plan = b.build();
+    std::string name =
+        c.channelsLast ? "own depthwise nhwc" : "own depthwise nChw16c";
+    if (c.activation == "Swish")
+      name += ", Swish as a pass";
+    SCOPED_TRACE(x.typeString() + " by " + w.typeString() + ", " +
+                 c.activation);
+    auto ctx = std::make_shared<cpu::CPUContext>();
+    ctx->acceptConvCandidate = [&](llvm::StringRef n) { return n == name; };
+    KernelRegistry registry;
+    cpu::registerConvKernel(registry, ctx);
+    auto kernel = llvm::cantFail(
+        (*registry.lookup("Conv"))(OpInfo(plan.ops(0), {nullptr, &w, &bias})));
+    Tensor input = x;
+    if (c.channelsLast)
+      input = cpu::reorderTo(x,
+                             cpu::memory::desc(cpu::toDims(x.shape()),
+                                               cpu::memory::data_type::f32,
+                                               cpu::Tag::nhwc),
+                             ctx);
+    const Tensor *args[] = {&input, &w, &bias};
+    Tensor y;
+    llvm::Error e = kernel->run(args, llvm::MutableArrayRef<Tensor>(y));
+    ASSERT_FALSE(static_cast<bool>(e)) << llvm::toString(std::move(e));
+    EXPECT_EQ(cpu::isChannelsLast(y), c.channelsLast);
+    Tensor plain = llvm::cantFail(y.toPlain());
+    ASSERT_TRUE(std::isnan(plain.data<float>()[0]));
+    // The reference keeps NaN where the kernel does; compare the rest.
+    float *got = plain.data<float>(), *want = ref.data<float>();
+    for (int64_t i = 0; i < ref.numElements(); ++i)
+      if (std::isnan(got[i]) && std::isnan(want[i]))
+        got[i] = want[i] = 0.f;
+    EXPECT_TRUE(allClose(plain, ref, 1e-4f, 1e-5f));
   }
 }
 

@@ -16,7 +16,9 @@
 // channels-last when the input is channels-last, and
 // for 3x3 stride-1 convolutions Winograd, and for groups of 4 or 8
 // channels the groups merged into 16-channel ones (GroupWidening.h;
-// ResNeXt-50 and RegNet-Y 3-7% faster); where the activation is Swish,
+// ResNeXt-50 and RegNet-Y 3-7% faster), for depthwise convolutions our
+// own kernel (DepthwiseDirect.h) in blocks of 16 and, when the input is,
+// channels-last; where the activation is Swish,
 // each of these again with the Swish as a pass after the convolution
 // instead of oneDNN's post-op (SwishPass.h). Each candidate has a name,
 // by which CPUContext::acceptConvCandidate can leave it out (tests run
@@ -34,6 +36,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ConvKernels.h"
+#include "DepthwiseDirect.h"
 #include "GroupWidening.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -64,6 +67,10 @@ struct ConvEntry {
   memory::desc biasMd;
   /// The last run's arguments, for the next.
   PrimitiveArgs args;
+  /// Set when our own depthwise kernel (DepthwiseDirect.h) runs instead
+  /// of `primitive`; `weights` are then packed for it.
+  std::optional<DepthwiseShape> depthwise;
+  DepthwiseEpilogue epilogue;
 };
 
 class ConvKernel : public Kernel {
@@ -81,6 +88,15 @@ private:
                                  const Tensor *b);
   double secondsPerRun(const ConvEntry &e, const Tensor &x, const Tensor &w,
                        const Tensor *b);
+  /// Our own depthwise kernel for this shape and layout, if it runs it
+  /// (null else).
+  std::optional<ConvEntry> ownDepthwise(const Tensor &x, const Tensor &w,
+                                        const ConvGeometry &geo,
+                                        bool channelsLast, bool swishApart);
+  /// Runs `e` on `src` into `dst` with `packed` weights and plain `bias`,
+  /// keeping its memory objects in `args`.
+  void execute(const ConvEntry &e, PrimitiveArgs &args, const Tensor &src,
+               const Tensor &packed, const Tensor *bias, Tensor &dst);
 
   PrimitiveCache<ConvEntry> cache;
   ConvParams params;
@@ -93,6 +109,8 @@ private:
 static Tensor packWeights(const Tensor &w, const ConvEntry &e,
                           const CPUContextPtr &ctx, int64_t groups) {
   Tensor plain = plainOf(w, ctx);
+  if (e.depthwise)
+    return packDepthwiseWeights(plain);
   if (e.widening > 1)
     plain = widenGroupWeights(plain, groups, e.widening);
   Tensor packed = allocate(e.weightsMd, plain.shape(), ctx);
@@ -156,20 +174,18 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   if (!ctx->autotune || x.rank() != 4)
     return *makeEntry(dnnl::algorithm::convolution_direct, Tag::any, Tag::any);
 
-  // Times the candidate named `name` (and, after a Swish, the same with the
-  // Swish as a pass) and keeps it if its time, scaled by `weight`, is the
-  // best yet.
+  // Times the candidate named `name` that build(swishApart) makes (and,
+  // after a Swish, the same with the Swish as a pass) and keeps it if its
+  // time, scaled by `weight`, is the best yet.
   std::optional<ConvEntry> best;
   double fastest = 0;
-  auto consider = [&](llvm::StringRef name, dnnl::algorithm algorithm,
-                      Tag srcTag, Tag dstTag, double weight,
-                      int64_t widening = 1) {
+  auto considerBuilt = [&](llvm::StringRef name, double weight, auto build) {
     for (bool swishApart : {false, true}) {
       if (swishApart && !params.swishLast)
         break;
       std::optional<ConvEntry> candidate;
       try {
-        candidate = makeEntry(algorithm, srcTag, dstTag, widening, swishApart);
+        candidate = build(swishApart);
       } catch (const dnnl::error &) {
         // No implementation for this shape, format and post-ops; Winograd
         // has no swish post-op but runs with the Swish as a pass.
@@ -188,6 +204,13 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
         fastest = seconds;
       }
     }
+  };
+  auto consider = [&](llvm::StringRef name, dnnl::algorithm algorithm,
+                      Tag srcTag, Tag dstTag, double weight,
+                      int64_t widening = 1) {
+    considerBuilt(name, weight, [&](bool swishApart) {
+      return makeEntry(algorithm, srcTag, dstTag, widening, swishApart);
+    });
   };
   consider("direct", dnnl::algorithm::convolution_direct, Tag::any, Tag::any,
            1);
@@ -236,6 +259,15 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   if (geo.winogradShape)
     consider("winograd", dnnl::algorithm::convolution_winograd, Tag::any,
              Tag::any, 1);
+  // Our own depthwise kernel (DepthwiseDirect.h): in blocks of 16, and
+  // channels-last when the input is, weighted as oneDNN's in those.
+  considerBuilt("own depthwise nChw16c", 0.9, [&](bool swishApart) {
+    return ownDepthwise(x, w, geo, false, swishApart);
+  });
+  if (isChannelsLast(x))
+    considerBuilt("own depthwise nhwc", 1, [&](bool swishApart) {
+      return ownDepthwise(x, w, geo, true, swishApart);
+    });
   if (!best)
     return kernelError(
         "no convolution candidate for " + x.typeString() + " by " +
@@ -258,19 +290,64 @@ double ConvKernel::secondsPerRun(const ConvEntry &e, const Tensor &x,
   Tensor packed =
       e.weights.isNull() ? packWeights(w, e, ctx, params.group) : e.weights;
   Tensor bias = b ? plainOf(*b, ctx) : Tensor();
-  std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, memoryOf(src, *ctx)},
-      {DNNL_ARG_WEIGHTS, memory(e.weightsMd, ctx->engine, packed.rawData())},
-      {DNNL_ARG_DST, memoryOf(dst, *ctx)}};
-  if (b)
-    args[DNNL_ARG_BIAS] = memoryOf(bias, *ctx);
-  addScratchpad(e.scratchpadMd, *ctx, args);
-  return bestSeconds([&] {
-           e.primitive.execute(ctx->stream, args);
-           ctx->stream.wait();
-           swishIfApart(e.swishApart, dst, e.dstMd);
-         }) +
+  PrimitiveArgs args;
+  return bestSeconds(
+             [&] { execute(e, args, src, packed, b ? &bias : nullptr, dst); }) +
          reorderSeconds(x, e.srcMd, ctx);
+}
+
+void ConvKernel::execute(const ConvEntry &e, PrimitiveArgs &args,
+                         const Tensor &src, const Tensor &packed,
+                         const Tensor *bias, Tensor &dst) {
+  const CPUContextPtr &ctx = cache.context();
+  if (e.depthwise) {
+    depthwiseDirect(src.data<float>(), packed.data<float>(),
+                    bias ? bias->data<float>() : nullptr, dst.data<float>(),
+                    *e.depthwise, e.epilogue);
+  } else {
+    const dnnl::engine &engine = ctx->engine;
+    args.set(DNNL_ARG_SRC, e.srcMd, src.rawData(), engine);
+    args.set(DNNL_ARG_WEIGHTS, e.weightsMd, packed.rawData(), engine);
+    args.set(DNNL_ARG_DST, e.dstMd, dst.rawData(), engine);
+    if (bias)
+      args.set(DNNL_ARG_BIAS, e.biasMd, bias->rawData(), engine);
+    args.setScratchpad(e.scratchpadMd, *ctx);
+    e.primitive.execute(ctx->stream, args.get());
+    ctx->stream.wait();
+  }
+  swishIfApart(e.swishApart, dst, e.dstMd);
+}
+
+std::optional<ConvEntry> ConvKernel::ownDepthwise(const Tensor &x,
+                                                  const Tensor &w,
+                                                  const ConvGeometry &geo,
+                                                  bool channelsLast,
+                                                  bool swishApart) {
+  // One filter per channel, square, undilated, stride the same both ways.
+  int64_t c = x.dim(1), k = w.dim(2);
+  bool square = w.dim(3) == k && geo.strides[0] == geo.strides[1];
+  bool undilated = geo.dilations[0] == 0 && geo.dilations[1] == 0;
+  if (params.sum || params.group != c || w.dim(0) != c || w.dim(1) != 1 ||
+      !square || !undilated || !depthwiseDirectRuns(k, geo.strides[0]))
+    return std::nullopt;
+  std::optional<DepthwiseEpilogue> epilogue = depthwiseEpilogueOf(
+      swishApart ? params.postOpsBeforeSwish : params.postOps);
+  if (!epilogue)
+    return std::nullopt;
+  const Shape &out = geo.outShape;
+  ConvEntry e;
+  Tag tag = channelsLast ? Tag::nhwc : Tag::nChw16c;
+  e.srcMd = memory::desc(toDims(x.shape()), memory::data_type::f32, tag);
+  e.dstMd = memory::desc(toDims(out), memory::data_type::f32, tag);
+  e.outShape = out;
+  e.swishApart = swishApart;
+  e.depthwise = DepthwiseShape{
+      x.dim(0),       c,           x.dim(2),    x.dim(3),    out[2], out[3], k,
+      geo.strides[0], geo.padL[0], geo.padL[1], channelsLast};
+  e.epilogue = *epilogue;
+  if (constantWeights)
+    e.weights = packDepthwiseWeights(plainOf(w, cache.context()));
+  return e;
 }
 
 llvm::Error ConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
@@ -305,17 +382,8 @@ llvm::Error ConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
     } else {
       dst = destination(outputs[0], e.dstMd, e.outShape, ctx);
     }
-    const dnnl::engine &engine = ctx->engine;
-    e.args.set(DNNL_ARG_SRC, e.srcMd, src.rawData(), engine);
-    e.args.set(DNNL_ARG_WEIGHTS, e.weightsMd, packed.rawData(), engine);
-    e.args.set(DNNL_ARG_DST, e.dstMd, dst.rawData(), engine);
     Tensor bias = b ? plainOf(*b, ctx) : Tensor();
-    if (b)
-      e.args.set(DNNL_ARG_BIAS, e.biasMd, bias.rawData(), engine);
-    e.args.setScratchpad(e.scratchpadMd, *ctx);
-    e.primitive.execute(ctx->stream, e.args.get());
-    ctx->stream.wait();
-    swishIfApart(e.swishApart, dst, e.dstMd);
+    execute(e, e.args, src, packed, b ? &bias : nullptr, dst);
     outputs[0] = std::move(dst);
     return llvm::Error::success();
   });

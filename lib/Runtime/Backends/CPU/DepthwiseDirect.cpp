@@ -1,0 +1,291 @@
+//===- DepthwiseDirect.cpp - our own depthwise convolution ----------------===//
+
+#include "DepthwiseDirect.h"
+
+#include "llvm/Support/ErrorHandling.h"
+
+#include <algorithm>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cpu;
+using Kind = DepthwiseEpilogue::Kind;
+
+std::optional<DepthwiseEpilogue>
+cpu::depthwiseEpilogueOf(const dnnl::post_ops &ops) {
+  if (ops.len() == 0)
+    return DepthwiseEpilogue{};
+  if (ops.len() != 1 || ops.kind(0) != dnnl::primitive::kind::eltwise)
+    return std::nullopt;
+  float scale, alpha, beta;
+  dnnl::algorithm algorithm;
+  ops.get_params_eltwise(0, scale, algorithm, alpha, beta);
+  if (scale != 1.f)
+    return std::nullopt;
+  if (algorithm == dnnl::algorithm::eltwise_relu && alpha == 0.f)
+    return DepthwiseEpilogue{Kind::Relu};
+  if ((algorithm == dnnl::algorithm::eltwise_clip ||
+       algorithm == dnnl::algorithm::eltwise_clip_v2) &&
+      alpha <= 0.f && beta >= 0.f)
+    return DepthwiseEpilogue{Kind::Clip, alpha, beta};
+  if (algorithm == dnnl::algorithm::eltwise_hardswish)
+    return DepthwiseEpilogue{Kind::HardSwish};
+  return std::nullopt;
+}
+
+namespace {
+
+constexpr int64_t B = 16;
+
+int64_t blocksOf(int64_t channels) { return (channels + B - 1) / B; }
+
+} // namespace
+
+Tensor cpu::packDepthwiseWeights(const Tensor &plain) {
+  int64_t c = plain.dim(0), taps = plain.numElements() / c;
+  int64_t blocks = blocksOf(c);
+  Tensor packed(DType::F32, {blocks * taps * B});
+  float *to = packed.data<float>();
+  const float *from = plain.data<float>();
+  std::memset(to, 0, packed.bytes());
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t t = 0; t < taps; ++t)
+      to[(ch / B * taps + t) * B + ch % B] = from[ch * taps + t];
+  return packed;
+}
+
+#if defined(__x86_64__)
+
+namespace {
+
+template <Kind A>
+__attribute__((target("avx512f"))) inline __m512
+finish(__m512 acc, const DepthwiseEpilogue &e) {
+  // max and min return their second operand when either is NaN: the sum
+  // goes second, so NaN stays NaN as ONNX has it.
+  __m512 zero = _mm512_setzero_ps();
+  if constexpr (A == Kind::Relu)
+    return _mm512_max_ps(zero, acc);
+  if constexpr (A == Kind::Clip)
+    return _mm512_min_ps(_mm512_set1_ps(e.hi),
+                         _mm512_max_ps(_mm512_set1_ps(e.lo), acc));
+  if constexpr (A == Kind::HardSwish) {
+    __m512 t = _mm512_add_ps(acc, _mm512_set1_ps(3.f));
+    t = _mm512_min_ps(_mm512_set1_ps(6.f), _mm512_max_ps(zero, t));
+    return _mm512_mul_ps(_mm512_mul_ps(acc, t), _mm512_set1_ps(1.f / 6.f));
+  }
+  return acc;
+}
+
+/// Where one row's positions read and write, and what they add.
+struct RowView {
+  const float *x; // the input's first row, at the block's first channel
+  float *y;       // the output row, the same
+  int64_t step;   // floats from one position to the next
+  int64_t rowStep;
+  __m512 bias;
+  __mmask16 lanes; // the channels to load and store
+  int64_t khLo, khHi, ih0;
+};
+
+/// Output position `ow` of a row: `Edge` checks each tap's column, `Masked`
+/// loads and stores only `lanes` (channels-last's last, partial block).
+template <int64_t K, int64_t S, Kind A, bool Edge, bool Masked>
+__attribute__((target("avx512f"), always_inline)) inline void
+position(const RowView &r, const __m512 *taps, const DepthwiseShape &s,
+         const DepthwiseEpilogue &e, int64_t ow) {
+  int64_t iw0 = ow * S - s.padLeft;
+  __m512 acc = r.bias;
+  // Constant bounds: the loops unroll and the taps stay in registers.
+#pragma GCC unroll 7
+  for (int64_t kh = 0; kh < K; ++kh) {
+    if (kh < r.khLo || kh >= r.khHi)
+      continue;
+    const float *xr = r.x + (r.ih0 + kh) * r.rowStep + iw0 * r.step;
+#pragma GCC unroll 7
+    for (int64_t kw = 0; kw < K; ++kw) {
+      if (Edge && (iw0 + kw < 0 || iw0 + kw >= s.w))
+        continue;
+      __m512 v = Masked ? _mm512_maskz_loadu_ps(r.lanes, xr + kw * r.step)
+                        : _mm512_loadu_ps(xr + kw * r.step);
+      acc = _mm512_fmadd_ps(v, taps[kh * K + kw], acc);
+    }
+  }
+  acc = finish<A>(acc, e);
+  if (Masked)
+    _mm512_mask_storeu_ps(r.y + ow * r.step, r.lanes, acc);
+  else
+    _mm512_storeu_ps(r.y + ow * r.step, acc);
+}
+
+/// Four neighbouring interior positions at stride 1, from ow on: each
+/// input vector is loaded once for the taps of all four.
+template <int64_t K, Kind A, bool Masked>
+__attribute__((target("avx512f"), always_inline)) inline void
+fourPositions(const RowView &r, const __m512 *taps, const DepthwiseShape &s,
+              const DepthwiseEpilogue &e, int64_t ow) {
+  constexpr int64_t N = 4;
+  int64_t iw0 = ow - s.padLeft;
+  __m512 acc[N];
+  for (int64_t j = 0; j < N; ++j)
+    acc[j] = r.bias;
+#pragma GCC unroll 7
+  for (int64_t kh = 0; kh < K; ++kh) {
+    if (kh < r.khLo || kh >= r.khHi)
+      continue;
+    const float *xr = r.x + (r.ih0 + kh) * r.rowStep + iw0 * r.step;
+#pragma GCC unroll 10
+    for (int64_t i = 0; i < K + N - 1; ++i) {
+      __m512 v = Masked ? _mm512_maskz_loadu_ps(r.lanes, xr + i * r.step)
+                        : _mm512_loadu_ps(xr + i * r.step);
+#pragma GCC unroll 4
+      for (int64_t j = 0; j < N; ++j)
+        if (i - j >= 0 && i - j < K)
+          acc[j] = _mm512_fmadd_ps(v, taps[kh * K + i - j], acc[j]);
+    }
+  }
+  for (int64_t j = 0; j < N; ++j) {
+    __m512 out = finish<A>(acc[j], e);
+    if (Masked)
+      _mm512_mask_storeu_ps(r.y + (ow + j) * r.step, r.lanes, out);
+    else
+      _mm512_storeu_ps(r.y + (ow + j) * r.step, out);
+  }
+}
+
+template <int64_t K, int64_t S, Kind A, bool Masked>
+__attribute__((target("avx512f"))) void
+positions(const RowView &r, const __m512 *taps, const DepthwiseShape &s,
+          const DepthwiseEpilogue &e) {
+  // Columns whose taps all fall inside the image run without checks.
+  int64_t owLo = std::min(s.ow, (s.padLeft + S - 1) / S);
+  int64_t lastInside = s.w - K + s.padLeft;
+  int64_t owHi = lastInside < 0
+                     ? owLo
+                     : std::max(owLo, std::min(s.ow, lastInside / S + 1));
+  int64_t ow = 0;
+  for (; ow < owLo; ++ow)
+    position<K, S, A, true, Masked>(r, taps, s, e, ow);
+  if constexpr (S == 1)
+    for (; ow + 4 <= owHi; ow += 4)
+      fourPositions<K, A, Masked>(r, taps, s, e, ow);
+  for (; ow < owHi; ++ow)
+    position<K, S, A, false, Masked>(r, taps, s, e, ow);
+  for (; ow < s.ow; ++ow)
+    position<K, S, A, true, Masked>(r, taps, s, e, ow);
+}
+
+/// Output rows [ohBegin, ohEnd) of channels [16 cb, 16 cb + 16) of item
+/// `n`, the block's taps loaded once.
+template <int64_t K, int64_t S, Kind A>
+__attribute__((target("avx512f"))) void
+rows(const float *x, const float *w, const float *bias, float *y,
+     const DepthwiseShape &s, const DepthwiseEpilogue &e, int64_t n, int64_t cb,
+     int64_t ohBegin, int64_t ohEnd) {
+  int64_t blocks = blocksOf(s.c);
+  int64_t valid = std::min(B, s.c - cb * B);
+  __mmask16 channels = static_cast<__mmask16>((1u << valid) - 1);
+  __m512 taps[K * K];
+  for (int64_t t = 0; t < K * K; ++t)
+    taps[t] = _mm512_loadu_ps(w + (cb * K * K + t) * B);
+  RowView r;
+  r.step = s.channelsLast ? s.c : B;
+  r.rowStep = s.w * r.step;
+  r.x = s.channelsLast ? x + n * s.h * s.w * s.c + cb * B
+                       : x + (n * blocks + cb) * s.h * s.w * B;
+  r.bias = bias ? _mm512_maskz_loadu_ps(channels, bias + cb * B)
+                : _mm512_setzero_ps();
+  r.lanes = channels;
+  for (int64_t oh = ohBegin; oh < ohEnd; ++oh) {
+    r.y = s.channelsLast ? y + (n * s.oh + oh) * s.ow * s.c + cb * B
+                         : y + ((n * blocks + cb) * s.oh + oh) * s.ow * B;
+    r.ih0 = oh * S - s.padTop;
+    r.khLo = std::max<int64_t>(0, -r.ih0);
+    r.khHi = std::min<int64_t>(K, s.h - r.ih0);
+    // Blocks hold their padded lanes (zeros); channels-last memory ends at
+    // the last channel.
+    if (s.channelsLast && valid < B)
+      positions<K, S, A, true>(r, taps, s, e);
+    else
+      positions<K, S, A, false>(r, taps, s, e);
+  }
+}
+
+using RowFn = void (*)(const float *, const float *, const float *, float *,
+                       const DepthwiseShape &, const DepthwiseEpilogue &,
+                       int64_t, int64_t, int64_t, int64_t);
+
+template <int64_t K, int64_t S> RowFn rowFor(Kind a) {
+  switch (a) {
+  case Kind::Relu:
+    return rows<K, S, Kind::Relu>;
+  case Kind::Clip:
+    return rows<K, S, Kind::Clip>;
+  case Kind::HardSwish:
+    return rows<K, S, Kind::HardSwish>;
+  case Kind::None:
+    break;
+  }
+  return rows<K, S, Kind::None>;
+}
+
+template <int64_t K> RowFn rowFor(int64_t stride, Kind a) {
+  return stride == 1 ? rowFor<K, 1>(a) : rowFor<K, 2>(a);
+}
+
+RowFn rowFor(int64_t kernel, int64_t stride, Kind a) {
+  switch (kernel) {
+  case 3:
+    return rowFor<3>(stride, a);
+  case 5:
+    return rowFor<5>(stride, a);
+  default:
+    return rowFor<7>(stride, a);
+  }
+}
+
+} // namespace
+
+bool cpu::depthwiseDirectRuns(int64_t kernel, int64_t stride) {
+  return (kernel == 3 || kernel == 5 || kernel == 7) &&
+         (stride == 1 || stride == 2) && __builtin_cpu_supports("avx512f");
+}
+
+void cpu::depthwiseDirect(const float *x, const float *w, const float *bias,
+                          float *y, const DepthwiseShape &s,
+                          DepthwiseEpilogue epilogue) {
+  RowFn run = rowFor(s.kernel, s.stride, epilogue.kind);
+  // Work items of whole blocks where there are enough of them, each
+  // block's taps loaded once; else a block's rows split in chunks, 8 items
+  // at least. Channels-last items are chunks of rows over every block, so
+  // that the blocks of a position come from the same cache lines.
+  int64_t blocks = blocksOf(s.c);
+  int64_t items = s.channelsLast ? s.n : s.n * blocks;
+  int64_t chunks = std::min(s.oh, (8 + items - 1) / items);
+  int64_t perChunk = (s.oh + chunks - 1) / chunks;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < items * chunks; ++i) {
+    int64_t item = i / chunks, begin = i % chunks * perChunk;
+    int64_t end = std::min(s.oh, begin + perChunk);
+    if (s.channelsLast)
+      for (int64_t cb = 0; cb < blocks; ++cb)
+        run(x, w, bias, y, s, epilogue, item, cb, begin, end);
+    else
+      run(x, w, bias, y, s, epilogue, item / blocks, item % blocks, begin, end);
+  }
+}
+
+#else
+
+bool cpu::depthwiseDirectRuns(int64_t, int64_t) { return false; }
+
+void cpu::depthwiseDirect(const float *, const float *, const float *, float *,
+                          const DepthwiseShape &, DepthwiseEpilogue) {
+  llvm_unreachable("depthwiseDirectRuns is false off x86-64");
+}
+
+#endif
