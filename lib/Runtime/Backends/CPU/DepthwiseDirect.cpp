@@ -92,6 +92,22 @@ struct RowView {
   int64_t khLo, khHi, ih0;
 };
 
+/// The 16 channels at `p`: all of them, or only `lanes` when `Masked`.
+template <bool Masked>
+__attribute__((target("avx512f"), always_inline)) inline __m512
+load(const RowView &r, const float *p) {
+  return Masked ? _mm512_maskz_loadu_ps(r.lanes, p) : _mm512_loadu_ps(p);
+}
+
+template <bool Masked>
+__attribute__((target("avx512f"), always_inline)) inline void
+store(const RowView &r, float *p, __m512 v) {
+  if (Masked)
+    _mm512_mask_storeu_ps(p, r.lanes, v);
+  else
+    _mm512_storeu_ps(p, v);
+}
+
 /// Output position `ow` of a row: `Edge` checks each tap's column, `Masked`
 /// loads and stores only `lanes` (channels-last's last, partial block).
 template <int64_t K, int64_t S, Kind A, bool Edge, bool Masked>
@@ -110,16 +126,11 @@ position(const RowView &r, const __m512 *taps, const DepthwiseShape &s,
     for (int64_t kw = 0; kw < K; ++kw) {
       if (Edge && (iw0 + kw < 0 || iw0 + kw >= s.w))
         continue;
-      __m512 v = Masked ? _mm512_maskz_loadu_ps(r.lanes, xr + kw * r.step)
-                        : _mm512_loadu_ps(xr + kw * r.step);
-      acc = _mm512_fmadd_ps(v, taps[kh * K + kw], acc);
+      acc = _mm512_fmadd_ps(load<Masked>(r, xr + kw * r.step),
+                            taps[kh * K + kw], acc);
     }
   }
-  acc = finish<A>(acc, e);
-  if (Masked)
-    _mm512_mask_storeu_ps(r.y + ow * r.step, r.lanes, acc);
-  else
-    _mm512_storeu_ps(r.y + ow * r.step, acc);
+  store<Masked>(r, r.y + ow * r.step, finish<A>(acc, e));
 }
 
 /// Four neighbouring interior positions at stride 1, from ow on: each
@@ -140,21 +151,15 @@ fourPositions(const RowView &r, const __m512 *taps, const DepthwiseShape &s,
     const float *xr = r.x + (r.ih0 + kh) * r.rowStep + iw0 * r.step;
 #pragma GCC unroll 10
     for (int64_t i = 0; i < K + N - 1; ++i) {
-      __m512 v = Masked ? _mm512_maskz_loadu_ps(r.lanes, xr + i * r.step)
-                        : _mm512_loadu_ps(xr + i * r.step);
+      __m512 v = load<Masked>(r, xr + i * r.step);
 #pragma GCC unroll 4
       for (int64_t j = 0; j < N; ++j)
         if (i - j >= 0 && i - j < K)
           acc[j] = _mm512_fmadd_ps(v, taps[kh * K + i - j], acc[j]);
     }
   }
-  for (int64_t j = 0; j < N; ++j) {
-    __m512 out = finish<A>(acc[j], e);
-    if (Masked)
-      _mm512_mask_storeu_ps(r.y + (ow + j) * r.step, r.lanes, out);
-    else
-      _mm512_storeu_ps(r.y + (ow + j) * r.step, out);
-  }
+  for (int64_t j = 0; j < N; ++j)
+    store<Masked>(r, r.y + (ow + j) * r.step, finish<A>(acc[j], e));
 }
 
 template <int64_t K, int64_t S, Kind A, bool Masked>
