@@ -1,15 +1,12 @@
 //===- DepthwiseDirect.cpp - our own depthwise convolution ----------------===//
 
 #include "DepthwiseDirect.h"
+#include "SwishVector.h"
 
 #include "llvm/Support/ErrorHandling.h"
 
 #include <algorithm>
 #include <cstring>
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
@@ -34,6 +31,8 @@ cpu::depthwiseEpilogueOf(const dnnl::post_ops &ops) {
     return DepthwiseEpilogue{Kind::Clip, alpha, beta};
   if (algorithm == dnnl::algorithm::eltwise_hardswish)
     return DepthwiseEpilogue{Kind::HardSwish};
+  if (algorithm == dnnl::algorithm::eltwise_swish && alpha == 1.f)
+    return DepthwiseEpilogue{Kind::Swish};
   return std::nullopt;
 }
 
@@ -73,6 +72,8 @@ finish(__m512 acc, const DepthwiseEpilogue &e) {
   if constexpr (A == Kind::Clip)
     return _mm512_min_ps(_mm512_set1_ps(e.hi),
                          _mm512_max_ps(_mm512_set1_ps(e.lo), acc));
+  if constexpr (A == Kind::Swish)
+    return swish16(acc);
   if constexpr (A == Kind::HardSwish) {
     __m512 t = _mm512_add_ps(acc, _mm512_set1_ps(3.f));
     t = _mm512_min_ps(_mm512_set1_ps(6.f), _mm512_max_ps(zero, t));
@@ -232,6 +233,8 @@ template <int64_t K, int64_t S> RowFn rowFor(Kind a) {
     return rows<K, S, Kind::Clip>;
   case Kind::HardSwish:
     return rows<K, S, Kind::HardSwish>;
+  case Kind::Swish:
+    return rows<K, S, Kind::Swish>;
   case Kind::None:
     break;
   }

@@ -1,15 +1,14 @@
-//===- DepthwiseDirect.h - our own depthwise convolution ---------*- C++
-//-*-===//
+//===- DepthwiseDirect.h - our own depthwise convolution --------*- C++ -*-===//
 //
 // Internal to the CPU backend: a depthwise convolution (one filter per
 // channel) in oneDNN's 16-channel blocks or channels-last, one AVX-512
-// vector per position and 16 channels, the kernel's taps as fused
-// multiply-adds, the bias and the activation in registers before the one
-// store. oneDNN 2.6's jit_dw ran
-// the MobileNets' and EfficientNets' shapes 1.04-1.63x slower in a
-// microbenchmark (2 threads, hot caches, bit-identical results), and
-// standalone depthwise convolutions are 12-20% of those networks at batch 1.
-// ConvKernel.cpp offers it as an autotuning candidate: timing decides.
+// vector per position and 16 channels, the window's taps in registers as
+// fused multiply-adds, the bias and the activation applied before the one
+// store. Standalone depthwise convolutions are 12-20% of the MobileNets'
+// and EfficientNets' time at batch 1; oneDNN 2.6's jit_dw and brdgmm_dw
+// ran their shapes up to 1.8x slower than this (benchmarks/machine/
+// depthwise.sh), though faster on 7x7 images. ConvKernel.cpp offers it as
+// an autotuning candidate: timing decides.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,13 +26,14 @@ namespace heterps::runtime::cpu {
 /// What follows the sum in registers. Each maps 0 to 0, so the padded
 /// lanes of the last channel block stay 0, and each keeps NaN.
 struct DepthwiseEpilogue {
-  enum Kind { None, Relu, Clip, HardSwish } kind = None;
+  enum Kind { None, Relu, Clip, HardSwish, Swish } kind = None;
   /// Clip's bounds.
   float lo = 0, hi = 0;
 };
 
 /// The epilogue for a convolution's post-ops, if they are nothing or one
-/// activation it has (ReLU, a clip whose range holds 0, HardSwish).
+/// activation it has (ReLU, a clip whose range holds 0, HardSwish, Swish
+/// as SwishVector.h computes it).
 std::optional<DepthwiseEpilogue> depthwiseEpilogueOf(const dnnl::post_ops &ops);
 
 /// The geometry of one depthwise convolution, NCHW sizes, and the layout
