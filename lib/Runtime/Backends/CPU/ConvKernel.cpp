@@ -346,7 +346,7 @@ std::optional<ConvEntry> ConvKernel::ownDepthwise(const Tensor &x,
       geo.strides[0], geo.padL[0], geo.padL[1], channelsLast};
   e.epilogue = *epilogue;
   if (constantWeights)
-    e.weights = packDepthwiseWeights(plainOf(w, cache.context()));
+    e.weights = packWeights(w, e, cache.context(), params.group);
   return e;
 }
 

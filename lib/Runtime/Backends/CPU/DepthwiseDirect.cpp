@@ -109,54 +109,33 @@ store(const RowView &r, float *p, __m512 v) {
     _mm512_storeu_ps(p, v);
 }
 
-/// Output position `ow` of a row: `Edge` checks each tap's column, `Masked`
-/// loads and stores only `lanes` (channels-last's last, partial block).
-template <int64_t K, int64_t S, Kind A, bool Edge, bool Masked>
+/// N neighbouring output positions of a row from `ow` on, each input
+/// column loaded once for the taps of all N that read it. `Edge` checks
+/// each column against the image, `Masked` loads and stores only `lanes`
+/// (channels-last's last, partial block).
+template <int64_t K, int64_t S, int64_t N, Kind A, bool Edge, bool Masked>
 __attribute__((target("avx512f"), always_inline)) inline void
-position(const RowView &r, const __m512 *taps, const DepthwiseShape &s,
-         const DepthwiseEpilogue &e, int64_t ow) {
-  int64_t iw0 = ow * S - s.padLeft;
-  __m512 acc = r.bias;
-  // Constant bounds: the loops unroll and the taps stay in registers.
-#pragma GCC unroll 7
-  for (int64_t kh = 0; kh < K; ++kh) {
-    if (kh < r.khLo || kh >= r.khHi)
-      continue;
-    const float *xr = r.x + (r.ih0 + kh) * r.rowStep + iw0 * r.step;
-#pragma GCC unroll 7
-    for (int64_t kw = 0; kw < K; ++kw) {
-      if (Edge && (iw0 + kw < 0 || iw0 + kw >= s.w))
-        continue;
-      acc = _mm512_fmadd_ps(load<Masked>(r, xr + kw * r.step),
-                            taps[kh * K + kw], acc);
-    }
-  }
-  store<Masked>(r, r.y + ow * r.step, finish<A>(acc, e));
-}
-
-/// Four neighbouring interior positions at stride 1, from ow on: each
-/// input vector is loaded once for the taps of all four.
-template <int64_t K, Kind A, bool Masked>
-__attribute__((target("avx512f"), always_inline)) inline void
-fourPositions(const RowView &r, const __m512 *taps, const DepthwiseShape &s,
+positionsFrom(const RowView &r, const __m512 *taps, const DepthwiseShape &s,
               const DepthwiseEpilogue &e, int64_t ow) {
-  constexpr int64_t N = 4;
-  int64_t iw0 = ow - s.padLeft;
+  int64_t iw0 = ow * S - s.padLeft;
   __m512 acc[N];
   for (int64_t j = 0; j < N; ++j)
     acc[j] = r.bias;
+    // Constant bounds: the loops unroll and the taps stay in registers.
 #pragma GCC unroll 7
   for (int64_t kh = 0; kh < K; ++kh) {
     if (kh < r.khLo || kh >= r.khHi)
       continue;
     const float *xr = r.x + (r.ih0 + kh) * r.rowStep + iw0 * r.step;
 #pragma GCC unroll 10
-    for (int64_t i = 0; i < K + N - 1; ++i) {
+    for (int64_t i = 0; i < (N - 1) * S + K; ++i) {
+      if (Edge && (iw0 + i < 0 || iw0 + i >= s.w))
+        continue;
       __m512 v = load<Masked>(r, xr + i * r.step);
 #pragma GCC unroll 4
       for (int64_t j = 0; j < N; ++j)
-        if (i - j >= 0 && i - j < K)
-          acc[j] = _mm512_fmadd_ps(v, taps[kh * K + i - j], acc[j]);
+        if (int64_t kw = i - j * S; kw >= 0 && kw < K)
+          acc[j] = _mm512_fmadd_ps(v, taps[kh * K + kw], acc[j]);
     }
   }
   for (int64_t j = 0; j < N; ++j)
@@ -173,16 +152,17 @@ positions(const RowView &r, const __m512 *taps, const DepthwiseShape &s,
   int64_t owHi = lastInside < 0
                      ? owLo
                      : std::max(owLo, std::min(s.ow, lastInside / S + 1));
+  // Four at a time at stride 1, where neighbours share most columns.
   int64_t ow = 0;
   for (; ow < owLo; ++ow)
-    position<K, S, A, true, Masked>(r, taps, s, e, ow);
+    positionsFrom<K, S, 1, A, true, Masked>(r, taps, s, e, ow);
   if constexpr (S == 1)
     for (; ow + 4 <= owHi; ow += 4)
-      fourPositions<K, A, Masked>(r, taps, s, e, ow);
+      positionsFrom<K, S, 4, A, false, Masked>(r, taps, s, e, ow);
   for (; ow < owHi; ++ow)
-    position<K, S, A, false, Masked>(r, taps, s, e, ow);
+    positionsFrom<K, S, 1, A, false, Masked>(r, taps, s, e, ow);
   for (; ow < s.ow; ++ow)
-    position<K, S, A, true, Masked>(r, taps, s, e, ow);
+    positionsFrom<K, S, 1, A, true, Masked>(r, taps, s, e, ow);
 }
 
 /// Output rows [ohBegin, ohEnd) of channels [16 cb, 16 cb + 16) of item
