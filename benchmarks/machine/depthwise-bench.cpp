@@ -116,7 +116,7 @@ int main() {
       };
       auto runOwn = [&] {
         depthwiseDirect(x.data(), packed.data<float>(), b.data(), yOwn.data(),
-                        shape, {DepthwiseEpilogue::HardSwish});
+                        shape, {ConvEpilogue::HardSwish});
       };
       runDnnl();
       runOwn();

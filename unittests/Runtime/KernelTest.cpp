@@ -464,6 +464,92 @@ TEST_F(KernelTest, OwnDepthwiseConvMatchesItsReference) {
   }
 }
 
+// Our own 1x1 + depthwise kernel (PointwiseDepthwise.h), run alone through
+// CPUContext::acceptConvCandidate on a fused pair, gives the two reference
+// convolutions' output: both strides, both activations of each kind,
+// channel counts 16 does not divide, uneven images, two items, and an
+// image wide enough that each thread's rows take several steps through its
+// buffer; NaN in the input stays NaN.
+TEST_F(KernelTest, OwnPointwiseDepthwiseMatchesItsReference) {
+  if (!cpu::depthwiseDirectRuns(3, 1))
+    GTEST_SKIP() << "no AVX-512 here: the kernel is not offered";
+  struct Case {
+    Shape x;
+    int64_t m, stride;
+    std::string activation, dwActivation;
+  };
+  auto relu6 = [](float v) { return std::min(std::max(v, 0.f), 6.f); };
+  std::map<std::string, std::function<float(float)>> activations = {
+      {"", [](float v) { return v; }},
+      {"Relu", [](float v) { return std::max(v, 0.f); }},
+      {"Clip", relu6},
+      {"HardSwish", [&](float v) { return v * relu6(v + 3.f) / 6.f; }},
+      {"Swish", [](float v) { return v / (1.f + std::exp(-v)); }}};
+  std::vector<Case> cases = {{{1, 16, 112, 112}, 96, 2, "Swish", "Swish"},
+                             {{1, 24, 56, 56}, 144, 1, "Clip", "Clip"},
+                             {{2, 24, 15, 13}, 72, 2, "HardSwish", "Relu"},
+                             {{1, 8, 9, 10}, 40, 1, "Relu", ""},
+                             {{2, 40, 7, 7}, 240, 1, "", "HardSwish"},
+                             {{1, 48, 14, 14}, 16, 2, "Swish", "Clip"}};
+  for (const Case &c : cases) {
+    int64_t channels = c.x[1];
+    Tensor x = random(c.x, -3.f, 3.f);
+    x.data<float>()[0] = std::nanf("");
+    Tensor pw = random({c.m, channels, 1, 1}), pwBias = random({c.m}),
+           dw = random({c.m, 1, 3, 3}), dwBias = random({c.m});
+    Tensor mid =
+        refUnary(refConv(x, pw, &pwBias, {{1, 1}, {1, 1}, {0, 0, 0, 0}, 1}),
+                 activations.at(c.activation));
+    Tensor ref =
+        refUnary(refConv(mid, dw, &dwBias,
+                         {{c.stride, c.stride}, {1, 1}, {1, 1, 1, 1}, c.m}),
+                 activations.at(c.dwActivation));
+    Attrs attrs = Attrs().i("dw_stride", c.stride);
+    for (auto [name, activation] : {std::pair{"activation", c.activation},
+                                    {"dw_activation", c.dwActivation}})
+      if (!activation.empty()) {
+        attrs.s(name, activation);
+        if (activation == "Clip")
+          attrs.f(std::string(name) + "_min", 0.f)
+              .f(std::string(name) + "_max", 6.f);
+      }
+    SCOPED_TRACE(x.typeString() + " to " + llvm::Twine(c.m).str() +
+                 " channels, stride " + llvm::Twine(c.stride).str() + ", " +
+                 c.activation + " then " + c.dwActivation);
+    PlanBuilder b;
+    b.output("y", b.op("Conv",
+                       {b.input("x", x.shape()), b.weight("pw", pw),
+                        b.weight("pw_b", pwBias), -1, b.weight("dw", dw),
+                        b.weight("dw_b", dwBias)},
+                       ref.shape(), attrs));
+    plan::Plan plan = b.build();
+    auto ctx = std::make_shared<cpu::CPUContext>();
+    ctx->acceptConvCandidate = [](llvm::StringRef n) {
+      return n == "own pointwise-depthwise";
+    };
+    KernelRegistry registry;
+    cpu::registerConvKernel(registry, ctx);
+    auto kernel = (*registry.lookup("Conv"))(
+        OpInfo(plan.ops(0), {nullptr, &pw, &pwBias, nullptr, &dw, &dwBias}));
+    ASSERT_TRUE(static_cast<bool>(kernel))
+        << llvm::toString(kernel.takeError());
+    const Tensor *args[] = {&x, &pw, &pwBias, nullptr, &dw, &dwBias};
+    Tensor y;
+    // Apart, the two Conv kernels would find no candidate passing the
+    // filter: a run is our kernel's.
+    if (llvm::Error e = (*kernel)->run(args, llvm::MutableArrayRef<Tensor>(y)))
+      FAIL() << llvm::toString(std::move(e));
+    Tensor plain = llvm::cantFail(y.toPlain());
+    ASSERT_TRUE(std::isnan(plain.data<float>()[0]));
+    Tensor expected = ref.clone();
+    float *got = plain.data<float>(), *want = expected.data<float>();
+    for (int64_t i = 0; i < ref.numElements(); ++i)
+      if (std::isnan(got[i]) && std::isnan(want[i]))
+        got[i] = want[i] = 0.f;
+    EXPECT_TRUE(allClose(plain, expected, 1e-4f, 1e-5f));
+  }
+}
+
 // A filter that accepts no candidate is one error naming the shapes.
 TEST_F(KernelTest, NoConvCandidatePassingTheFilterIsAnError) {
   Tensor x = random({1, 16, 6, 6}), w = random({16, 16, 3, 3});

@@ -70,7 +70,7 @@ struct ConvEntry {
   /// Set when our own depthwise kernel (DepthwiseDirect.h) runs instead
   /// of `primitive`; `weights` are then packed for it.
   std::optional<DepthwiseShape> depthwise;
-  DepthwiseEpilogue epilogue;
+  ConvEpilogue epilogue;
 };
 
 class ConvKernel : public Kernel {
@@ -330,7 +330,7 @@ std::optional<ConvEntry> ConvKernel::ownDepthwise(const Tensor &x,
   if (params.sum || params.group != c || w.dim(0) != c || w.dim(1) != 1 ||
       !square || !undilated || !depthwiseDirectRuns(k, geo.strides[0]))
     return std::nullopt;
-  std::optional<DepthwiseEpilogue> epilogue = depthwiseEpilogueOf(
+  std::optional<ConvEpilogue> epilogue = convEpilogueOf(
       swishApart ? params.postOpsBeforeSwish : params.postOps);
   if (!epilogue)
     return std::nullopt;

@@ -1,7 +1,6 @@
 //===- DepthwiseDirect.cpp - our own depthwise convolution ----------------===//
 
 #include "DepthwiseDirect.h"
-#include "SwishVector.h"
 
 #include "llvm/Support/ErrorHandling.h"
 
@@ -10,31 +9,7 @@
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
-using Kind = DepthwiseEpilogue::Kind;
-
-std::optional<DepthwiseEpilogue>
-cpu::depthwiseEpilogueOf(const dnnl::post_ops &ops) {
-  if (ops.len() == 0)
-    return DepthwiseEpilogue{};
-  if (ops.len() != 1 || ops.kind(0) != dnnl::primitive::kind::eltwise)
-    return std::nullopt;
-  float scale, alpha, beta;
-  dnnl::algorithm algorithm;
-  ops.get_params_eltwise(0, scale, algorithm, alpha, beta);
-  if (scale != 1.f)
-    return std::nullopt;
-  if (algorithm == dnnl::algorithm::eltwise_relu && alpha == 0.f)
-    return DepthwiseEpilogue{Kind::Relu};
-  if ((algorithm == dnnl::algorithm::eltwise_clip ||
-       algorithm == dnnl::algorithm::eltwise_clip_v2) &&
-      alpha <= 0.f && beta >= 0.f)
-    return DepthwiseEpilogue{Kind::Clip, alpha, beta};
-  if (algorithm == dnnl::algorithm::eltwise_hardswish)
-    return DepthwiseEpilogue{Kind::HardSwish};
-  if (algorithm == dnnl::algorithm::eltwise_swish && alpha == 1.f)
-    return DepthwiseEpilogue{Kind::Swish};
-  return std::nullopt;
-}
+using Kind = ConvEpilogue::Kind;
 
 namespace {
 
@@ -60,27 +35,6 @@ Tensor cpu::packDepthwiseWeights(const Tensor &plain) {
 #if defined(__x86_64__)
 
 namespace {
-
-template <Kind A>
-__attribute__((target("avx512f"))) inline __m512
-finish(__m512 acc, const DepthwiseEpilogue &e) {
-  // max and min return their second operand when either is NaN: the sum
-  // goes second, so NaN stays NaN as ONNX has it.
-  __m512 zero = _mm512_setzero_ps();
-  if constexpr (A == Kind::Relu)
-    return _mm512_max_ps(zero, acc);
-  if constexpr (A == Kind::Clip)
-    return _mm512_min_ps(_mm512_set1_ps(e.hi),
-                         _mm512_max_ps(_mm512_set1_ps(e.lo), acc));
-  if constexpr (A == Kind::Swish)
-    return swish16(acc);
-  if constexpr (A == Kind::HardSwish) {
-    __m512 t = _mm512_add_ps(acc, _mm512_set1_ps(3.f));
-    t = _mm512_min_ps(_mm512_set1_ps(6.f), _mm512_max_ps(zero, t));
-    return _mm512_mul_ps(_mm512_mul_ps(acc, t), _mm512_set1_ps(1.f / 6.f));
-  }
-  return acc;
-}
 
 /// Where one row's positions read and write, and what they add.
 struct RowView {
@@ -116,7 +70,7 @@ store(const RowView &r, float *p, __m512 v) {
 template <int64_t K, int64_t S, int64_t N, Kind A, bool Edge, bool Masked>
 __attribute__((target("avx512f"), always_inline)) inline void
 positionsFrom(const RowView &r, const __m512 *taps, const DepthwiseShape &s,
-              const DepthwiseEpilogue &e, int64_t ow) {
+              const ConvEpilogue &e, int64_t ow) {
   int64_t iw0 = ow * S - s.padLeft;
   __m512 acc[N];
   for (int64_t j = 0; j < N; ++j)
@@ -139,13 +93,13 @@ positionsFrom(const RowView &r, const __m512 *taps, const DepthwiseShape &s,
     }
   }
   for (int64_t j = 0; j < N; ++j)
-    store<Masked>(r, r.y + (ow + j) * r.step, finish<A>(acc[j], e));
+    store<Masked>(r, r.y + (ow + j) * r.step, applyEpilogue<A>(acc[j], e));
 }
 
 template <int64_t K, int64_t S, Kind A, bool Masked>
 __attribute__((target("avx512f"))) void
 positions(const RowView &r, const __m512 *taps, const DepthwiseShape &s,
-          const DepthwiseEpilogue &e) {
+          const ConvEpilogue &e) {
   // Columns whose taps all fall inside the image run without checks.
   int64_t owLo = std::min(s.ow, (s.padLeft + S - 1) / S);
   int64_t lastInside = s.w - K + s.padLeft;
@@ -165,14 +119,14 @@ positions(const RowView &r, const __m512 *taps, const DepthwiseShape &s,
     positionsFrom<K, S, 1, A, true, Masked>(r, taps, s, e, ow);
 }
 
-/// Output rows [ohBegin, ohEnd) of channels [16 cb, 16 cb + 16) of item
-/// `n`, the block's taps loaded once.
+/// Output rows [ohBegin, ohEnd) of channels [16 cb, 16 cb + 16), `x` and
+/// `y` at their first row (depthwiseBlockRows), the block's taps loaded
+/// once.
 template <int64_t K, int64_t S, Kind A>
 __attribute__((target("avx512f"))) void
 rows(const float *x, const float *w, const float *bias, float *y,
-     const DepthwiseShape &s, const DepthwiseEpilogue &e, int64_t n, int64_t cb,
+     const DepthwiseShape &s, const ConvEpilogue &e, int64_t cb,
      int64_t ohBegin, int64_t ohEnd) {
-  int64_t blocks = blocksOf(s.c);
   int64_t valid = std::min(B, s.c - cb * B);
   __mmask16 channels = static_cast<__mmask16>((1u << valid) - 1);
   __m512 taps[K * K];
@@ -181,14 +135,12 @@ rows(const float *x, const float *w, const float *bias, float *y,
   RowView r;
   r.step = s.channelsLast ? s.c : B;
   r.rowStep = s.w * r.step;
-  r.x = s.channelsLast ? x + n * s.h * s.w * s.c + cb * B
-                       : x + (n * blocks + cb) * s.h * s.w * B;
+  r.x = x;
   r.bias = bias ? _mm512_maskz_loadu_ps(channels, bias + cb * B)
                 : _mm512_setzero_ps();
   r.lanes = channels;
   for (int64_t oh = ohBegin; oh < ohEnd; ++oh) {
-    r.y = s.channelsLast ? y + (n * s.oh + oh) * s.ow * s.c + cb * B
-                         : y + ((n * blocks + cb) * s.oh + oh) * s.ow * B;
+    r.y = y + oh * s.ow * r.step;
     r.ih0 = oh * S - s.padTop;
     r.khLo = std::max<int64_t>(0, -r.ih0);
     r.khHi = std::min<int64_t>(K, s.h - r.ih0);
@@ -202,8 +154,8 @@ rows(const float *x, const float *w, const float *bias, float *y,
 }
 
 using RowFn = void (*)(const float *, const float *, const float *, float *,
-                       const DepthwiseShape &, const DepthwiseEpilogue &,
-                       int64_t, int64_t, int64_t, int64_t);
+                       const DepthwiseShape &, const ConvEpilogue &, int64_t,
+                       int64_t, int64_t);
 
 template <int64_t K, int64_t S> RowFn rowFor(Kind a) {
   switch (a) {
@@ -245,7 +197,7 @@ bool cpu::depthwiseDirectRuns(int64_t kernel, int64_t stride) {
 
 void cpu::depthwiseDirect(const float *x, const float *w, const float *bias,
                           float *y, const DepthwiseShape &s,
-                          DepthwiseEpilogue epilogue) {
+                          ConvEpilogue epilogue) {
   RowFn run = rowFor(s.kernel, s.stride, epilogue.kind);
   // Work items of whole blocks where there are enough of them, each
   // block's taps loaded once; else a block's rows split in chunks, 8 items
@@ -255,16 +207,31 @@ void cpu::depthwiseDirect(const float *x, const float *w, const float *bias,
   int64_t items = s.channelsLast ? s.n : s.n * blocks;
   int64_t chunks = std::min(s.oh, (8 + items - 1) / items);
   int64_t perChunk = (s.oh + chunks - 1) / chunks;
+  int64_t itemChannels = s.channelsLast ? s.c : blocks * B;
+  // One block's first row: channels-last, its first channel.
+  auto at = [&](int64_t cb, int64_t rows, int64_t cols) {
+    return s.channelsLast ? cb * B : cb * rows * cols * B;
+  };
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < items * chunks; ++i) {
     int64_t item = i / chunks, begin = i % chunks * perChunk;
     int64_t end = std::min(s.oh, begin + perChunk);
-    if (s.channelsLast)
-      for (int64_t cb = 0; cb < blocks; ++cb)
-        run(x, w, bias, y, s, epilogue, item, cb, begin, end);
-    else
-      run(x, w, bias, y, s, epilogue, item / blocks, item % blocks, begin, end);
+    int64_t n = s.channelsLast ? item : item / blocks;
+    int64_t cbBegin = s.channelsLast ? 0 : item % blocks;
+    int64_t cbEnd = s.channelsLast ? blocks : cbBegin + 1;
+    for (int64_t cb = cbBegin; cb < cbEnd; ++cb)
+      run(x + n * itemChannels * s.h * s.w + at(cb, s.h, s.w), w, bias,
+          y + n * itemChannels * s.oh * s.ow + at(cb, s.oh, s.ow), s, epilogue,
+          cb, begin, end);
   }
+}
+
+void cpu::depthwiseBlockRows(const float *x, const float *w, const float *bias,
+                             float *y, const DepthwiseShape &s,
+                             ConvEpilogue epilogue, int64_t cb, int64_t ohBegin,
+                             int64_t ohEnd) {
+  rowFor(s.kernel, s.stride, epilogue.kind)(x, w, bias, y, s, epilogue, cb,
+                                            ohBegin, ohEnd);
 }
 
 #else
@@ -272,7 +239,13 @@ void cpu::depthwiseDirect(const float *x, const float *w, const float *bias,
 bool cpu::depthwiseDirectRuns(int64_t, int64_t) { return false; }
 
 void cpu::depthwiseDirect(const float *, const float *, const float *, float *,
-                          const DepthwiseShape &, DepthwiseEpilogue) {
+                          const DepthwiseShape &, ConvEpilogue) {
+  llvm_unreachable("depthwiseDirectRuns is false off x86-64");
+}
+
+void cpu::depthwiseBlockRows(const float *, const float *, const float *,
+                             float *, const DepthwiseShape &, ConvEpilogue,
+                             int64_t, int64_t, int64_t) {
   llvm_unreachable("depthwiseDirectRuns is false off x86-64");
 }
 

@@ -17,24 +17,9 @@
 
 #include "heterps/Runtime/Tensor.h"
 
-#include <dnnl.hpp>
-
-#include <optional>
+#include "ConvEpilogue.h"
 
 namespace heterps::runtime::cpu {
-
-/// What follows the sum in registers. Each maps 0 to 0, so the padded
-/// lanes of the last channel block stay 0, and each keeps NaN.
-struct DepthwiseEpilogue {
-  enum Kind { None, Relu, Clip, HardSwish, Swish } kind = None;
-  /// Clip's bounds.
-  float lo = 0, hi = 0;
-};
-
-/// The epilogue for a convolution's post-ops, if they are nothing or one
-/// activation it has (ReLU, a clip whose range holds 0, HardSwish, Swish
-/// as SwishVector.h computes it).
-std::optional<DepthwiseEpilogue> depthwiseEpilogueOf(const dnnl::post_ops &ops);
 
 /// The geometry of one depthwise convolution, NCHW sizes, and the layout
 /// of its input and output: channels-last or 16-channel blocks.
@@ -58,7 +43,16 @@ Tensor packDepthwiseWeights(const Tensor &plain);
 /// threads.
 void depthwiseDirect(const float *x, const float *w, const float *bias,
                      float *y, const DepthwiseShape &shape,
-                     DepthwiseEpilogue epilogue);
+                     ConvEpilogue epilogue);
+
+/// Output rows [ohBegin, ohEnd) of channel block `cb` of one item, on the
+/// calling thread: `x` and `y` point at the block's first input and output
+/// row (in 16-channel blocks, the block's plane; channels-last, its first
+/// channel). Rows at or past s.h read as zeros, as the image's padding.
+void depthwiseBlockRows(const float *x, const float *w, const float *bias,
+                        float *y, const DepthwiseShape &s,
+                        ConvEpilogue epilogue, int64_t cb, int64_t ohBegin,
+                        int64_t ohEnd);
 
 } // namespace heterps::runtime::cpu
 

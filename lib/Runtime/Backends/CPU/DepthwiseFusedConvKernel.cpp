@@ -8,15 +8,19 @@
 // fusion for some instruction sets and formats only; where it has none, and
 // where autotuning times the pair faster apart, the two convolutions run as
 // separate Conv kernels. A depthwise Swish is also timed as a pass after
-// the fused convolution (SwishPass.h), as in ConvKernel.cpp.
+// the fused convolution (SwishPass.h), as in ConvKernel.cpp. Our own
+// kernel for the pair (PointwiseDepthwise.h) is a third candidate.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ConvKernels.h"
+#include "DepthwiseDirect.h"
+#include "PointwiseDepthwise.h"
 
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <tuple>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
@@ -36,6 +40,15 @@ struct FusedConvEntry {
   /// The primitive leaves out the depthwise Swish; swishInPlace follows.
   bool swishApart = false;
   PrimitiveArgs args;
+  /// Set when our own kernel runs the pair instead of `primitive`; the
+  /// weights are then packed for it, `pointwiseBias` too.
+  std::optional<PointwiseDepthwiseShape> own;
+  Tensor pointwiseBias;
+};
+
+/// The two activations as our own kernel applies them.
+struct OwnEpilogues {
+  ConvEpilogue pointwise, depthwise;
 };
 
 class DepthwiseFusedConvKernel : public Kernel {
@@ -43,12 +56,13 @@ public:
   DepthwiseFusedConvKernel(CPUContextPtr ctx, ConvAttrs pointwise,
                            int64_t fusedStride, dnnl::post_ops fusedOps,
                            std::optional<dnnl::post_ops> fusedOpsBeforeSwish,
+                           std::optional<OwnEpilogues> ownEpilogues,
                            std::unique_ptr<Kernel> pointwiseAlone,
                            std::unique_ptr<Kernel> depthwiseAlone)
       : cache(std::move(ctx)), pointwise(std::move(pointwise)),
         fusedStride(fusedStride), fusedOps(std::move(fusedOps)),
         fusedOpsBeforeSwish(std::move(fusedOpsBeforeSwish)),
-        pointwiseAlone(std::move(pointwiseAlone)),
+        ownEpilogues(ownEpilogues), pointwiseAlone(std::move(pointwiseAlone)),
         depthwiseAlone(std::move(depthwiseAlone)) {}
   bool acceptsLayouts() const override { return true; }
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
@@ -59,6 +73,12 @@ private:
   /// saying there is none.
   FusedConvEntry makeFused(llvm::ArrayRef<const Tensor *> inputs, Tag tag,
                            bool swishApart);
+  /// Our own kernel for the pair (PointwiseDepthwise.h), or an entry saying
+  /// it does not run these shapes.
+  FusedConvEntry makeOwn(llvm::ArrayRef<const Tensor *> inputs);
+  /// Runs the fused entry `e` on `src` into `dst`.
+  void execute(const FusedConvEntry &e, const Tensor &src, Tensor &dst,
+               const Tensor *bias, PrimitiveArgs &args);
   /// Seconds per run of the fused primitive, with the reorder of its input.
   double secondsPerRun(const FusedConvEntry &e,
                        llvm::ArrayRef<const Tensor *> inputs);
@@ -74,6 +94,8 @@ private:
   dnnl::post_ops fusedOps;
   /// fusedOps less the depthwise Swish, when that is their last.
   std::optional<dnnl::post_ops> fusedOpsBeforeSwish;
+  /// Set when our own kernel has both activations.
+  std::optional<OwnEpilogues> ownEpilogues;
   std::unique_ptr<Kernel> pointwiseAlone, depthwiseAlone;
 };
 
@@ -174,6 +196,62 @@ void DepthwiseFusedConvKernel::bindFused(const FusedConvEntry &e,
   args.setScratchpad(e.scratchpadMd, ctx);
 }
 
+FusedConvEntry
+DepthwiseFusedConvKernel::makeOwn(llvm::ArrayRef<const Tensor *> inputs) {
+  const Tensor &x = *inputs[0], &w = *inputs[1], &dwW = *inputs[4];
+  int64_t s = fusedStride;
+  if (!ownEpilogues || x.rank() != 4 || w.dim(2) != 1 || w.dim(3) != 1 ||
+      !depthwiseDirectRuns(3, s))
+    return {};
+  const CPUContextPtr &ctx = cache.context();
+  int64_t m = w.dim(0);
+  PointwiseDepthwiseShape shape{x.dim(0),
+                                x.dim(1),
+                                m,
+                                x.dim(2),
+                                x.dim(3),
+                                /*kernel=*/3,
+                                s,
+                                /*pad=*/1,
+                                (x.dim(2) - 1) / s + 1,
+                                (x.dim(3) - 1) / s + 1};
+  FusedConvEntry e;
+  e.own = shape;
+  e.outShape = {shape.n, m, shape.oh, shape.ow};
+  e.srcMd =
+      memory::desc(toDims(x.shape()), memory::data_type::f32, Tag::nChw16c);
+  e.dstMd =
+      memory::desc(toDims(e.outShape), memory::data_type::f32, Tag::nChw16c);
+  e.weights = packPointwiseWeights(plainOf(w, ctx));
+  e.dwWeights = packDepthwiseWeights(plainOf(dwW, ctx));
+  Tensor bias = inputs[2] ? plainOf(*inputs[2], ctx) : Tensor();
+  e.pointwiseBias = packPointwiseBias(inputs[2] ? &bias : nullptr, m);
+  e.dwBias = packPointwiseBias(nullptr, m);
+  if (inputs[5])
+    std::memcpy(e.dwBias.rawData(), plainOf(*inputs[5], ctx).rawData(),
+                m * sizeof(float));
+  e.fused = true;
+  return e;
+}
+
+void DepthwiseFusedConvKernel::execute(const FusedConvEntry &e,
+                                       const Tensor &src, Tensor &dst,
+                                       const Tensor *bias,
+                                       PrimitiveArgs &args) {
+  if (e.own) {
+    pointwiseDepthwise(src.data<float>(), e.weights.data<float>(),
+                       e.pointwiseBias.data<float>(), ownEpilogues->pointwise,
+                       e.dwWeights.data<float>(), e.dwBias.data<float>(),
+                       ownEpilogues->depthwise, dst.data<float>(), *e.own);
+    return;
+  }
+  CPUContext &ctx = *cache.context();
+  bindFused(e, src, dst, bias, args);
+  e.primitive.execute(ctx.stream, args.get());
+  ctx.stream.wait();
+  swishIfApart(e.swishApart, dst, e.dstMd);
+}
+
 double
 DepthwiseFusedConvKernel::secondsPerRun(const FusedConvEntry &e,
                                         llvm::ArrayRef<const Tensor *> inputs) {
@@ -184,12 +262,8 @@ DepthwiseFusedConvKernel::secondsPerRun(const FusedConvEntry &e,
   std::memset(src.rawData(), 0, src.bytes());
   Tensor bias = inputs[2] ? plainOf(*inputs[2], ctx) : Tensor();
   PrimitiveArgs args;
-  bindFused(e, src, dst, inputs[2] ? &bias : nullptr, args);
-  return bestSeconds([&] {
-           e.primitive.execute(ctx->stream, args.get());
-           ctx->stream.wait();
-           swishIfApart(e.swishApart, dst, e.dstMd);
-         }) +
+  return bestSeconds(
+             [&] { execute(e, src, dst, inputs[2] ? &bias : nullptr, args); }) +
          reorderSeconds(*inputs[0], e.srcMd, ctx);
 }
 
@@ -199,31 +273,40 @@ DepthwiseFusedConvKernel::make(llvm::ArrayRef<const Tensor *> inputs) {
   if (!ctx->autotune)
     return makeFused(inputs, Tag::any, /*swishApart=*/false);
   // oneDNN's choice of formats (channels-last, where it runs the two
-  // convolutions one after the other on a scratchpad), and channel-blocked
-  // ones (where its 1x1 kernel computes the depthwise rows as it goes),
-  // against the two kernels apart; blocked wins ties within 10%, as in
-  // ConvKernel.
+  // convolutions one after the other on a scratchpad), channel-blocked
+  // ones (where its 1x1 kernel computes the depthwise rows as it goes) and
+  // our own kernel, against the two kernels apart; blocked wins ties
+  // within 10%, as in ConvKernel. Candidates have names for
+  // CPUContext::acceptConvCandidate, as there.
+  auto accepts = [&](llvm::StringRef name) {
+    return !ctx->acceptConvCandidate || ctx->acceptConvCandidate(name);
+  };
   FusedConvEntry best;
   double fastest = std::numeric_limits<double>::infinity();
+  auto consider = [&](llvm::StringRef name, double weight, FusedConvEntry e) {
+    if (!e.fused || !accepts(name))
+      return;
+    double seconds = weight * secondsPerRun(e, inputs);
+    if (seconds < fastest) {
+      best = std::move(e);
+      fastest = seconds;
+    }
+  };
   int64_t c = inputs[0]->dim(1), m = inputs[1]->dim(0);
-  for (auto [block, tag] :
-       {std::pair{0, Tag::any}, {16, Tag::nChw16c}, {8, Tag::nChw8c}}) {
+  for (auto [block, tag, name] : {std::tuple{0, Tag::any, "oneDNN fused"},
+                                  {16, Tag::nChw16c, "oneDNN fused nChw16c"},
+                                  {8, Tag::nChw8c, "oneDNN fused nChw8c"}}) {
     if (block && (m % block || (c % block && c >= 8)))
       continue;
     for (bool swishApart : {false, true}) {
       if (swishApart && !fusedOpsBeforeSwish)
         break;
-      FusedConvEntry e = makeFused(inputs, tag, swishApart);
-      if (!e.fused)
-        continue;
-      double seconds = (block ? 0.9 : 1.0) * secondsPerRun(e, inputs);
-      if (seconds < fastest) {
-        best = std::move(e);
-        fastest = seconds;
-      }
+      consider(std::string(name) + (swishApart ? ", Swish as a pass" : ""),
+               block ? 0.9 : 1.0, makeFused(inputs, tag, swishApart));
     }
   }
-  if (!best.fused)
+  consider("own pointwise-depthwise", 0.9, makeOwn(inputs));
+  if (!best.fused || !accepts("apart"))
     return std::move(best);
   Tensor out;
   if (llvm::Error err = runApart(inputs, out))
@@ -263,10 +346,7 @@ DepthwiseFusedConvKernel::run(llvm::ArrayRef<const Tensor *> inputs,
     Tensor src = reorderTo(*inputs[0], e.srcMd, ctx);
     Tensor dst = allocate(e.dstMd, e.outShape, ctx);
     Tensor bias = inputs[2] ? plainOf(*inputs[2], ctx) : Tensor();
-    bindFused(e, src, dst, inputs[2] ? &bias : nullptr, e.args);
-    e.primitive.execute(ctx->stream, e.args.get());
-    ctx->stream.wait();
-    swishIfApart(e.swishApart, dst, e.dstMd);
+    execute(e, src, dst, inputs[2] ? &bias : nullptr, e.args);
     outputs[0] = std::move(dst);
     return llvm::Error::success();
   });
@@ -324,8 +404,12 @@ cpu::createDepthwiseFusedConv(const OpInfo &info, CPUContextPtr ctx) {
       return ops.takeError();
     beforeSwish = *ops;
   }
+  std::optional<OwnEpilogues> own;
+  if (auto p = convEpilogueOf(pw.postOps), d = convEpilogueOf(dw.postOps);
+      p && d)
+    own = OwnEpilogues{*p, *d};
   return std::make_unique<DepthwiseFusedConvKernel>(
-      ctx, *attrs, *stride, std::move(*fused), std::move(beforeSwish),
+      ctx, *attrs, *stride, std::move(*fused), std::move(beforeSwish), own,
       createConvKernel(ctx, std::move(pw), /*constantWeights=*/true),
       createConvKernel(ctx, std::move(dw), /*constantWeights=*/true));
 }

@@ -1,0 +1,194 @@
+// A 1x1 convolution widening the channels, then a 3x3 depthwise one, Swish
+// after each (EfficientNet's block), in 16-channel blocks: oneDNN 2.6's 1x1
+// kernel then our own depthwise kernel (DepthwiseDirect.h), oneDNN's fused
+// depthwise post-op, and our own kernel for the pair
+// (PointwiseDepthwise.h). Best of 7 rounds; prints a markdown table with
+// the largest difference between our fused output and the pair apart.
+// Build and run with pointwise-depthwise.sh.
+#include "DepthwiseDirect.h"
+#include "PointwiseDepthwise.h"
+
+#include <dnnl.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+using namespace dnnl;
+using Tag = memory::format_tag;
+using namespace heterps::runtime;
+using namespace heterps::runtime::cpu;
+
+namespace {
+
+struct Case {
+  memory::dim batch, in, wide, size, stride;
+};
+
+/// Best of 7 rounds of 20 runs, in microseconds.
+template <typename F> double bestMicroseconds(F run) {
+  double best = 1e30;
+  for (int round = 0; round < 7; ++round) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 20; ++i)
+      run();
+    std::chrono::duration<double> d = std::chrono::steady_clock::now() - start;
+    best = std::min(best, d.count() / 20);
+  }
+  return best * 1e6;
+}
+
+memory::desc blocked(memory::dims dims) {
+  return {dims, memory::data_type::f32, Tag::nChw16c};
+}
+
+/// `plain` (oihw or goihw) reordered into `to`.
+std::vector<float> reordered(const std::vector<float> &plain,
+                             const memory::desc &from, const memory::desc &to,
+                             engine &eng, stream &st) {
+  std::vector<float> out(to.get_size() / sizeof(float));
+  memory src(from, eng, const_cast<float *>(plain.data()));
+  memory dst(to, eng, out.data());
+  reorder(src, dst).execute(st, src, dst);
+  st.wait();
+  return out;
+}
+
+} // namespace
+
+int main() {
+  engine eng(engine::kind::cpu, 0);
+  stream st(eng);
+  // MobileNetV2's and EfficientNet-B0's expansions at 112, 56, 28 and 14,
+  // at batch 1 and 16.
+  const Case cases[] = {{1, 16, 96, 112, 2},  {1, 24, 144, 56, 1},
+                        {1, 24, 144, 56, 2},  {1, 40, 240, 28, 1},
+                        {1, 80, 480, 14, 1},  {16, 16, 96, 112, 2},
+                        {16, 24, 144, 56, 1}, {16, 80, 480, 14, 1}};
+  std::mt19937 rng(0);
+  std::uniform_real_distribution<float> uniform(-1.f, 1.f);
+  auto randoms = [&](memory::dim n) {
+    std::vector<float> v(n);
+    for (float &f : v)
+      f = uniform(rng);
+    return v;
+  };
+  std::printf(
+      "| batch | 1x1 | image | dw stride | 1x1 + own dw apart us | "
+      "oneDNN fused us | own fused us | vs apart | vs oneDNN fused | "
+      "max diff |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const Case &c : cases) {
+    memory::dim out = (c.size - 1) / c.stride + 1;
+    memory::desc src = blocked({c.batch, c.in, c.size, c.size});
+    memory::desc mid = blocked({c.batch, c.wide, c.size, c.size});
+    memory::desc dst = blocked({c.batch, c.wide, out, out});
+    memory::desc plainPw({c.wide, c.in, 1, 1}, memory::data_type::f32,
+                         Tag::oihw);
+    memory::desc anyPw({c.wide, c.in, 1, 1}, memory::data_type::f32, Tag::any);
+    memory::desc bias({c.wide}, memory::data_type::f32, Tag::a);
+    post_ops swish;
+    swish.append_eltwise(1.f, algorithm::eltwise_swish, 1.f, 0.f);
+    primitive_attr swishAttr;
+    swishAttr.set_post_ops(swish);
+    auto pwDesc = [&](const memory::desc &to) {
+      return convolution_forward::desc(prop_kind::forward_inference,
+                                       algorithm::convolution_direct, src,
+                                       anyPw, bias, to, {1, 1}, {0, 0}, {0, 0});
+    };
+    convolution_forward::primitive_desc pwPd(pwDesc(mid), swishAttr, eng);
+    post_ops fusedOps;
+    fusedOps.append_eltwise(1.f, algorithm::eltwise_swish, 1.f, 0.f);
+    fusedOps.append_dw(memory::data_type::f32, memory::data_type::f32,
+                       memory::data_type::f32, 3, c.stride, 1, 0, {1.f});
+    fusedOps.append_eltwise(1.f, algorithm::eltwise_swish, 1.f, 0.f);
+    primitive_attr fusedAttr;
+    fusedAttr.set_post_ops(fusedOps);
+    convolution_forward::primitive_desc fusedPd(pwDesc(mid), fusedAttr, eng);
+
+    std::vector<float> x(src.get_size() / sizeof(float));
+    std::vector<float> plainX = randoms(c.batch * c.in * c.size * c.size);
+    memory::desc plainSrc({c.batch, c.in, c.size, c.size},
+                          memory::data_type::f32, Tag::nchw);
+    x = reordered(plainX, plainSrc, src, eng, st);
+    std::vector<float> pw = randoms(c.wide * c.in), pwBias = randoms(c.wide),
+                       dw = randoms(c.wide * 9), dwBias = randoms(c.wide);
+    std::vector<float> pwDnnl =
+        reordered(pw, plainPw, pwPd.weights_desc(), eng, st);
+    memory::desc dwFusedMd = fusedPd.query_md(
+        query::exec_arg_md, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS);
+    std::vector<float> dwDnnl = reordered(
+        dw, {{c.wide, 1, 1, 3, 3}, memory::data_type::f32, Tag::goihw},
+        dwFusedMd, eng, st);
+    std::vector<float> midData(mid.get_size() / sizeof(float)),
+        yApart(dst.get_size() / sizeof(float)), yFused(yApart.size()),
+        yOwn(yApart.size());
+
+    memory xMem(src, eng, x.data()),
+        pwMem(pwPd.weights_desc(), eng, pwDnnl.data()),
+        pwBiasMem(bias, eng, pwBias.data()), midMem(mid, eng, midData.data()),
+        fusedDst(dst, eng, yFused.data()), dwMem(dwFusedMd, eng, dwDnnl.data()),
+        dwBiasMem(bias, eng, dwBias.data());
+    convolution_forward pwConv(pwPd), fusedConv(fusedPd);
+    std::vector<float> scratch(
+        fusedPd.scratchpad_desc().get_size() / sizeof(float) + 1);
+    memory scratchMem(fusedPd.scratchpad_desc(), eng, scratch.data());
+
+    Tensor dwPlain(DType::F32, {c.wide, 1, 3, 3});
+    std::copy(dw.begin(), dw.end(), dwPlain.data<float>());
+    Tensor dwPacked = packDepthwiseWeights(dwPlain);
+    Tensor pwPlain(DType::F32, {c.wide, c.in, 1, 1});
+    std::copy(pw.begin(), pw.end(), pwPlain.data<float>());
+    Tensor pwPacked = packPointwiseWeights(pwPlain);
+    Tensor pwBiasPlain(DType::F32, {c.wide});
+    std::copy(pwBias.begin(), pwBias.end(), pwBiasPlain.data<float>());
+    Tensor pwBiasPacked = packPointwiseBias(&pwBiasPlain, c.wide);
+    ConvEpilogue swishEpilogue{ConvEpilogue::Swish};
+    DepthwiseShape dwShape{c.batch, c.wide,   c.size, c.size, out,  out,
+                           3,       c.stride, 1,      1,      false};
+    PointwiseDepthwiseShape pairShape{c.batch, c.in,     c.wide, c.size, c.size,
+                                      3,       c.stride, 1,      out,    out};
+
+    auto runApart = [&] {
+      pwConv.execute(st, {{DNNL_ARG_SRC, xMem},
+                          {DNNL_ARG_WEIGHTS, pwMem},
+                          {DNNL_ARG_BIAS, pwBiasMem},
+                          {DNNL_ARG_DST, midMem}});
+      st.wait();
+      depthwiseDirect(midData.data(), dwPacked.data<float>(), dwBias.data(),
+                      yApart.data(), dwShape, swishEpilogue);
+    };
+    auto runFused = [&] {
+      fusedConv.execute(
+          st, {{DNNL_ARG_SRC, xMem},
+               {DNNL_ARG_WEIGHTS, pwMem},
+               {DNNL_ARG_BIAS, pwBiasMem},
+               {DNNL_ARG_DST, fusedDst},
+               {DNNL_ARG_SCRATCHPAD, scratchMem},
+               {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, dwMem},
+               {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, dwBiasMem}});
+      st.wait();
+    };
+    auto runOwn = [&] {
+      pointwiseDepthwise(x.data(), pwPacked.data<float>(),
+                         pwBiasPacked.data<float>(), swishEpilogue,
+                         dwPacked.data<float>(), dwBias.data(), swishEpilogue,
+                         yOwn.data(), pairShape);
+    };
+    runApart();
+    runOwn();
+    float diff = 0.f;
+    for (size_t i = 0; i < yOwn.size(); ++i)
+      diff = std::max(diff, std::fabs(yOwn[i] - yApart[i]));
+    double apartUs = bestMicroseconds(runApart);
+    double fusedUs = bestMicroseconds(runFused);
+    double ownUs = bestMicroseconds(runOwn);
+    std::printf("| %ld | %ld -> %ld | %ldx%ld | %ld | %.1f | %.1f | %.1f | "
+                "%.2fx | %.2fx | %.1e |\n",
+                long(c.batch), long(c.in), long(c.wide), long(c.size),
+                long(c.size), long(c.stride), apartUs, fusedUs, ownUs,
+                apartUs / ownUs, fusedUs / ownUs, diff);
+  }
+}

@@ -1,0 +1,57 @@
+//===- PointwiseDepthwise.h - 1x1 conv and depthwise conv as one -*- C++
+//-*-===//
+//
+// Internal to the CPU backend: the inverted-residual pair of the MobileNets,
+// MnasNet and the EfficientNets (a 1x1 convolution widening the channels,
+// then a depthwise one) as one kernel that never writes the wide tensor to
+// memory. Each thread computes a few rows of the 1x1 convolution into a
+// buffer that stays in its L2 cache and runs the depthwise rows that read
+// them (DepthwiseDirect.h) before computing more, keeping the rows the
+// next depthwise rows share. At 112x112 and 56x56 the wide tensor (1.8 to
+// 4.8 MB at batch 1) does not fit in L2, and the pair apart ran 1.1-1.6x
+// slower than this (benchmarks/machine/pointwise-depthwise.sh).
+// DepthwiseFusedConvKernel.cpp offers it as an autotuning candidate.
+//
+// Layout: input and output in oneDNN's 16-channel blocks (nChw16c, the last
+// block padded with zeros); AVX-512.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_LIB_RUNTIME_BACKENDS_CPU_POINTWISEDEPTHWISE_H
+#define HETERPS_LIB_RUNTIME_BACKENDS_CPU_POINTWISEDEPTHWISE_H
+
+#include "ConvEpilogue.h"
+
+#include "heterps/Runtime/Tensor.h"
+
+namespace heterps::runtime::cpu {
+
+/// The pair's sizes: the 1x1 convolution's input (n, c, h, w) and output
+/// channels m; the depthwise convolution's square kernel, stride and pads
+/// (`pad` on every side) and output image (oh, ow).
+struct PointwiseDepthwiseShape {
+  int64_t n, c, m, h, w;
+  int64_t kernel, stride, pad;
+  int64_t oh, ow;
+};
+
+/// Plain 1x1 weights (M, C, 1, 1) as pointwiseDepthwise reads them: per
+/// 16-output-channel block, per input channel (C rounded up to 16), 16
+/// lanes; zeros past M and C.
+Tensor packPointwiseWeights(const Tensor &plain);
+
+/// Plain bias (M floats, or null for none) rounded up to 16 with zeros.
+Tensor packPointwiseBias(const Tensor *plain, int64_t m);
+
+/// y = dwEpilogue(dwconv(pwEpilogue(conv1x1(x, pw) + pwBias), dw) + dwBias),
+/// x and y in 16-channel blocks; `pw` and `pwBias` packed as above, `dw`
+/// by packDepthwiseWeights, `dwBias` plain (M floats) or null; on the
+/// OpenMP threads. Runs where depthwiseDirectRuns(kernel, stride) holds.
+void pointwiseDepthwise(const float *x, const float *pw, const float *pwBias,
+                        ConvEpilogue pwEpilogue, const float *dw,
+                        const float *dwBias, ConvEpilogue dwEpilogue, float *y,
+                        const PointwiseDepthwiseShape &shape);
+
+} // namespace heterps::runtime::cpu
+
+#endif // HETERPS_LIB_RUNTIME_BACKENDS_CPU_POINTWISEDEPTHWISE_H
