@@ -322,6 +322,32 @@ llvm::Expected<Tensor> runConvCandidate(const Tensor &input, const Tensor &w,
   return y;
 }
 
+/// The activations a Conv fuses (attribute `activation`), by name; Clip's
+/// bounds 0 and 6.
+const std::map<std::string, std::function<float(float)>> &fusedActivations() {
+  static auto relu6 = [](float v) { return std::min(std::max(v, 0.f), 6.f); };
+  static const std::map<std::string, std::function<float(float)>> map = {
+      {"", [](float v) { return v; }},
+      {"Relu", [](float v) { return std::max(v, 0.f); }},
+      {"Clip", relu6},
+      {"HardSwish", [](float v) { return v * relu6(v + 3.f) / 6.f; }},
+      {"Swish", [](float v) { return v / (1.f + std::exp(-v)); }}};
+  return map;
+}
+
+/// `y` is close to `ref` and NaN at element 0, which the input held; the
+/// reference keeps NaN where the kernel does, so those are left out.
+void expectCloseWithNaNAtZero(const Tensor &y, const Tensor &ref) {
+  Tensor plain = llvm::cantFail(y.toPlain());
+  ASSERT_TRUE(std::isnan(plain.data<float>()[0]));
+  Tensor expected = ref.clone();
+  float *got = plain.data<float>(), *want = expected.data<float>();
+  for (int64_t i = 0; i < ref.numElements(); ++i)
+    if (std::isnan(got[i]) && std::isnan(want[i]))
+      got[i] = want[i] = 0.f;
+  EXPECT_TRUE(allClose(plain, expected, 1e-4f, 1e-5f));
+}
+
 } // namespace
 
 // Each autotuning candidate of a Conv (ConvKernel.cpp), run alone through
@@ -404,13 +430,7 @@ TEST_F(KernelTest, OwnDepthwiseConvMatchesItsReference) {
     std::string activation;
     bool channelsLast = false;
   };
-  auto relu6 = [](float v) { return std::min(std::max(v, 0.f), 6.f); };
-  std::map<std::string, std::function<float(float)>> activations = {
-      {"", [](float v) { return v; }},
-      {"Relu", [](float v) { return std::max(v, 0.f); }},
-      {"Clip", relu6},
-      {"HardSwish", [&](float v) { return v * relu6(v + 3.f) / 6.f; }},
-      {"Swish", [](float v) { return v / (1.f + std::exp(-v)); }}};
+  const auto &activations = fusedActivations();
   std::vector<Case> cases = {
       {{1, 32, 11, 11}, 3, 1, {1, 1, 1, 1}, "Relu"},
       {{1, 24, 13, 13}, 5, 2, {2, 2, 2, 2}, "Clip"},
@@ -451,15 +471,7 @@ TEST_F(KernelTest, OwnDepthwiseConvMatchesItsReference) {
                            ref.shape(), attrs, name);
       ASSERT_TRUE(static_cast<bool>(y)) << llvm::toString(y.takeError());
       EXPECT_EQ(cpu::isChannelsLast(*y), c.channelsLast);
-      Tensor plain = llvm::cantFail(y->toPlain());
-      ASSERT_TRUE(std::isnan(plain.data<float>()[0]));
-      // The reference keeps NaN where the kernel does; compare the rest.
-      Tensor expected = ref.clone();
-      float *got = plain.data<float>(), *want = expected.data<float>();
-      for (int64_t i = 0; i < ref.numElements(); ++i)
-        if (std::isnan(got[i]) && std::isnan(want[i]))
-          got[i] = want[i] = 0.f;
-      EXPECT_TRUE(allClose(plain, expected, 1e-4f, 1e-5f));
+      expectCloseWithNaNAtZero(*y, ref);
     }
   }
 }
@@ -478,13 +490,7 @@ TEST_F(KernelTest, OwnPointwiseDepthwiseMatchesItsReference) {
     int64_t m, stride;
     std::string activation, dwActivation;
   };
-  auto relu6 = [](float v) { return std::min(std::max(v, 0.f), 6.f); };
-  std::map<std::string, std::function<float(float)>> activations = {
-      {"", [](float v) { return v; }},
-      {"Relu", [](float v) { return std::max(v, 0.f); }},
-      {"Clip", relu6},
-      {"HardSwish", [&](float v) { return v * relu6(v + 3.f) / 6.f; }},
-      {"Swish", [](float v) { return v / (1.f + std::exp(-v)); }}};
+  const auto &activations = fusedActivations();
   std::vector<Case> cases = {{{1, 16, 112, 112}, 96, 2, "Swish", "Swish"},
                              {{1, 24, 56, 56}, 144, 1, "Clip", "Clip"},
                              {{2, 24, 15, 13}, 72, 2, "HardSwish", "Relu"},
@@ -539,14 +545,7 @@ TEST_F(KernelTest, OwnPointwiseDepthwiseMatchesItsReference) {
     // filter: a run is our kernel's.
     if (llvm::Error e = (*kernel)->run(args, llvm::MutableArrayRef<Tensor>(y)))
       FAIL() << llvm::toString(std::move(e));
-    Tensor plain = llvm::cantFail(y.toPlain());
-    ASSERT_TRUE(std::isnan(plain.data<float>()[0]));
-    Tensor expected = ref.clone();
-    float *got = plain.data<float>(), *want = expected.data<float>();
-    for (int64_t i = 0; i < ref.numElements(); ++i)
-      if (std::isnan(got[i]) && std::isnan(want[i]))
-        got[i] = want[i] = 0.f;
-    EXPECT_TRUE(allClose(plain, expected, 1e-4f, 1e-5f));
+    expectCloseWithNaNAtZero(y, ref);
   }
 }
 
