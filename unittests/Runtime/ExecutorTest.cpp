@@ -1146,14 +1146,19 @@ TEST(Fusion, KeepsConcatsThatDoNotPayOrCannotSplit) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// x -> Conv 1x1 (16 -> 32) -> Clip(0, 6) -> depthwise Conv 3x3 -> Clip, at
-/// depthwise stride `stride`, with or without the depthwise bias; with
-/// `swish`, SiLU (x * Sigmoid(x), EfficientNet's) in place of each Clip, on
-/// `size` x `size` images.
+/// x -> Conv 1x1 (16 -> 32) -> Clip(0, 6) -> depthwise Conv `kernel` x
+/// `kernel` -> Clip, at depthwise stride `stride`, with or without the
+/// depthwise bias; with `swish`, SiLU (x * Sigmoid(x), EfficientNet's) in
+/// place of each Clip, on `size` x `size` images; with `project`, the
+/// block's input is a 3x3 Conv of x (in a blocked layout, a value the
+/// executor may hand over to be overwritten) and a 1x1 Conv back to 16
+/// channels follows, plus that input at stride 1 (the whole block).
 struct MobileNetBlock {
   MobileNetBlock(int64_t stride, bool dwBias, bool swish = false,
-                 int64_t size = 9)
-      : stride(stride), swish(swish) {
+                 int64_t size = 9, int64_t kernel = 3, bool project = false)
+      : stride(stride), swish(swish),
+        dwW(randomTensor({32, 1, kernel, kernel}, rng)) {
+    int64_t pad = kernel / 2;
     Attrs clip = Attrs().f("min", 0).f("max", 6);
     auto activate = [&](int v, Shape shape) {
       if (!swish)
@@ -1161,6 +1166,11 @@ struct MobileNetBlock {
       return b.op("Mul", {v, b.op("Sigmoid", {v}, shape)}, shape);
     };
     int x = b.input("x", {-1, 16, size, size});
+    if (project) {
+      stemW = randomTensor({16, 16, 3, 3}, rng);
+      x = b.op("Conv", {x, b.weight("stem", stemW)}, {-1, 16, size, size},
+               Attrs().ints("pads", {1, 1, 1, 1}));
+    }
     int pwOut = b.op("Conv", {x, b.weight("pw", w), b.weight("pw_b", bias)},
                      {-1, 32, size, size});
     int mid = activate(pwOut, {-1, 32, size, size});
@@ -1172,8 +1182,17 @@ struct MobileNetBlock {
                      Attrs()
                          .i("group", 32)
                          .ints("strides", {stride, stride})
-                         .ints("pads", {1, 1, 1, 1}));
-    b.output("y", activate(dwOut, {-1, 32, out, out}));
+                         .ints("pads", {pad, pad, pad, pad}));
+    int y = activate(dwOut, {-1, 32, out, out});
+    if (project) {
+      projW = randomTensor({16, 32, 1, 1}, rng);
+      projB = randomTensor({16}, rng);
+      y = b.op("Conv", {y, b.weight("proj", projW), b.weight("proj_b", projB)},
+               {-1, 16, out, out});
+      if (stride == 1)
+        y = b.op("Add", {y, x}, {-1, 16, out, out});
+    }
+    b.output("y", y);
     if (!dwBias)
       dwB = Tensor();
   }
@@ -1184,50 +1203,100 @@ struct MobileNetBlock {
     if (swish)
       act = [](float v) { return v / (1.f + std::exp(-v)); };
     ConvParams pw{{1, 1}, {1, 1}, {0, 0, 0, 0}, 1};
-    Tensor mid = refUnary(refConv(in, w, &bias, pw), act);
-    ConvParams dw{{stride, stride}, {1, 1}, {1, 1, 1, 1}, 32};
-    return refUnary(refConv(mid, dwW, dwB.isNull() ? nullptr : &dwB, dw), act);
+    Tensor x = projW.isNull() ? in
+                              : refConv(in, stemW, nullptr,
+                                        {{1, 1}, {1, 1}, {1, 1, 1, 1}, 1});
+    Tensor mid = refUnary(refConv(x, w, &bias, pw), act);
+    int64_t pad = dwW.dim(2) / 2;
+    ConvParams dw{{stride, stride}, {1, 1}, {pad, pad, pad, pad}, 32};
+    Tensor y =
+        refUnary(refConv(mid, dwW, dwB.isNull() ? nullptr : &dwB, dw), act);
+    if (projW.isNull())
+      return y;
+    y = refConv(y, projW, &projB, pw);
+    if (stride == 1)
+      for (int64_t i = 0; i < y.numElements(); ++i)
+        y.data<float>()[i] += x.data<float>()[i];
+    return y;
   }
   std::mt19937 rng{11};
   int64_t stride;
   bool swish;
   Tensor w = randomTensor({32, 16, 1, 1}, rng), bias = randomTensor({32}, rng),
-         dwW = randomTensor({32, 1, 3, 3}, rng), dwB = randomTensor({32}, rng);
+         dwW, dwB = randomTensor({32}, rng), projW, projB, stemW;
   PlanBuilder b;
 };
 } // namespace
 
 // The pair fuses with ReLU6 and with SiLU (Swish from fuseSelfGates, then
-// into the Convs) and gives the reference's outputs whichever way
-// autotuning runs it: fused, with the depthwise Swish as a pass after the
-// fused convolution (SwishPass.h), or the two convolutions apart.
+// into the Convs), with 3x3, 5x5 and 7x7 windows, and gives the reference's
+// outputs whichever way autotuning runs it: fused (oneDNN's or our own
+// kernel), with the depthwise Swish as a pass after the fused convolution
+// (SwishPass.h), or the two convolutions apart.
 TEST(Executor, FusesDepthwiseConvIntoPointwiseConv) {
-  for (bool swish : {false, true})
-    for (int64_t size : {9, 40})
-      for (int64_t stride : {1, 2})
-        for (bool dwBias : {true, false})
-          for (bool autotune : {false, true}) {
-            SCOPED_TRACE(testing::Message()
-                         << (swish ? "SiLU" : "ReLU6") << ", size " << size
-                         << ", stride " << stride << ", bias " << dwBias
-                         << ", autotune " << autotune);
-            MobileNetBlock block(stride, dwBias, swish, size);
-            ExecutorOptions options;
-            options.autotune = autotune;
-            auto exec = Executor::create(block.b.build(), options);
-            ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
-            const plan::Plan &fused = (*exec)->plan();
-            ASSERT_EQ(fused.ops_size(), 1);
-            EXPECT_EQ(fused.ops(0).inputs_size(), 6);
-            for (int64_t batch : {1, 3}) {
-              Tensor x =
-                  randomTensor({batch, 16, size, size}, block.rng, -2, 2);
-              auto out = (*exec)->run({x});
-              ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
-              EXPECT_TRUE(
-                  allClose((*out)[0], block.reference(x), 1e-4f, 1e-5f));
+  for (int64_t kernel : {3, 5, 7})
+    for (bool swish : {false, true})
+      for (int64_t size : {9, 40})
+        for (int64_t stride : {1, 2})
+          for (bool dwBias : {true, false})
+            for (bool autotune : {false, true}) {
+              if (kernel != 3 && (size != 40 || dwBias))
+                continue;
+              SCOPED_TRACE(testing::Message()
+                           << kernel << "x" << kernel << ", "
+                           << (swish ? "SiLU" : "ReLU6") << ", size " << size
+                           << ", stride " << stride << ", bias " << dwBias
+                           << ", autotune " << autotune);
+              MobileNetBlock block(stride, dwBias, swish, size, kernel);
+              ExecutorOptions options;
+              options.autotune = autotune;
+              auto exec = Executor::create(block.b.build(), options);
+              ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+              const plan::Plan &fused = (*exec)->plan();
+              ASSERT_EQ(fused.ops_size(), 1);
+              EXPECT_EQ(fused.ops(0).inputs_size(), 6);
+              for (int64_t batch : {1, 3}) {
+                Tensor x =
+                    randomTensor({batch, 16, size, size}, block.rng, -2, 2);
+                auto out = (*exec)->run({x});
+                ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
+                EXPECT_TRUE(
+                    allClose((*out)[0], block.reference(x), 1e-4f, 1e-5f));
+              }
             }
+}
+
+// The block's projection (and residual, at stride 1) joins the pair: one op
+// of 9 inputs giving the reference's outputs, fused by our own kernel or
+// run as the pair and the projection's Conv, also when autotuning times
+// both on a residual the projection's Conv may sum into in place.
+TEST(Executor, FusesProjectionIntoDepthwiseConvPair) {
+  for (int64_t kernel : {3, 5})
+    for (int64_t stride : {1, 2})
+      for (bool swish : {false, true})
+        for (bool autotune : {false, true}) {
+          SCOPED_TRACE(testing::Message()
+                       << kernel << "x" << kernel << ", stride " << stride
+                       << (swish ? ", SiLU" : ", ReLU6") << ", autotune "
+                       << autotune);
+          MobileNetBlock block(stride, true, swish, 40, kernel,
+                               /*project=*/true);
+          ExecutorOptions options;
+          options.autotune = autotune;
+          auto exec = Executor::create(block.b.build(), options);
+          ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+          const plan::Plan &fused = (*exec)->plan();
+          ASSERT_EQ(fused.ops_size(), 2);
+          EXPECT_EQ(fused.ops(1).inputs_size(), 9);
+          for (int64_t batch : {1, 3}) {
+            Tensor x = randomTensor({batch, 16, 40, 40}, block.rng, -2, 2);
+            auto out = (*exec)->run({x});
+            ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
+            // Four convolutions deep (the first maybe Winograd's): their
+            // rounding grows; a changed residual is off by far more.
+            EXPECT_TRUE(allClose((*out)[0], block.reference(x), 1e-3f, 1e-3f));
           }
+        }
 }
 
 TEST(Executor, KeepsDepthwiseConvApartWhenItCannotFuse) {

@@ -337,7 +337,8 @@ const std::map<std::string, std::function<float(float)>> &fusedActivations() {
 
 /// `y` is close to `ref` and NaN at element 0, which the input held; the
 /// reference keeps NaN where the kernel does, so those are left out.
-void expectCloseWithNaNAtZero(const Tensor &y, const Tensor &ref) {
+void expectCloseWithNaNAtZero(const Tensor &y, const Tensor &ref,
+                              float atol = 1e-5f) {
   Tensor plain = llvm::cantFail(y.toPlain());
   ASSERT_TRUE(std::isnan(plain.data<float>()[0]));
   Tensor expected = ref.clone();
@@ -345,7 +346,7 @@ void expectCloseWithNaNAtZero(const Tensor &y, const Tensor &ref) {
   for (int64_t i = 0; i < ref.numElements(); ++i)
     if (std::isnan(got[i]) && std::isnan(want[i]))
       got[i] = want[i] = 0.f;
-  EXPECT_TRUE(allClose(plain, expected, 1e-4f, 1e-5f));
+  EXPECT_TRUE(allClose(plain, expected, 1e-4f, atol));
 }
 
 } // namespace
@@ -478,7 +479,8 @@ TEST_F(KernelTest, OwnDepthwiseConvMatchesItsReference) {
 
 // Our own 1x1 + depthwise kernel (PointwiseDepthwise.h), run alone through
 // CPUContext::acceptConvCandidate on a fused pair, gives the two reference
-// convolutions' output: both strides, both activations of each kind,
+// convolutions' output: 3x3, 5x5 and 7x7 windows, both strides, both
+// activations of each kind,
 // channel counts 16 does not divide, uneven images, two items, and an
 // image wide enough that each thread's rows take several steps through its
 // buffer; NaN in the input stays NaN.
@@ -489,6 +491,7 @@ TEST_F(KernelTest, OwnPointwiseDepthwiseMatchesItsReference) {
     Shape x;
     int64_t m, stride;
     std::string activation, dwActivation;
+    int64_t kernel = 3;
   };
   const auto &activations = fusedActivations();
   std::vector<Case> cases = {{{1, 16, 112, 112}, 96, 2, "Swish", "Swish"},
@@ -496,20 +499,24 @@ TEST_F(KernelTest, OwnPointwiseDepthwiseMatchesItsReference) {
                              {{2, 24, 15, 13}, 72, 2, "HardSwish", "Relu"},
                              {{1, 8, 9, 10}, 40, 1, "Relu", ""},
                              {{2, 40, 7, 7}, 240, 1, "", "HardSwish"},
-                             {{1, 48, 14, 14}, 16, 2, "Swish", "Clip"}};
+                             {{1, 48, 14, 14}, 16, 2, "Swish", "Clip"},
+                             {{1, 24, 56, 56}, 72, 2, "Relu", "Relu", 5},
+                             {{2, 40, 13, 11}, 120, 1, "Swish", "Swish", 5},
+                             {{1, 16, 12, 12}, 32, 2, "HardSwish", "", 7}};
   for (const Case &c : cases) {
     int64_t channels = c.x[1];
     Tensor x = random(c.x, -3.f, 3.f);
     x.data<float>()[0] = std::nanf("");
     Tensor pw = random({c.m, channels, 1, 1}), pwBias = random({c.m}),
-           dw = random({c.m, 1, 3, 3}), dwBias = random({c.m});
+           dw = random({c.m, 1, c.kernel, c.kernel}), dwBias = random({c.m});
+    int64_t pad = c.kernel / 2;
     Tensor mid =
         refUnary(refConv(x, pw, &pwBias, {{1, 1}, {1, 1}, {0, 0, 0, 0}, 1}),
                  activations.at(c.activation));
-    Tensor ref =
-        refUnary(refConv(mid, dw, &dwBias,
-                         {{c.stride, c.stride}, {1, 1}, {1, 1, 1, 1}, c.m}),
-                 activations.at(c.dwActivation));
+    Tensor ref = refUnary(
+        refConv(mid, dw, &dwBias,
+                {{c.stride, c.stride}, {1, 1}, {pad, pad, pad, pad}, c.m}),
+        activations.at(c.dwActivation));
     Attrs attrs = Attrs().i("dw_stride", c.stride);
     for (auto [name, activation] : {std::pair{"activation", c.activation},
                                     {"dw_activation", c.dwActivation}})
@@ -520,8 +527,10 @@ TEST_F(KernelTest, OwnPointwiseDepthwiseMatchesItsReference) {
               .f(std::string(name) + "_max", 6.f);
       }
     SCOPED_TRACE(x.typeString() + " to " + llvm::Twine(c.m).str() +
-                 " channels, stride " + llvm::Twine(c.stride).str() + ", " +
-                 c.activation + " then " + c.dwActivation);
+                 " channels, " + llvm::Twine(c.kernel).str() + "x" +
+                 llvm::Twine(c.kernel).str() + " stride " +
+                 llvm::Twine(c.stride).str() + ", " + c.activation + " then " +
+                 c.dwActivation);
     PlanBuilder b;
     b.output("y", b.op("Conv",
                        {b.input("x", x.shape()), b.weight("pw", pw),
@@ -546,6 +555,94 @@ TEST_F(KernelTest, OwnPointwiseDepthwiseMatchesItsReference) {
     if (llvm::Error e = (*kernel)->run(args, llvm::MutableArrayRef<Tensor>(y)))
       FAIL() << llvm::toString(std::move(e));
     expectCloseWithNaNAtZero(y, ref);
+  }
+}
+
+// Our own kernel for a whole inverted-residual block (InvertedResidualKernel
+// .cpp: 1x1, depthwise, 1x1 projection plus the residual), run alone, gives
+// the three reference convolutions' output, with and without the residual
+// and a projection activation, channel counts 16 does not divide, both
+// strides and several steps per thread.
+TEST_F(KernelTest, OwnInvertedResidualMatchesItsReference) {
+  if (!cpu::depthwiseDirectRuns(3, 1))
+    GTEST_SKIP() << "no AVX-512 here: the kernel is not offered";
+  struct Case {
+    Shape x;
+    int64_t m, out, stride, kernel;
+    bool residual;
+    std::string activation, dwActivation, projActivation;
+  };
+  const auto &activations = fusedActivations();
+  std::vector<Case> cases = {
+      {{1, 16, 112, 112}, 96, 24, 2, 3, false, "Clip", "Clip", ""},
+      {{1, 24, 56, 56}, 144, 24, 1, 3, true, "Relu", "Relu", ""},
+      {{2, 40, 13, 11}, 120, 40, 1, 5, true, "Swish", "Swish", "Relu"},
+      {{1, 24, 15, 15}, 72, 40, 2, 5, false, "HardSwish", "", "Clip"},
+      {{1, 8, 9, 10}, 48, 8, 1, 7, true, "", "HardSwish", ""}};
+  for (const Case &c : cases) {
+    int64_t channels = c.x[1], pad = c.kernel / 2;
+    Tensor x = random(c.x, -3.f, 3.f);
+    x.data<float>()[0] = std::nanf("");
+    Tensor pw = random({c.m, channels, 1, 1}), pwBias = random({c.m}),
+           dw = random({c.m, 1, c.kernel, c.kernel}), dwBias = random({c.m}),
+           proj = random({c.out, c.m, 1, 1}), projBias = random({c.out});
+    ConvParams pointwise{{1, 1}, {1, 1}, {0, 0, 0, 0}, 1};
+    Tensor mid = refUnary(refConv(x, pw, &pwBias, pointwise),
+                          activations.at(c.activation));
+    Tensor wide = refUnary(
+        refConv(mid, dw, &dwBias,
+                {{c.stride, c.stride}, {1, 1}, {pad, pad, pad, pad}, c.m}),
+        activations.at(c.dwActivation));
+    Tensor projected = refConv(wide, proj, &projBias, pointwise);
+    Tensor addend = random(projected.shape());
+    if (c.residual)
+      for (int64_t i = 0; i < projected.numElements(); ++i)
+        projected.data<float>()[i] += addend.data<float>()[i];
+    Tensor ref = refUnary(projected, activations.at(c.projActivation));
+    Attrs attrs = Attrs().i("dw_stride", c.stride);
+    for (auto [name, activation] : {std::pair{"activation", c.activation},
+                                    {"dw_activation", c.dwActivation},
+                                    {"proj_activation", c.projActivation}})
+      if (!activation.empty()) {
+        attrs.s(name, activation);
+        if (activation == "Clip")
+          attrs.f(std::string(name) + "_min", 0.f)
+              .f(std::string(name) + "_max", 6.f);
+      }
+    SCOPED_TRACE(x.typeString() + " to " + llvm::Twine(c.m).str() + " to " +
+                 llvm::Twine(c.out).str() + ", " + llvm::Twine(c.kernel).str() +
+                 "x" + llvm::Twine(c.kernel).str() + " stride " +
+                 llvm::Twine(c.stride).str() +
+                 (c.residual ? ", residual" : ""));
+    PlanBuilder b;
+    b.output("y", b.op("Conv",
+                       {b.input("x", x.shape()), b.weight("pw", pw),
+                        b.weight("pw_b", pwBias), -1, b.weight("dw", dw),
+                        b.weight("dw_b", dwBias), b.weight("proj", proj),
+                        b.weight("proj_b", projBias),
+                        c.residual ? b.input("r", addend.shape()) : -1},
+                       ref.shape(), attrs));
+    plan::Plan plan = b.build();
+    auto ctx = std::make_shared<cpu::CPUContext>();
+    ctx->acceptConvCandidate = [](llvm::StringRef n) {
+      return n == "own inverted residual";
+    };
+    KernelRegistry registry;
+    cpu::registerConvKernel(registry, ctx);
+    auto kernel = (*registry.lookup("Conv"))(
+        OpInfo(plan.ops(0), {nullptr, &pw, &pwBias, nullptr, &dw, &dwBias,
+                             &proj, &projBias, nullptr}));
+    ASSERT_TRUE(static_cast<bool>(kernel))
+        << llvm::toString(kernel.takeError());
+    const Tensor *args[] = {&x,      &pw,       &pwBias,
+                            nullptr, &dw,       &dwBias,
+                            &proj,   &projBias, c.residual ? &addend : nullptr};
+    Tensor y;
+    if (llvm::Error e = (*kernel)->run(args, llvm::MutableArrayRef<Tensor>(y)))
+      FAIL() << llvm::toString(std::move(e));
+    // Sums of 144 products near 3 in size, then the residual: an output
+    // near 0 keeps their rounding in absolute terms.
+    expectCloseWithNaNAtZero(y, ref, 1e-4f);
   }
 }
 

@@ -55,6 +55,7 @@ void CPUBackend::rewriteForInference(plan::Plan &plan, WeightMap &weights,
   fuseConcatBatchNorms(plan, weights, mine);
   fuseChannelShuffles(plan, mine);
   fuseDepthwiseConvs(plan, weights, mine);
+  fuseProjections(plan, weights, mine);
   fuseSqueezeExcites(plan, weights, mine);
 }
 

@@ -330,8 +330,8 @@ std::optional<ConvEntry> ConvKernel::ownDepthwise(const Tensor &x,
   if (params.sum || params.group != c || w.dim(0) != c || w.dim(1) != 1 ||
       !square || !undilated || !depthwiseDirectRuns(k, geo.strides[0]))
     return std::nullopt;
-  std::optional<ConvEpilogue> epilogue = convEpilogueOf(
-      swishApart ? params.postOpsBeforeSwish : params.postOps);
+  std::optional<ConvEpilogue> epilogue =
+      convEpilogueOf(swishApart ? params.postOpsBeforeSwish : params.postOps);
   if (!epilogue)
     return std::nullopt;
   const Shape &out = geo.outShape;
@@ -400,6 +400,8 @@ void cpu::registerConvKernel(KernelRegistry &registry, CPUContextPtr ctx) {
   registry.add(
       "Conv",
       [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
+        if (info.hasInput(6))
+          return createInvertedResidual(info, ctx);
         if (info.hasInput(4))
           return createDepthwiseFusedConv(info, ctx);
         if (llvm::Error e = info.checkArity(2, 4))

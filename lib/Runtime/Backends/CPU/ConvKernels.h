@@ -47,6 +47,11 @@ std::unique_ptr<Kernel> createConvKernel(CPUContextPtr ctx, ConvParams params,
 llvm::Expected<std::unique_ptr<Kernel>>
 createDepthwiseFusedConv(const OpInfo &info, CPUContextPtr ctx);
 
+/// The kernel of a Conv that fuseProjections (Fusion.h) also gave the
+/// block's projection: inputs (X, W, B, -, DwW, DwB, ProjW, ProjB, Sum).
+llvm::Expected<std::unique_ptr<Kernel>>
+createInvertedResidual(const OpInfo &info, CPUContextPtr ctx);
+
 } // namespace heterps::runtime::cpu
 
 #endif // HETERPS_LIB_RUNTIME_BACKENDS_CPU_CONVKERNELS_H

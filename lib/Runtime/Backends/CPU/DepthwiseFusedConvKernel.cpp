@@ -1,4 +1,4 @@
-//===- DepthwiseFusedConvKernel.cpp - 1x1 Conv + 3x3 depthwise Conv -------===//
+//===- DepthwiseFusedConvKernel.cpp - 1x1 Conv + depthwise Conv -----------===//
 //
 // The pair fuseDepthwiseConvs (Fusion.h) folds into one Conv, as oneDNN's
 // depthwise post-op: the depthwise convolution reads rows of the pointwise
@@ -9,7 +9,8 @@
 // where autotuning times the pair faster apart, the two convolutions run as
 // separate Conv kernels. A depthwise Swish is also timed as a pass after
 // the fused convolution (SwishPass.h), as in ConvKernel.cpp. Our own
-// kernel for the pair (PointwiseDepthwise.h) is a third candidate.
+// kernel for the pair (PointwiseDepthwise.h) is a third candidate, and the
+// only fused one for 5x5 and 7x7 windows, which oneDNN's post-op lacks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -89,8 +90,9 @@ private:
 
   PrimitiveCache<FusedConvEntry> cache;
   ConvAttrs pointwise;
-  /// The depthwise convolution's stride (its kernel is 3x3, its pads 1).
+  /// The depthwise convolution's stride (its pads are half its window).
   int64_t fusedStride;
+  /// oneDNN's post-ops for the pair, which it has for 3x3 windows only.
   dnnl::post_ops fusedOps;
   /// fusedOps less the depthwise Swish, when that is their last.
   std::optional<dnnl::post_ops> fusedOpsBeforeSwish;
@@ -115,6 +117,8 @@ static Tensor reorderWeights(const Tensor &t, const memory::desc &from,
 FusedConvEntry
 DepthwiseFusedConvKernel::makeFused(llvm::ArrayRef<const Tensor *> inputs,
                                     Tag tag, bool swishApart) {
+  if (inputs[4]->dim(2) != 3)
+    return {};
   const CPUContextPtr &ctx = cache.context();
   const Tensor &x = *inputs[0], &w = *inputs[1], &dwW = *inputs[4];
   llvm::Expected<ConvGeometry> geo = convGeometry(pointwise, x, w);
@@ -200,8 +204,9 @@ FusedConvEntry
 DepthwiseFusedConvKernel::makeOwn(llvm::ArrayRef<const Tensor *> inputs) {
   const Tensor &x = *inputs[0], &w = *inputs[1], &dwW = *inputs[4];
   int64_t s = fusedStride;
+  int64_t k = dwW.dim(2);
   if (!ownEpilogues || x.rank() != 4 || w.dim(2) != 1 || w.dim(3) != 1 ||
-      !depthwiseDirectRuns(3, s))
+      !depthwiseDirectRuns(k, s))
     return {};
   const CPUContextPtr &ctx = cache.context();
   int64_t m = w.dim(0);
@@ -210,9 +215,9 @@ DepthwiseFusedConvKernel::makeOwn(llvm::ArrayRef<const Tensor *> inputs) {
                                 m,
                                 x.dim(2),
                                 x.dim(3),
-                                /*kernel=*/3,
+                                k,
                                 s,
-                                /*pad=*/1,
+                                k / 2,
                                 (x.dim(2) - 1) / s + 1,
                                 (x.dim(3) - 1) / s + 1};
   FusedConvEntry e;
@@ -357,11 +362,13 @@ cpu::createDepthwiseFusedConv(const OpInfo &info, CPUContextPtr ctx) {
   if (llvm::Error e = info.checkArity(2, 6))
     return e;
   const Tensor *w = info.constants[1], *dwW = info.constants[4];
-  if (!w || !dwW || info.hasInput(3) || dwW->rank() != 4 || dwW->dim(2) != 3 ||
-      dwW->dim(3) != 3 || (info.hasInput(2) && !info.constants[2]) ||
+  int64_t k = dwW && dwW->rank() == 4 ? dwW->dim(2) : 0;
+  if (!w || !dwW || info.hasInput(3) || (k != 3 && k != 5 && k != 7) ||
+      dwW->dim(3) != k || (info.hasInput(2) && !info.constants[2]) ||
       (info.hasInput(5) && !info.constants[5]))
     return kernelError("a Conv with a fused depthwise Conv needs constant "
-                       "weights and biases and no summed input");
+                       "weights and biases, a 3x3, 5x5 or 7x7 window and no "
+                       "summed input");
   llvm::Expected<ConvAttrs> attrs = parseConvAttrs(info.attrs);
   if (!attrs)
     return attrs.takeError();
@@ -373,7 +380,7 @@ cpu::createDepthwiseFusedConv(const OpInfo &info, CPUContextPtr ctx) {
   static_cast<ConvAttrs &>(pw) = *attrs;
   dw.group = dwW->dim(0);
   dw.strides = {*stride, *stride};
-  dw.pads = {1, 1, 1, 1};
+  dw.pads = {k / 2, k / 2, k / 2, k / 2};
   for (auto [name, convParams] :
        {std::pair("activation", &pw), std::pair("dw_activation", &dw)})
     if (llvm::Error e = appendConvActivation(info.attrs, *convParams, name))

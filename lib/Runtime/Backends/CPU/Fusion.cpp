@@ -261,12 +261,13 @@ int heterps::runtime::fuseDepthwiseConvs(plan::Plan &plan,
     int64_t m = w->dim(0);
     std::vector<int64_t> strides = intsOf(dw, "strides");
     int64_t stride = strides.empty() ? 1 : strides[0];
+    int64_t k = dwW && dwW->rank() == 4 ? dwW->dim(2) : 0;
     if (dw.type() != "Conv" || dw.outputs_size() != 1 || dw.inputs_size() > 3 ||
-        dw.inputs(0) != pw.outputs(0) || !dwW ||
-        dwW->shape() != Shape{m, 1, 3, 3} || !constantBias(dw) ||
+        dw.inputs(0) != pw.outputs(0) || !dwW || (k != 3 && k != 5 && k != 7) ||
+        dwW->shape() != Shape{m, 1, k, k} || !constantBias(dw) ||
         !fusable(mine, pw, dw) || intsOf(dw, "group") != std::vector{m} ||
         !allEqual(dw, "strides", stride) || (stride != 1 && stride != 2) ||
-        intsOf(dw, "pads") != std::vector<int64_t>{1, 1, 1, 1} ||
+        intsOf(dw, "pads") != std::vector<int64_t>(4, k / 2) ||
         !allEqual(dw, "dilations", 1))
       continue;
     while (pw.inputs_size() < 4)
@@ -283,6 +284,53 @@ int heterps::runtime::fuseDepthwiseConvs(plan::Plan &plan,
         copy->set_name("dw_" + a.name());
       }
     pw.set_outputs(0, dw.outputs(0));
+    dead[j] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}
+
+int heterps::runtime::fuseProjections(plan::Plan &plan,
+                                      const WeightMap &weights,
+                                      OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    plan::Op &pair = *plan.mutable_ops(i);
+    if (pair.type() != "Conv" || pair.inputs_size() != 6 ||
+        pair.inputs(4) < 0 || pair.outputs_size() != 1)
+      continue;
+    int j = uses.soleReader(pair.outputs(0));
+    if (j < 0)
+      continue;
+    const plan::Op &proj = plan.ops(j);
+    const Tensor *w = weightInput(weights, proj, 1);
+    const Tensor *pairW = weightInput(weights, pair, 1);
+    bool bias = proj.inputs_size() > 2 && proj.inputs(2) >= 0;
+    int32_t addend = proj.inputs_size() > 3 ? proj.inputs(3) : -1;
+    if (proj.type() != "Conv" || proj.outputs_size() != 1 ||
+        proj.inputs_size() > 4 || proj.inputs(0) != pair.outputs(0) || !w ||
+        !pairW || w->rank() != 4 || w->dim(1) != pairW->dim(0) ||
+        w->dim(2) != 1 || w->dim(3) != 1 ||
+        (bias && !weightInput(weights, proj, 2)) ||
+        (addend >= 0 && uses.definedBy[addend] >= i) ||
+        !fusable(mine, pair, proj) || !allEqual(proj, "group", 1) ||
+        !allEqual(proj, "strides", 1) || !allEqual(proj, "pads", 0) ||
+        !allEqual(proj, "dilations", 1))
+      continue;
+    pair.add_inputs(proj.inputs(1));
+    pair.add_inputs(bias ? proj.inputs(2) : -1);
+    pair.add_inputs(addend);
+    for (const plan::Attribute &a : proj.attributes())
+      if (llvm::StringRef(a.name()).starts_with("activation")) {
+        plan::Attribute *copy = pair.add_attributes();
+        *copy = a;
+        copy->set_name("proj_" + a.name());
+      }
+    pair.set_outputs(0, proj.outputs(0));
     dead[j] = true;
     ++fused;
   }

@@ -62,16 +62,27 @@ int splitConcatConvs(plan::Plan &plan, OpFilter mine = anyOp);
 /// Returns the number of fused ops.
 int fuseResidualAdds(plan::Plan &plan, OpFilter mine = anyOp);
 
-/// Folds a 3x3 depthwise Conv (stride 1 or 2, pads 1, constant weights)
-/// into the 1x1 Conv (stride 1, no pads, no summed input, constant weights)
-/// whose output only it reads, so that the pointwise result never leaves
-/// the cache (oneDNN's depthwise post-op). The 1x1 Conv gets inputs 4 and 5
-/// (the depthwise weight and bias, -1 when absent; input 3 stays -1), the
-/// attribute `dw_stride`, the depthwise Conv's fused activation as
+/// Folds a 3x3, 5x5 or 7x7 depthwise Conv (stride 1 or 2, pads half the
+/// window, constant weights) into the 1x1 Conv (stride 1, no pads, no
+/// summed input, constant weights) whose output only it reads, so that the
+/// pointwise result never leaves the cache (oneDNN's depthwise post-op for
+/// 3x3 windows, the backend's own kernel for all three). The 1x1 Conv gets
+/// inputs 4 and 5 (the depthwise weight and bias, -1 when absent; input 3 stays
+/// -1), the attribute `dw_stride`, the depthwise Conv's fused activation as
 /// `dw_activation*` and its output. Run after fuseActivations. Returns the
 /// number of fused pairs.
 int fuseDepthwiseConvs(plan::Plan &plan, const WeightMap &weights,
                        OpFilter mine = anyOp);
+
+/// Folds the 1x1 Conv (stride 1, no pads, constant weights and bias, any
+/// summed input defined before the pair) that alone reads a pair of
+/// fuseDepthwiseConvs into it: the inverted-residual block's projection
+/// back to its narrow width. The pair gets inputs 6, 7 and 8 (the
+/// projection's weight, bias and summed input, -1 when absent), its fused
+/// activation as `proj_activation*` and its output. Run after
+/// fuseDepthwiseConvs. Returns the number of fused blocks.
+int fuseProjections(plan::Plan &plan, const WeightMap &weights,
+                    OpFilter mine = anyOp);
 
 /// Replaces GELU as PyTorch exports it, x * (erf(x / sqrt(2)) + 1) * 0.5
 /// (Div by a constant sqrt(2), Erf, Add of a constant 1, Mul by x, Mul by a

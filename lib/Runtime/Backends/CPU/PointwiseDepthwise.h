@@ -43,14 +43,27 @@ Tensor packPointwiseWeights(const Tensor &plain);
 /// Plain bias (M floats, or null for none) rounded up to 16 with zeros.
 Tensor packPointwiseBias(const Tensor *plain, int64_t m);
 
+/// A third convolution, 1x1, after the depthwise one (the block's
+/// projection back to its narrow width): weights and bias packed as above,
+/// `addend` (the residual, in y's layout) or null added before the
+/// epilogue.
+struct Projection {
+  int64_t channels;
+  const float *weights, *bias, *addend;
+  ConvEpilogue epilogue;
+};
+
 /// y = dwEpilogue(dwconv(pwEpilogue(conv1x1(x, pw) + pwBias), dw) + dwBias),
-/// x and y in 16-channel blocks; `pw` and `pwBias` packed as above, `dw`
-/// by packDepthwiseWeights, `dwBias` plain (M floats) or null; on the
-/// OpenMP threads. Runs where depthwiseDirectRuns(kernel, stride) holds.
+/// or with a projection its 1x1 convolution of that, plus the addend, then
+/// its epilogue; x and y in 16-channel blocks; `pw` and `pwBias` packed as
+/// above, `dw` by packDepthwiseWeights, `dwBias` plain (M floats) or null;
+/// on the OpenMP threads. Runs where depthwiseDirectRuns(kernel, stride)
+/// holds.
 void pointwiseDepthwise(const float *x, const float *pw, const float *pwBias,
                         ConvEpilogue pwEpilogue, const float *dw,
                         const float *dwBias, ConvEpilogue dwEpilogue, float *y,
-                        const PointwiseDepthwiseShape &shape);
+                        const PointwiseDepthwiseShape &shape,
+                        const Projection *projection = nullptr);
 
 } // namespace heterps::runtime::cpu
 
