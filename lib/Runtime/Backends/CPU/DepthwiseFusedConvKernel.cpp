@@ -210,16 +210,7 @@ DepthwiseFusedConvKernel::makeOwn(llvm::ArrayRef<const Tensor *> inputs) {
     return {};
   const CPUContextPtr &ctx = cache.context();
   int64_t m = w.dim(0);
-  PointwiseDepthwiseShape shape{x.dim(0),
-                                x.dim(1),
-                                m,
-                                x.dim(2),
-                                x.dim(3),
-                                k,
-                                s,
-                                k / 2,
-                                (x.dim(2) - 1) / s + 1,
-                                (x.dim(3) - 1) / s + 1};
+  PointwiseDepthwiseShape shape = pointwiseDepthwiseShapeOf(x.shape(), m, k, s);
   FusedConvEntry e;
   e.own = shape;
   e.outShape = {shape.n, m, shape.oh, shape.ow};
@@ -229,12 +220,11 @@ DepthwiseFusedConvKernel::makeOwn(llvm::ArrayRef<const Tensor *> inputs) {
       memory::desc(toDims(e.outShape), memory::data_type::f32, Tag::nChw16c);
   e.weights = packPointwiseWeights(plainOf(w, ctx));
   e.dwWeights = packDepthwiseWeights(plainOf(dwW, ctx));
-  Tensor bias = inputs[2] ? plainOf(*inputs[2], ctx) : Tensor();
-  e.pointwiseBias = packPointwiseBias(inputs[2] ? &bias : nullptr, m);
-  e.dwBias = packPointwiseBias(nullptr, m);
-  if (inputs[5])
-    std::memcpy(e.dwBias.rawData(), plainOf(*inputs[5], ctx).rawData(),
-                m * sizeof(float));
+  for (auto [input, packed] :
+       {std::pair{inputs[2], &e.pointwiseBias}, {inputs[5], &e.dwBias}}) {
+    Tensor plain = input ? plainOf(*input, ctx) : Tensor();
+    *packed = packPointwiseBias(input ? &plain : nullptr, m);
+  }
   e.fused = true;
   return e;
 }

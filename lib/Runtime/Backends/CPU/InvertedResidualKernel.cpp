@@ -77,16 +77,7 @@ InvertedResidualKernel::makeOwn(llvm::ArrayRef<const Tensor *> inputs) {
   const CPUContextPtr &ctx = cache.context();
   int64_t m = w.dim(0), projected = projW.dim(0);
   BlockEntry e;
-  e.own = PointwiseDepthwiseShape{x.dim(0),
-                                  x.dim(1),
-                                  m,
-                                  x.dim(2),
-                                  x.dim(3),
-                                  k,
-                                  stride,
-                                  k / 2,
-                                  (x.dim(2) - 1) / stride + 1,
-                                  (x.dim(3) - 1) / stride + 1};
+  e.own = pointwiseDepthwiseShapeOf(x.shape(), m, k, stride);
   e.projected = projected;
   e.outShape = {x.dim(0), projected, e.own->oh, e.own->ow};
   e.srcMd =
@@ -115,23 +106,21 @@ void InvertedResidualKernel::runOwn(const BlockEntry &e,
   Tensor src = reorderTo(*inputs[0], e.srcMd, ctx);
   Tensor addend = inputs[8] ? reorderTo(*inputs[8], e.dstMd, ctx) : Tensor();
   out = allocate(e.dstMd, e.outShape, ctx);
-  Projection projection{e.projected, e.proj.data<float>(),
-                        e.projBias.data<float>(),
-                        inputs[8] ? addend.data<float>() : nullptr,
-                        epilogues->projection};
-  pointwiseDepthwise(src.data<float>(), e.pw.data<float>(),
-                     e.pwBias.data<float>(), epilogues->pointwise,
-                     e.dw.data<float>(), e.dwBias.data<float>(),
-                     epilogues->depthwise, out.data<float>(), *e.own,
-                     &projection);
+  Projection projection{
+      e.projected, e.proj.data<float>(), e.projBias.data<float>(),
+      inputs[8] ? addend.data<float>() : nullptr, epilogues->projection};
+  pointwiseDepthwise(
+      src.data<float>(), e.pw.data<float>(), e.pwBias.data<float>(),
+      epilogues->pointwise, e.dw.data<float>(), e.dwBias.data<float>(),
+      epilogues->depthwise, out.data<float>(), *e.own, &projection);
 }
 
 llvm::Error
 InvertedResidualKernel::runApart(llvm::ArrayRef<const Tensor *> inputs,
                                  Tensor &out) {
   Tensor mid;
-  if (llvm::Error e = pair->run(inputs.take_front(6),
-                                llvm::MutableArrayRef<Tensor>(mid)))
+  if (llvm::Error e =
+          pair->run(inputs.take_front(6), llvm::MutableArrayRef<Tensor>(mid)))
     return e;
   const Tensor *projInputs[] = {&mid, inputs[6], inputs[7], inputs[8]};
   return projection->run(
@@ -178,14 +167,13 @@ InvertedResidualKernel::make(llvm::ArrayRef<const Tensor *> inputs) {
   return std::move(*own);
 }
 
-llvm::Error
-InvertedResidualKernel::run(llvm::ArrayRef<const Tensor *> inputs,
-                            llvm::MutableArrayRef<Tensor> outputs) {
+llvm::Error InvertedResidualKernel::run(llvm::ArrayRef<const Tensor *> inputs,
+                                        llvm::MutableArrayRef<Tensor> outputs) {
   if (llvm::Error e = checkF32(inputs))
     return e;
   return guardDnnl([&]() -> llvm::Error {
-    auto entry = cache.get(shapeKey(inputs.take_front(8)),
-                           [&] { return make(inputs); });
+    auto entry =
+        cache.get(shapeKey(inputs.take_front(8)), [&] { return make(inputs); });
     if (!entry)
       return entry.takeError();
     const BlockEntry &e = **entry;

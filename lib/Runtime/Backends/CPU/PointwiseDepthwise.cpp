@@ -23,6 +23,22 @@ int64_t blocksOf(int64_t channels) { return (channels + B - 1) / B; }
 
 } // namespace
 
+PointwiseDepthwiseShape cpu::pointwiseDepthwiseShapeOf(const Shape &x,
+                                                       int64_t m,
+                                                       int64_t kernel,
+                                                       int64_t stride) {
+  return {x[0],
+          x[1],
+          m,
+          x[2],
+          x[3],
+          kernel,
+          stride,
+          kernel / 2,
+          (x[2] - 1) / stride + 1,
+          (x[3] - 1) / stride + 1};
+}
+
 Tensor cpu::packPointwiseWeights(const Tensor &plain) {
   int64_t m = plain.dim(0), c = plain.dim(1), cPadded = blocksOf(c) * B;
   Tensor packed(DType::F32, {blocksOf(m) * cPadded * B});
@@ -261,23 +277,16 @@ void cpu::pointwiseDepthwise(const float *x, const float *pw,
         // is the image's row `lo`; with a projection they write output row
         // `oh` as the second buffer's first.
         int64_t firstOut = projection ? oh : 0;
-        DepthwiseShape view{1,
-                            s.m,
-                            s.h - lo,
-                            s.w,
-                            s.oh,
-                            s.ow,
-                            s.kernel,
-                            s.stride,
-                            s.pad + lo - firstOut * s.stride,
-                            s.pad,
-                            false};
+        DepthwiseShape view{
+            1,        s.m,      s.h - lo,
+            s.w,      s.oh,     s.ow,
+            s.kernel, s.stride, s.pad + lo - firstOut * s.stride,
+            s.pad,    false};
         for (int64_t cb = 0; cb < wideBlocks; ++cb)
-          depthwiseBlockRows(rows + cb * bufferBlock, dw, dwBias,
-                             projection ? outRows + cb * outBufferBlock
-                                        : yn + cb * plane,
-                             view, dwEpilogue, cb, oh - firstOut,
-                             last - firstOut);
+          depthwiseBlockRows(
+              rows + cb * bufferBlock, dw, dwBias,
+              projection ? outRows + cb * outBufferBlock : yn + cb * plane,
+              view, dwEpilogue, cb, oh - firstOut, last - firstOut);
         if (projection) {
           Pointwise c{outRows,
                       outBufferBlock,

@@ -35,6 +35,12 @@ struct PointwiseDepthwiseShape {
   int64_t oh, ow;
 };
 
+/// The shape for input `x` (NCHW), `m` wide channels and a `kernel` x
+/// `kernel` depthwise window at `stride`, padded by kernel / 2.
+PointwiseDepthwiseShape pointwiseDepthwiseShapeOf(const Shape &x, int64_t m,
+                                                  int64_t kernel,
+                                                  int64_t stride);
+
 /// Plain 1x1 weights (M, C, 1, 1) as pointwiseDepthwise reads them: per
 /// 16-output-channel block, per input channel (C rounded up to 16), 16
 /// lanes; zeros past M and C.
