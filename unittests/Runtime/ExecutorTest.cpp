@@ -1299,6 +1299,23 @@ TEST(Executor, FusesProjectionIntoDepthwiseConvPair) {
         }
 }
 
+// A projection whose input is also a graph output stays apart (its
+// residual Add still joins it).
+TEST(Executor, KeepsProjectionApartWhenItCannotFuse) {
+  MobileNetBlock block(1, true, false, 9, 3, /*project=*/true);
+  plan::Plan p = block.b.build();
+  ASSERT_EQ(p.ops(4).type(), "Clip");
+  plan::Binding *extra = p.add_outputs();
+  extra->set_name("wide");
+  extra->set_value(p.ops(4).outputs(0));
+  auto exec = Executor::create(p);
+  ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+  const plan::Plan &fused = (*exec)->plan();
+  ASSERT_EQ(fused.ops_size(), 3);
+  EXPECT_EQ(fused.ops(1).inputs_size(), 6);
+  EXPECT_EQ(fused.ops(2).inputs_size(), 4);
+}
+
 TEST(Executor, KeepsDepthwiseConvApartWhenItCannotFuse) {
   // A depthwise Conv whose input is also a graph output stays apart.
   MobileNetBlock block(1, true);

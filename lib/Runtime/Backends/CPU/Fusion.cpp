@@ -233,6 +233,18 @@ static bool allEqual(const plan::Op &op, llvm::StringRef name, int64_t v) {
   return llvm::all_of(intsOf(op, name), [&](int64_t x) { return x == v; });
 }
 
+/// Copies the fused activation of `from` (its `activation*` attributes) to
+/// `to`, their names prefixed with `prefix`.
+static void copyActivation(const plan::Op &from, plan::Op &to,
+                           llvm::StringRef prefix) {
+  for (const plan::Attribute &a : from.attributes())
+    if (llvm::StringRef(a.name()).starts_with("activation")) {
+      plan::Attribute *copy = to.add_attributes();
+      *copy = a;
+      copy->set_name((prefix + a.name()).str());
+    }
+}
+
 int heterps::runtime::fuseDepthwiseConvs(plan::Plan &plan,
                                          const WeightMap &weights,
                                          OpFilter mine) {
@@ -277,12 +289,7 @@ int heterps::runtime::fuseDepthwiseConvs(plan::Plan &plan,
     plan::Attribute *s = pw.add_attributes();
     s->set_name("dw_stride");
     s->set_i(stride);
-    for (const plan::Attribute &a : dw.attributes())
-      if (llvm::StringRef(a.name()).starts_with("activation")) {
-        plan::Attribute *copy = pw.add_attributes();
-        *copy = a;
-        copy->set_name("dw_" + a.name());
-      }
+    copyActivation(dw, pw, "dw_");
     pw.set_outputs(0, dw.outputs(0));
     dead[j] = true;
     ++fused;
@@ -293,8 +300,7 @@ int heterps::runtime::fuseDepthwiseConvs(plan::Plan &plan,
 }
 
 int heterps::runtime::fuseProjections(plan::Plan &plan,
-                                      const WeightMap &weights,
-                                      OpFilter mine) {
+                                      const WeightMap &weights, OpFilter mine) {
   Uses uses(plan);
   std::vector<bool> dead(plan.ops_size(), false);
   int fused = 0;
@@ -324,12 +330,7 @@ int heterps::runtime::fuseProjections(plan::Plan &plan,
     pair.add_inputs(proj.inputs(1));
     pair.add_inputs(bias ? proj.inputs(2) : -1);
     pair.add_inputs(addend);
-    for (const plan::Attribute &a : proj.attributes())
-      if (llvm::StringRef(a.name()).starts_with("activation")) {
-        plan::Attribute *copy = pair.add_attributes();
-        *copy = a;
-        copy->set_name("proj_" + a.name());
-      }
+    copyActivation(proj, pair, "proj_");
     pair.set_outputs(0, proj.outputs(0));
     dead[j] = true;
     ++fused;
