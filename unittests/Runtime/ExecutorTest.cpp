@@ -614,7 +614,9 @@ TEST(Executor, FusesSelfGatedActivations) {
 /// outputs: GlobalAveragePool, 1x1 Conv, Relu (or SiLU as x * Sigmoid(x)
 /// when `silu`), 1x1 Conv, HardSigmoid (or Sigmoid when `sigmoid`), Mul.
 /// Variant 1 makes the pooled value a graph output too; variant 2
-/// multiplies the gate into another tensor than the pooled one.
+/// multiplies the gate into another tensor than the pooled one; variant 3
+/// projects the product to 8 channels by a 1x1 Conv and adds a residual
+/// (the block's end, which fuseProjections joins to the SqueezeExcite).
 static plan::Plan squeezeExcitePlan(int64_t channels, bool silu, bool sigmoid,
                                     int variant) {
   std::mt19937 rng(31);
@@ -626,6 +628,13 @@ static plan::Plan squeezeExcitePlan(int64_t channels, bool silu, bool sigmoid,
   int x =
       b.op("Conv", {in, b.weight("w0", randomTensor({channels, 3, 3, 3}, rng))},
            full, Attrs().ints("pads", {1, 1, 1, 1}));
+  // Variant 3's residual, defined before the block as a network's is.
+  Shape narrow = {-1, 8, 6, 6};
+  int residual =
+      variant == 3
+          ? b.op("Conv", {in, b.weight("wr", randomTensor({8, 3, 1, 1}, rng))},
+                 narrow)
+          : -1;
   int p = b.op("GlobalAveragePool", {x}, pooled);
   int h = b.op("Conv",
                {p, b.weight("w1", randomTensor({r, channels, 1, 1}, rng)),
@@ -641,7 +650,15 @@ static plan::Plan squeezeExcitePlan(int64_t channels, bool silu, bool sigmoid,
               : b.op("HardSigmoid", {g}, pooled,
                      Attrs().f("alpha", 1.f / 6).f("beta", 0.5f));
   int scaled = variant == 2 ? b.op("Tanh", {x}, full) : x;
-  b.output("y", b.op("Mul", {scaled, g}, full));
+  int y = b.op("Mul", {scaled, g}, full);
+  if (variant == 3) {
+    y = b.op("Conv",
+             {y, b.weight("wp", randomTensor({8, channels, 1, 1}, rng)),
+              b.weight("bp", randomTensor({8}, rng))},
+             narrow);
+    y = b.op("Relu", {b.op("Add", {y, residual}, narrow)}, narrow);
+  }
+  b.output("y", y);
   if (variant == 1)
     b.output("pooled", p);
   return b.build();
@@ -650,12 +667,13 @@ static plan::Plan squeezeExcitePlan(int64_t channels, bool silu, bool sigmoid,
 // The block runs as one SqueezeExcite op in the Conv's layout (20 or 32
 // channels: padded and whole channel blocks, or channels-last), with
 // the same outputs; a pooled value read elsewhere, or a gate applied to
-// another tensor than the pooled one, keeps the ops apart.
+// another tensor than the pooled one, keeps the ops apart. A projection
+// after it, with its residual and activation, joins it (8 inputs).
 TEST(Executor, FusesSqueezeExcitation) {
   std::mt19937 rng(32);
   for (int64_t channels : {20, 32})
     for (bool silu : {false, true})
-      for (int variant = 0; variant < 3; ++variant) {
+      for (int variant = 0; variant < 4; ++variant) {
         bool sigmoid = silu;
         SCOPED_TRACE(std::to_string(channels) + " channels, variant " +
                      std::to_string(variant) + (silu ? ", SiLU" : ""));
@@ -666,8 +684,11 @@ TEST(Executor, FusesSqueezeExcitation) {
         auto fused = llvm::cantFail(Executor::create(plan));
         int blocks = 0;
         for (const plan::Op &op : fused->plan().ops())
-          blocks += op.type() == "SqueezeExcite";
-        EXPECT_EQ(blocks, variant == 0 ? 1 : 0);
+          if (op.type() == "SqueezeExcite") {
+            ++blocks;
+            EXPECT_EQ(op.inputs_size(), variant == 3 ? 8 : 5);
+          }
+        EXPECT_EQ(blocks, variant == 0 || variant == 3 ? 1 : 0);
         for (int64_t batch : {1, 3}) {
           Tensor in = randomTensor({batch, 3, 6, 6}, rng, -2.f, 2.f);
           std::vector<Tensor> want = llvm::cantFail(unfused->run({in}));

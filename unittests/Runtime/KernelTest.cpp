@@ -12,6 +12,7 @@
 #include "../../lib/Runtime/Backends/CPU/DepthwiseDirect.h"
 #include "../../lib/Runtime/Backends/CPU/DnnlUtils.h"
 #include "../../lib/Runtime/Backends/CPU/GroupWidening.h"
+#include "../../lib/Runtime/Backends/CPU/PointwiseDepthwise.h"
 #include "../../lib/Runtime/Backends/CPU/SwishPass.h"
 #include "heterps/Runtime/Backends/CPU/CPUBackend.h"
 #include "heterps/Runtime/Executor.h"
@@ -643,6 +644,95 @@ TEST_F(KernelTest, OwnInvertedResidualMatchesItsReference) {
     // Sums of 144 products near 3 in size, then the residual: an output
     // near 0 keeps their rounding in absolute terms.
     expectCloseWithNaNAtZero(y, ref, 1e-4f);
+  }
+}
+
+// SqueezeExcite with the block's projection (fuseProjections), our own
+// kernel run alone (the projection by weights scaled per item and input
+// channel): the gate, the product and the projection's reference, with and
+// without the residual, at batch 1 (items over all threads) and 3 (an item
+// per thread), for channel counts 16 does not divide.
+TEST_F(KernelTest, OwnGatedProjectionMatchesItsReference) {
+  if (!cpu::pointwiseRuns())
+    GTEST_SKIP() << "no AVX-512 here: the kernel is not offered";
+  struct Case {
+    Shape x;
+    int64_t out;
+    bool residual;
+    std::string projActivation;
+  };
+  for (const Case &c : std::vector<Case>{{{1, 40, 14, 14}, 24, true, ""},
+                                         {{3, 24, 9, 7}, 40, false, "Relu"},
+                                         {{2, 96, 8, 8}, 16, true, "Relu"}}) {
+    int64_t channels = c.x[1], reduced = 8;
+    int64_t items = c.x[0], pixels = c.x[2] * c.x[3];
+    SCOPED_TRACE(Tensor(DType::F32, c.x).typeString() + " to " +
+                 llvm::Twine(c.out).str() + (c.residual ? ", residual" : ""));
+    Tensor x = random(c.x, -2.f, 2.f), w1 = random({reduced, channels, 1, 1}),
+           b1 = random({reduced}), w2 = random({channels, reduced, 1, 1}),
+           b2 = random({channels}), wp = random({c.out, channels, 1, 1}),
+           bp = random({c.out});
+    Shape outShape{items, c.out, c.x[2], c.x[3]};
+    Tensor residual = random(outShape);
+    // The reference: means, Relu, Sigmoid gate, product, projection.
+    Tensor gated = x.clone();
+    for (int64_t n = 0; n < items; ++n) {
+      std::vector<float> mean(channels), hidden(reduced);
+      for (int64_t k = 0; k < channels; ++k)
+        for (int64_t p = 0; p < pixels; ++p)
+          mean[k] += x.data<float>()[(n * channels + k) * pixels + p] / pixels;
+      for (int64_t r = 0; r < reduced; ++r) {
+        float v = b1.data<float>()[r];
+        for (int64_t k = 0; k < channels; ++k)
+          v += w1.data<float>()[r * channels + k] * mean[k];
+        hidden[r] = std::max(v, 0.f);
+      }
+      for (int64_t k = 0; k < channels; ++k) {
+        float v = b2.data<float>()[k];
+        for (int64_t r = 0; r < reduced; ++r)
+          v += w2.data<float>()[k * reduced + r] * hidden[r];
+        float g = 1.f / (1.f + std::exp(-v));
+        for (int64_t p = 0; p < pixels; ++p)
+          gated.data<float>()[(n * channels + k) * pixels + p] *= g;
+      }
+    }
+    Tensor ref = refConv(gated, wp, &bp, {{1, 1}, {1, 1}, {0, 0, 0, 0}, 1});
+    for (int64_t i = 0; i < ref.numElements(); ++i) {
+      float &v = ref.data<float>()[i];
+      v += c.residual ? residual.data<float>()[i] : 0.f;
+      if (!c.projActivation.empty())
+        v = std::max(v, 0.f);
+    }
+    Attrs attrs = Attrs().s("activation", "Relu").s("gate", "Sigmoid");
+    if (!c.projActivation.empty())
+      attrs.s("proj_activation", c.projActivation);
+    PlanBuilder b;
+    b.output(
+        "y",
+        b.op("SqueezeExcite",
+             {b.input("x", c.x), b.weight("w1", w1), b.weight("b1", b1),
+              b.weight("w2", w2), b.weight("b2", b2), b.weight("wp", wp),
+              b.weight("bp", bp), c.residual ? b.input("r", outShape) : -1},
+             outShape, attrs));
+    plan::Plan plan = b.build();
+    auto ctx = std::make_shared<cpu::CPUContext>();
+    ctx->acceptConvCandidate = [](llvm::StringRef n) {
+      return n == "own gated projection";
+    };
+    KernelRegistry registry;
+    cpu::registerSqueezeExciteKernel(registry, ctx);
+    auto kernel = (*registry.lookup("SqueezeExcite"))(
+        OpInfo(plan.ops(0), {nullptr, &w1, &b1, &w2, &b2, &wp, &bp, nullptr}));
+    ASSERT_TRUE(static_cast<bool>(kernel))
+        << llvm::toString(kernel.takeError());
+    const Tensor *args[] = {&x,  &w1, &b1, &w2,
+                            &b2, &wp, &bp, c.residual ? &residual : nullptr};
+    Tensor y;
+    // Apart, the projection's Conv kernel would find no candidate passing
+    // the filter: a run is our kernel's.
+    if (llvm::Error e = (*kernel)->run(args, llvm::MutableArrayRef<Tensor>(y)))
+      FAIL() << llvm::toString(std::move(e));
+    EXPECT_TRUE(allClose(llvm::cantFail(y.toPlain()), ref, 1e-4f, 1e-4f));
   }
 }
 

@@ -55,8 +55,8 @@ void CPUBackend::rewriteForInference(plan::Plan &plan, WeightMap &weights,
   fuseConcatBatchNorms(plan, weights, mine);
   fuseChannelShuffles(plan, mine);
   fuseDepthwiseConvs(plan, weights, mine);
-  fuseProjections(plan, weights, mine);
   fuseSqueezeExcites(plan, weights, mine);
+  fuseProjections(plan, weights, mine);
 }
 
 /// `weights` less the one-element initializers: the trainer trains those,

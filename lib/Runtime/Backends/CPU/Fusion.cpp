@@ -305,21 +305,24 @@ int heterps::runtime::fuseProjections(plan::Plan &plan,
   std::vector<bool> dead(plan.ops_size(), false);
   int fused = 0;
   for (int i = 0; i < plan.ops_size(); ++i) {
+    // A pair of fuseDepthwiseConvs (6 inputs) or a SqueezeExcite (5).
     plan::Op &pair = *plan.mutable_ops(i);
-    if (pair.type() != "Conv" || pair.inputs_size() != 6 ||
-        pair.inputs(4) < 0 || pair.outputs_size() != 1)
+    bool isPair =
+        pair.type() == "Conv" && pair.inputs_size() == 6 && pair.inputs(4) >= 0;
+    bool isGate = pair.type() == "SqueezeExcite" && pair.inputs_size() == 5;
+    if ((!isPair && !isGate) || pair.outputs_size() != 1)
       continue;
     int j = uses.soleReader(pair.outputs(0));
     if (j < 0)
       continue;
     const plan::Op &proj = plan.ops(j);
     const Tensor *w = weightInput(weights, proj, 1);
-    const Tensor *pairW = weightInput(weights, pair, 1);
+    const plan::Value &wide = plan.values(pair.outputs(0));
     bool bias = proj.inputs_size() > 2 && proj.inputs(2) >= 0;
     int32_t addend = proj.inputs_size() > 3 ? proj.inputs(3) : -1;
     if (proj.type() != "Conv" || proj.outputs_size() != 1 ||
         proj.inputs_size() > 4 || proj.inputs(0) != pair.outputs(0) || !w ||
-        !pairW || w->rank() != 4 || w->dim(1) != pairW->dim(0) ||
+        wide.dims_size() != 4 || w->rank() != 4 || w->dim(1) != wide.dims(1) ||
         w->dim(2) != 1 || w->dim(3) != 1 ||
         (bias && !weightInput(weights, proj, 2)) ||
         (addend >= 0 && uses.definedBy[addend] >= i) ||

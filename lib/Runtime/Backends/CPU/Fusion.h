@@ -76,11 +76,13 @@ int fuseDepthwiseConvs(plan::Plan &plan, const WeightMap &weights,
 
 /// Folds the 1x1 Conv (stride 1, no pads, constant weights and bias, any
 /// summed input defined before the pair) that alone reads a pair of
-/// fuseDepthwiseConvs into it: the inverted-residual block's projection
-/// back to its narrow width. The pair gets inputs 6, 7 and 8 (the
+/// fuseDepthwiseConvs, or a SqueezeExcite of fuseSqueezeExcites, into it:
+/// the inverted-residual block's projection back to its narrow width. The
+/// pair gets inputs 6, 7 and 8 (the SqueezeExcite 5, 6 and 7: the
 /// projection's weight, bias and summed input, -1 when absent), its fused
 /// activation as `proj_activation*` and its output. Run after
-/// fuseDepthwiseConvs. Returns the number of fused blocks.
+/// fuseDepthwiseConvs and fuseSqueezeExcites. Returns the number of fused
+/// ops.
 int fuseProjections(plan::Plan &plan, const WeightMap &weights,
                     OpFilter mine = anyOp);
 

@@ -51,6 +51,15 @@ Tensor cpu::packPointwiseWeights(const Tensor &plain) {
   return packed;
 }
 
+void cpu::packScaledPointwiseWeights(const float *plain, const float *scale,
+                                     int64_t m, int64_t c, float *packed) {
+  int64_t cPadded = blocksOf(c) * B;
+  std::memset(packed, 0, blocksOf(m) * cPadded * B * sizeof(float));
+  for (int64_t o = 0; o < m; ++o)
+    for (int64_t i = 0; i < c; ++i)
+      packed[(o / B * cPadded + i) * B + o % B] = plain[o * c + i] * scale[i];
+}
+
 Tensor cpu::packPointwiseBias(const Tensor *plain, int64_t m) {
   Tensor packed(DType::F32, {blocksOf(m) * B});
   std::memset(packed.rawData(), 0, packed.bytes());
@@ -309,7 +318,47 @@ void cpu::pointwiseDepthwise(const float *x, const float *pw,
   }
 }
 
+bool cpu::pointwiseRuns() { return __builtin_cpu_supports("avx512f"); }
+
+void cpu::pointwiseConv(const float *x, int64_t c, const float *w,
+                        const float *bias, int64_t m, int64_t positions,
+                        const float *addend, ConvEpilogue epilogue, float *y,
+                        bool parallel) {
+  int64_t outBlocks = blocksOf(m), plane = positions * B;
+  RowsFn run = addend ? pointwiseRowsFor<true>(epilogue.kind)
+                      : pointwiseRowsFor<false>(epilogue.kind);
+  // Work items: pairs of output blocks by chunks of 56 positions (four
+  // tiles), so that small images still give every thread some.
+  constexpr int64_t chunk = 56;
+  int64_t pairs = (outBlocks + 1) / 2, chunks = (positions + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < pairs * chunks; ++i) {
+    int64_t mb = i / chunks * 2, p = i % chunks * chunk;
+    int64_t blocks = std::min<int64_t>(2, outBlocks - mb);
+    Pointwise t{x + p * B,
+                plane,
+                blocksOf(c),
+                w + mb * blocksOf(c) * B * B,
+                bias + mb * B,
+                y + p * B + mb * plane,
+                plane,
+                blocks,
+                addend ? addend + p * B + mb * plane : nullptr,
+                plane,
+                epilogue};
+    run(t, std::min(chunk, positions - p));
+  }
+}
+
 #else
+
+bool cpu::pointwiseRuns() { return false; }
+
+void cpu::pointwiseConv(const float *, int64_t, const float *, const float *,
+                        int64_t, int64_t, const float *, ConvEpilogue, float *,
+                        bool) {
+  llvm_unreachable("pointwiseRuns is false off x86-64");
+}
 
 void cpu::pointwiseDepthwise(const float *, const float *, const float *,
                              ConvEpilogue, const float *, const float *,

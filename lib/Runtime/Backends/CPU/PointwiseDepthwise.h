@@ -46,6 +46,24 @@ PointwiseDepthwiseShape pointwiseDepthwiseShapeOf(const Shape &x, int64_t m,
 /// lanes; zeros past M and C.
 Tensor packPointwiseWeights(const Tensor &plain);
 
+/// packPointwiseWeights of plain (M, C) weights whose input channel k is
+/// scaled by scale[k], into `packed` (as many floats as that returns).
+void packScaledPointwiseWeights(const float *plain, const float *scale,
+                                int64_t m, int64_t c, float *packed);
+
+/// Whether pointwiseConv and pointwiseDepthwise's 1x1 tiles run here
+/// (AVX-512).
+bool pointwiseRuns();
+
+/// One item's 1x1 convolution, x, y and `addend` (null for none) in
+/// 16-channel blocks of `positions` pixels: y = epilogue(conv1x1(x, w) +
+/// bias + addend), `c` input and `m` output channels, `w` and `bias`
+/// packed as above; on the OpenMP threads, or on the calling one when
+/// `parallel` is false.
+void pointwiseConv(const float *x, int64_t c, const float *w, const float *bias,
+                   int64_t m, int64_t positions, const float *addend,
+                   ConvEpilogue epilogue, float *y, bool parallel = true);
+
 /// Plain bias (M floats, or null for none) rounded up to 16 with zeros.
 Tensor packPointwiseBias(const Tensor *plain, int64_t m);
 
