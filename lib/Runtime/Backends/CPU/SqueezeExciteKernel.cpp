@@ -31,6 +31,7 @@
 #include <map>
 #include <omp.h>
 #include <optional>
+#include <unistd.h>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
@@ -205,19 +206,28 @@ private:
   /// run gets a copy of the residual, which the projection's Conv kernel
   /// may sum into in place.
   bool ownIsFaster(llvm::ArrayRef<const Tensor *> inputs) {
-    // Scaling the weights per item costs their size, the product it saves
-    // the image's: not offered on images of fewer pixels than the
-    // projection has outputs (MobileNetV3-L's 7x7 blocks at batch 16 ran
-    // 3% slower with it, though faster timed alone).
-    const Tensor &x = *inputs[0];
-    if (x.dim(2) * x.dim(3) < inputs[5]->dim(0))
-      return false;
+    auto accepts = [&](llvm::StringRef name) {
+      return !ctx->acceptConvCandidate || ctx->acceptConvCandidate(name);
+    };
     if (!epilogue || !pointwiseRuns() || !ctx->autotune ||
-        (ctx->acceptConvCandidate &&
-         !ctx->acceptConvCandidate("own gated projection")))
+        !accepts("own gated projection"))
       return false;
-    if (ctx->acceptConvCandidate && !ctx->acceptConvCandidate("apart"))
+    if (!accepts("apart"))
       return true;
+    // Scaling the weights per item costs their size, the product it saves
+    // the image's: not tried on images of fewer pixels than the projection
+    // has outputs (MobileNetV3-L's 7x7 blocks at batch 16 ran 3% slower
+    // with it, though faster timed alone); nor where the product fits in
+    // a core's L2 cache, where writing and reading it back costs little
+    // (at batch 1 the EfficientNets ran level to 2.5% slower with it).
+    const Tensor &x = *inputs[0];
+    static const int64_t l2 = [] {
+      long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+      return bytes > 0 ? int64_t(bytes) : int64_t(1) << 20;
+    }();
+    if (x.dim(2) * x.dim(3) < inputs[5]->dim(0) ||
+        x.numElements() * int64_t(sizeof(float)) <= l2)
+      return false;
     std::vector<const Tensor *> args(inputs.begin(), inputs.end());
     Tensor residual, out;
     auto copyResidual = [&] {
