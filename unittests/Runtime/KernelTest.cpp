@@ -19,6 +19,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <set>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::testutil;
@@ -350,6 +351,44 @@ void expectCloseWithNaNAtZero(const Tensor &y, const Tensor &ref,
   EXPECT_TRUE(allClose(plain, expected, 1e-4f, atol));
 }
 
+/// Op `type`, from the kernels `registerKernels` adds, on `inputs` (null
+/// where absent; those in `runtime` graph inputs, the others constant
+/// weights) with autotuning candidate `candidate` the only one allowed:
+/// its output, or why not. Where the candidate is a fused kernel of our
+/// own, its unfused alternative finds no candidate passing the filter, so
+/// an output is the candidate's.
+llvm::Expected<Tensor>
+runOnlyCandidate(llvm::StringRef type,
+                 void (*registerKernels)(KernelRegistry &, cpu::CPUContextPtr),
+                 const std::vector<const Tensor *> &inputs,
+                 std::set<size_t> runtime, const Shape &outShape,
+                 const Attrs &attrs, llvm::StringRef candidate) {
+  PlanBuilder b;
+  std::vector<int> values;
+  std::vector<const Tensor *> constants;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string name = "in" + std::to_string(i);
+    bool isInput = runtime.count(i) > 0;
+    values.push_back(!inputs[i] ? -1
+                     : isInput  ? b.input(name, inputs[i]->shape())
+                                : b.weight(name, *inputs[i]));
+    constants.push_back(isInput ? nullptr : inputs[i]);
+  }
+  b.output("y", b.op(type.str(), values, outShape, attrs));
+  plan::Plan plan = b.build();
+  auto ctx = std::make_shared<cpu::CPUContext>();
+  ctx->acceptConvCandidate = [&](llvm::StringRef n) { return n == candidate; };
+  KernelRegistry registry;
+  registerKernels(registry, ctx);
+  auto kernel = (*registry.lookup(type))(OpInfo(plan.ops(0), constants));
+  if (!kernel)
+    return kernel.takeError();
+  Tensor y;
+  if (llvm::Error e = (*kernel)->run(inputs, llvm::MutableArrayRef<Tensor>(y)))
+    return std::move(e);
+  return y;
+}
+
 } // namespace
 
 // Each autotuning candidate of a Conv (ConvKernel.cpp), run alone through
@@ -532,30 +571,12 @@ TEST_F(KernelTest, OwnPointwiseDepthwiseMatchesItsReference) {
                  llvm::Twine(c.kernel).str() + " stride " +
                  llvm::Twine(c.stride).str() + ", " + c.activation + " then " +
                  c.dwActivation);
-    PlanBuilder b;
-    b.output("y", b.op("Conv",
-                       {b.input("x", x.shape()), b.weight("pw", pw),
-                        b.weight("pw_b", pwBias), -1, b.weight("dw", dw),
-                        b.weight("dw_b", dwBias)},
-                       ref.shape(), attrs));
-    plan::Plan plan = b.build();
-    auto ctx = std::make_shared<cpu::CPUContext>();
-    ctx->acceptConvCandidate = [](llvm::StringRef n) {
-      return n == "own pointwise-depthwise";
-    };
-    KernelRegistry registry;
-    cpu::registerConvKernel(registry, ctx);
-    auto kernel = (*registry.lookup("Conv"))(
-        OpInfo(plan.ops(0), {nullptr, &pw, &pwBias, nullptr, &dw, &dwBias}));
-    ASSERT_TRUE(static_cast<bool>(kernel))
-        << llvm::toString(kernel.takeError());
-    const Tensor *args[] = {&x, &pw, &pwBias, nullptr, &dw, &dwBias};
-    Tensor y;
-    // Apart, the two Conv kernels would find no candidate passing the
-    // filter: a run is our kernel's.
-    if (llvm::Error e = (*kernel)->run(args, llvm::MutableArrayRef<Tensor>(y)))
-      FAIL() << llvm::toString(std::move(e));
-    expectCloseWithNaNAtZero(y, ref);
+    llvm::Expected<Tensor> y =
+        runOnlyCandidate("Conv", cpu::registerConvKernel,
+                         {&x, &pw, &pwBias, nullptr, &dw, &dwBias}, {0},
+                         ref.shape(), attrs, "own pointwise-depthwise");
+    ASSERT_TRUE(static_cast<bool>(y)) << llvm::toString(y.takeError());
+    expectCloseWithNaNAtZero(*y, ref);
   }
 }
 
@@ -615,35 +636,15 @@ TEST_F(KernelTest, OwnInvertedResidualMatchesItsReference) {
                  "x" + llvm::Twine(c.kernel).str() + " stride " +
                  llvm::Twine(c.stride).str() +
                  (c.residual ? ", residual" : ""));
-    PlanBuilder b;
-    b.output("y", b.op("Conv",
-                       {b.input("x", x.shape()), b.weight("pw", pw),
-                        b.weight("pw_b", pwBias), -1, b.weight("dw", dw),
-                        b.weight("dw_b", dwBias), b.weight("proj", proj),
-                        b.weight("proj_b", projBias),
-                        c.residual ? b.input("r", addend.shape()) : -1},
-                       ref.shape(), attrs));
-    plan::Plan plan = b.build();
-    auto ctx = std::make_shared<cpu::CPUContext>();
-    ctx->acceptConvCandidate = [](llvm::StringRef n) {
-      return n == "own inverted residual";
-    };
-    KernelRegistry registry;
-    cpu::registerConvKernel(registry, ctx);
-    auto kernel = (*registry.lookup("Conv"))(
-        OpInfo(plan.ops(0), {nullptr, &pw, &pwBias, nullptr, &dw, &dwBias,
-                             &proj, &projBias, nullptr}));
-    ASSERT_TRUE(static_cast<bool>(kernel))
-        << llvm::toString(kernel.takeError());
-    const Tensor *args[] = {&x,      &pw,       &pwBias,
-                            nullptr, &dw,       &dwBias,
-                            &proj,   &projBias, c.residual ? &addend : nullptr};
-    Tensor y;
-    if (llvm::Error e = (*kernel)->run(args, llvm::MutableArrayRef<Tensor>(y)))
-      FAIL() << llvm::toString(std::move(e));
+    llvm::Expected<Tensor> y =
+        runOnlyCandidate("Conv", cpu::registerConvKernel,
+                         {&x, &pw, &pwBias, nullptr, &dw, &dwBias, &proj,
+                          &projBias, c.residual ? &addend : nullptr},
+                         {0, 8}, ref.shape(), attrs, "own inverted residual");
+    ASSERT_TRUE(static_cast<bool>(y)) << llvm::toString(y.takeError());
     // Sums of 144 products near 3 in size, then the residual: an output
     // near 0 keeps their rounding in absolute terms.
-    expectCloseWithNaNAtZero(y, ref, 1e-4f);
+    expectCloseWithNaNAtZero(*y, ref, 1e-4f);
   }
 }
 
@@ -706,33 +707,12 @@ TEST_F(KernelTest, OwnGatedProjectionMatchesItsReference) {
     Attrs attrs = Attrs().s("activation", "Relu").s("gate", "Sigmoid");
     if (!c.projActivation.empty())
       attrs.s("proj_activation", c.projActivation);
-    PlanBuilder b;
-    b.output(
-        "y",
-        b.op("SqueezeExcite",
-             {b.input("x", c.x), b.weight("w1", w1), b.weight("b1", b1),
-              b.weight("w2", w2), b.weight("b2", b2), b.weight("wp", wp),
-              b.weight("bp", bp), c.residual ? b.input("r", outShape) : -1},
-             outShape, attrs));
-    plan::Plan plan = b.build();
-    auto ctx = std::make_shared<cpu::CPUContext>();
-    ctx->acceptConvCandidate = [](llvm::StringRef n) {
-      return n == "own gated projection";
-    };
-    KernelRegistry registry;
-    cpu::registerSqueezeExciteKernel(registry, ctx);
-    auto kernel = (*registry.lookup("SqueezeExcite"))(
-        OpInfo(plan.ops(0), {nullptr, &w1, &b1, &w2, &b2, &wp, &bp, nullptr}));
-    ASSERT_TRUE(static_cast<bool>(kernel))
-        << llvm::toString(kernel.takeError());
-    const Tensor *args[] = {&x,  &w1, &b1, &w2,
-                            &b2, &wp, &bp, c.residual ? &residual : nullptr};
-    Tensor y;
-    // Apart, the projection's Conv kernel would find no candidate passing
-    // the filter: a run is our kernel's.
-    if (llvm::Error e = (*kernel)->run(args, llvm::MutableArrayRef<Tensor>(y)))
-      FAIL() << llvm::toString(std::move(e));
-    EXPECT_TRUE(allClose(llvm::cantFail(y.toPlain()), ref, 1e-4f, 1e-4f));
+    llvm::Expected<Tensor> y = runOnlyCandidate(
+        "SqueezeExcite", cpu::registerSqueezeExciteKernel,
+        {&x, &w1, &b1, &w2, &b2, &wp, &bp, c.residual ? &residual : nullptr},
+        {0, 7}, outShape, attrs, "own gated projection");
+    ASSERT_TRUE(static_cast<bool>(y)) << llvm::toString(y.takeError());
+    EXPECT_TRUE(allClose(llvm::cantFail(y->toPlain()), ref, 1e-4f, 1e-4f));
   }
 }
 
