@@ -1438,6 +1438,63 @@ bool endsWith(const std::string &text, const std::string &tail) {
 
 } // namespace
 
+// The fused ops' kernels (fuseDepthwiseConvs, fuseProjections) reject
+// inputs those passes never make, each with one line saying what they need.
+TEST_F(KernelTest, FusedConvKernelsRejectWhatTheyCannotDo) {
+  Tensor x = random({1, 8, 4, 4}), pw = random({16, 8, 1, 1}),
+         dw4 = random({16, 1, 4, 4}), dw3 = random({16, 1, 3, 3}),
+         proj3 = random({8, 16, 3, 3}), w1 = random({4, 16, 1, 1}),
+         b1 = random({4}), w2 = random({16, 4, 1, 1}), b2 = random({16}),
+         narrow = random({8, 12, 1, 1});
+  // Op `type` on x and `weights` (null: absent): the error creating or
+  // running its kernel, or "ran".
+  auto error = [&](const std::string &type, std::vector<const Tensor *> weights,
+                   bool projAsInput, const Shape &out,
+                   const Attrs &attrs = Attrs()) -> std::string {
+    PlanBuilder b;
+    std::vector<int> ids = {b.input("x", x.shape())};
+    std::vector<const Tensor *> constants = {nullptr}, args = {&x};
+    for (size_t i = 0; i < weights.size(); ++i) {
+      bool input = projAsInput && i + 1 == weights.size();
+      std::string name = "w" + std::to_string(i);
+      ids.push_back(!weights[i] ? -1
+                    : input     ? b.input(name, weights[i]->shape())
+                                : b.weight(name, *weights[i]));
+      constants.push_back(input ? nullptr : weights[i]);
+      args.push_back(weights[i]);
+    }
+    b.output("y", b.op(type, ids, out, attrs));
+    plan::Plan plan = b.build();
+    auto ctx = std::make_shared<cpu::CPUContext>();
+    KernelRegistry registry;
+    cpu::registerConvKernel(registry, ctx);
+    cpu::registerSqueezeExciteKernel(registry, ctx);
+    auto kernel = (*registry.lookup(type))(OpInfo(plan.ops(0), constants));
+    if (!kernel)
+      return llvm::toString(kernel.takeError());
+    Tensor y;
+    llvm::Error e = (*kernel)->run(args, llvm::MutableArrayRef<Tensor>(y));
+    return e ? llvm::toString(std::move(e)) : "ran";
+  };
+  EXPECT_EQ(error("Conv", {&pw, nullptr, nullptr, &dw4}, false, {1, 16, 4, 4}),
+            "a Conv with a fused depthwise Conv needs constant weights and "
+            "biases, a 3x3, 5x5 or 7x7 window and no summed input");
+  EXPECT_EQ(error("Conv", {&pw, nullptr, nullptr, &dw3, nullptr, &proj3}, false,
+                  {1, 8, 4, 4}),
+            "a Conv with a fused projection needs a constant 1x1 projection "
+            "weight of its width and a constant bias");
+  x = random({1, 16, 4, 4});
+  Attrs gate = Attrs().s("gate", "Sigmoid");
+  EXPECT_EQ(error("SqueezeExcite", {&w1, &b1, &w2, &b2, &narrow}, true,
+                  {1, 8, 4, 4}, gate),
+            "a SqueezeExcite with a fused projection needs its constant "
+            "weight and bias");
+  EXPECT_EQ(error("SqueezeExcite", {&w1, &b1, &w2, &b2, &narrow}, false,
+                  {1, 8, 4, 4}, gate),
+            "SqueezeExcite: projection f32[8, 12, 1, 1] does not fit input "
+            "f32[1, 16, 4, 4]");
+}
+
 TEST_F(KernelTest, NewKernelsRejectWhatTheyCannotDo) {
   Tensor x = random({2, 3});
   EXPECT_PRED2(

@@ -11,17 +11,11 @@ using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
 using Kind = ConvEpilogue::Kind;
 
-namespace {
-
-constexpr int64_t B = 16;
-
-int64_t blocksOf(int64_t channels) { return (channels + B - 1) / B; }
-
-} // namespace
+constexpr int64_t B = kChannelBlock;
 
 Tensor cpu::packDepthwiseWeights(const Tensor &plain) {
   int64_t c = plain.dim(0), taps = plain.numElements() / c;
-  int64_t blocks = blocksOf(c);
+  int64_t blocks = channelBlocksOf(c);
   Tensor packed(DType::F32, {blocks * taps * B});
   float *to = packed.data<float>();
   const float *from = plain.data<float>();
@@ -203,7 +197,7 @@ void cpu::depthwiseDirect(const float *x, const float *w, const float *bias,
   // block's taps loaded once; else a block's rows split in chunks, 8 items
   // at least. Channels-last items are chunks of rows over every block, so
   // that the blocks of a position come from the same cache lines.
-  int64_t blocks = blocksOf(s.c);
+  int64_t blocks = channelBlocksOf(s.c);
   int64_t items = s.channelsLast ? s.n : s.n * blocks;
   int64_t chunks = std::min(s.oh, (8 + items - 1) / items);
   int64_t perChunk = (s.oh + chunks - 1) / chunks;

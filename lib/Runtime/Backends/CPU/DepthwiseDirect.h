@@ -21,6 +21,13 @@
 
 namespace heterps::runtime::cpu {
 
+/// oneDNN's channel block of 16, which our kernels compute a vector at a
+/// time, and the blocks `channels` take (the last one padded).
+constexpr int64_t kChannelBlock = 16;
+inline int64_t channelBlocksOf(int64_t channels) {
+  return (channels + kChannelBlock - 1) / kChannelBlock;
+}
+
 /// The geometry of one depthwise convolution, NCHW sizes, and the layout
 /// of its input and output: channels-last or 16-channel blocks.
 struct DepthwiseShape {

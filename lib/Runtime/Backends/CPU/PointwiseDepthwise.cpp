@@ -15,13 +15,7 @@ using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
 using Kind = ConvEpilogue::Kind;
 
-namespace {
-
-constexpr int64_t B = 16;
-
-int64_t blocksOf(int64_t channels) { return (channels + B - 1) / B; }
-
-} // namespace
+constexpr int64_t B = kChannelBlock;
 
 PointwiseDepthwiseShape cpu::pointwiseDepthwiseShapeOf(const Shape &x,
                                                        int64_t m,
@@ -40,8 +34,8 @@ PointwiseDepthwiseShape cpu::pointwiseDepthwiseShapeOf(const Shape &x,
 }
 
 Tensor cpu::packPointwiseWeights(const Tensor &plain) {
-  int64_t m = plain.dim(0), c = plain.dim(1), cPadded = blocksOf(c) * B;
-  Tensor packed(DType::F32, {blocksOf(m) * cPadded * B});
+  int64_t m = plain.dim(0), c = plain.dim(1), cPadded = channelBlocksOf(c) * B;
+  Tensor packed(DType::F32, {channelBlocksOf(m) * cPadded * B});
   float *to = packed.data<float>();
   const float *from = plain.data<float>();
   std::memset(to, 0, packed.bytes());
@@ -53,15 +47,15 @@ Tensor cpu::packPointwiseWeights(const Tensor &plain) {
 
 void cpu::packScaledPointwiseWeights(const float *plain, const float *scale,
                                      int64_t m, int64_t c, float *packed) {
-  int64_t cPadded = blocksOf(c) * B;
-  std::memset(packed, 0, blocksOf(m) * cPadded * B * sizeof(float));
+  int64_t cPadded = channelBlocksOf(c) * B;
+  std::memset(packed, 0, channelBlocksOf(m) * cPadded * B * sizeof(float));
   for (int64_t o = 0; o < m; ++o)
     for (int64_t i = 0; i < c; ++i)
       packed[(o / B * cPadded + i) * B + o % B] = plain[o * c + i] * scale[i];
 }
 
 Tensor cpu::packPointwiseBias(const Tensor *plain, int64_t m) {
-  Tensor packed(DType::F32, {blocksOf(m) * B});
+  Tensor packed(DType::F32, {channelBlocksOf(m) * B});
   std::memset(packed.rawData(), 0, packed.bytes());
   if (plain)
     std::memcpy(packed.rawData(), plain->rawData(), m * sizeof(float));
@@ -198,7 +192,7 @@ template <bool Sum> RowsFn pointwiseRowsFor(Kind a) {
 /// and with a projection their own) fit in `budget` bytes.
 int64_t rowsPerStep(const PointwiseDepthwiseShape &s, bool projected,
                     int64_t budget) {
-  int64_t rowBytes = blocksOf(s.m) * B * s.w * int64_t(sizeof(float));
+  int64_t rowBytes = channelBlocksOf(s.m) * B * s.w * int64_t(sizeof(float));
   int64_t outRowBytes = projected ? rowBytes / s.w * s.ow : 0;
   // (step - 1) * stride + kernel input rows and step output rows.
   int64_t step = (budget - (s.kernel - s.stride) * rowBytes) /
@@ -220,8 +214,9 @@ void cpu::pointwiseDepthwise(const float *x, const float *pw,
     project = projection->addend
                   ? pointwiseRowsFor<true>(projection->epilogue.kind)
                   : pointwiseRowsFor<false>(projection->epilogue.kind);
-  int64_t inBlocks = blocksOf(s.c), wideBlocks = blocksOf(s.m);
-  int64_t outBlocks = projection ? blocksOf(projection->channels) : wideBlocks;
+  int64_t inBlocks = channelBlocksOf(s.c), wideBlocks = channelBlocksOf(s.m);
+  int64_t outBlocks =
+      projection ? channelBlocksOf(projection->channels) : wideBlocks;
   // About half of a 1 MB L2: in the prototype, steps of 4 to 8 output rows
   // ran fastest at 56x56 and 14x14, and those fit.
   int64_t step = rowsPerStep(s, projection, 512 << 10);
@@ -324,7 +319,7 @@ void cpu::pointwiseConv(const float *x, int64_t c, const float *w,
                         const float *bias, int64_t m, int64_t positions,
                         const float *addend, ConvEpilogue epilogue, float *y,
                         bool parallel) {
-  int64_t outBlocks = blocksOf(m), plane = positions * B;
+  int64_t outBlocks = channelBlocksOf(m), plane = positions * B;
   RowsFn run = addend ? pointwiseRowsFor<true>(epilogue.kind)
                       : pointwiseRowsFor<false>(epilogue.kind);
   // Work items: pairs of output blocks by chunks of 56 positions (four
@@ -337,8 +332,8 @@ void cpu::pointwiseConv(const float *x, int64_t c, const float *w,
     int64_t blocks = std::min<int64_t>(2, outBlocks - mb);
     Pointwise t{x + p * B,
                 plane,
-                blocksOf(c),
-                w + mb * blocksOf(c) * B * B,
+                channelBlocksOf(c),
+                w + mb * channelBlocksOf(c) * B * B,
                 bias + mb * B,
                 y + p * B + mb * plane,
                 plane,
