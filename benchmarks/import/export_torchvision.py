@@ -4,7 +4,8 @@
 Usage: export_torchvision.py OUTDIR [NAME...]
 
 Models are built with random weights (weights=None, no network access needed),
-torch.manual_seed(0), eval mode, and exported with opset 13, input name "input",
+torch.manual_seed(0), eval mode, and exported with opset 13 (the vision
+transformers with 17, where LayerNormalization is one op), input name "input",
 output name "output" and a dynamic batch axis on both. A model whose
 OUTDIR/<name>.onnx already exists is skipped, so reruns are cheap.
 """
@@ -54,7 +55,21 @@ MODELS = {
     "efficientnet_b3": (lambda: models.efficientnet_b3(weights=None), 300),
     "efficientnet_v2_s": (lambda: models.efficientnet_v2_s(weights=None),
                           384),
+    # The vision transformers torchvision 0.14 has, at their base sizes.
+    "vit_b_16": (lambda: vit(models.vit_b_16), 224),
+    "vit_b_32": (lambda: vit(models.vit_b_32), 224),
+    "swin_t": (lambda: models.swin_t(weights=None), 224),
 }
+
+TRANSFORMERS = {"vit_b_16", "vit_b_32", "swin_t"}
+
+
+def vit(ctor):
+    model = ctor(weights=None)
+    # torchvision zeroes the head: every output would be 0 whatever the
+    # network before it computed.
+    torch.nn.init.normal_(model.heads.head.weight, std=0.02)
+    return model
 
 
 def export(name, path):
@@ -63,10 +78,12 @@ def export(name, path):
     model = ctor().eval()
     x = torch.randn(1, 3, size, size)
     start = time.perf_counter()
-    with torch.no_grad():
+    # Not under no_grad for the transformers: PyTorch's fused attention
+    # path, taken for inference without gradients, has no ONNX export.
+    with torch.set_grad_enabled(name in TRANSFORMERS):
         torch.onnx.export(
             model, x, path,
-            opset_version=OPSET,
+            opset_version=17 if name in TRANSFORMERS else OPSET,
             input_names=["input"],
             output_names=["output"],
             dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},

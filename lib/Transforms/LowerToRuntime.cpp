@@ -39,6 +39,7 @@ std::string onnxOpType(Operation *op) {
       {"lrn", "LRN"},
       {"batch_norm", "BatchNormalization"},
       {"layer_norm", "LayerNormalization"},
+      {"scatter_nd", "ScatterND"},
       // Bounds computed at run time: inputs of the same ONNX op.
       {"dynamic_reshape", "Reshape"},
       {"dynamic_slice", "Slice"},

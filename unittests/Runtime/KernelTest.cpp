@@ -1719,6 +1719,104 @@ TEST_F(KernelTest, IntegerShapeArithmetic) {
             std::string::npos);
 }
 
+// Mod: Python's sign without fmod (integers), C's with it.
+TEST_F(KernelTest, Mod) {
+  Tensor a = Tensor::fromInts({4}, {7, -7, 7, -7});
+  Tensor b = Tensor::fromInts({4}, {3, 3, -3, -3});
+  EXPECT_EQ(intsOf(runOp("Mod", {in(a), in(b)}, {4}, Attrs(), DType::I64)),
+            (std::vector<int64_t>{1, 2, -2, -1}));
+  EXPECT_EQ(intsOf(runOp("Mod", {in(a), in(b)}, {4}, Attrs().i("fmod", 1),
+                         DType::I64)),
+            (std::vector<int64_t>{1, -1, 1, -1}));
+  // INT64_MIN % -1 would trap; it is 0.
+  Tensor low = Tensor::fromInts({1}, {INT64_MIN});
+  EXPECT_EQ(intsOf(runOp("Mod", {in(low), in(Tensor::fromInts({}, {-1}))}, {1},
+                         Attrs(), DType::I64)),
+            (std::vector<int64_t>{0}));
+  Tensor f = runOp("Mod",
+                   {in(Tensor::fromFloats({2, 2}, {5.5f, -5.5f, 5.5f, -5.5f})),
+                    in(Tensor::fromFloats({2, 1}, {2.f, -2.f}))},
+                   {2, 2}, Attrs().i("fmod", 1));
+  EXPECT_EQ(floatsOf(f), (std::vector<float>{1.5f, -1.5f, 1.5f, -1.5f}));
+  EXPECT_NE(opError("Mod", {a, Tensor::fromInts({}, {0})}, {4}, Attrs())
+                .find("integer division by zero in Mod"),
+            std::string::npos);
+  EXPECT_NE(
+      opError("Mod",
+              {Tensor::fromFloats({1}, {1.f}), Tensor::fromFloats({1}, {1.f})},
+              {1}, Attrs())
+          .find("Mod of f32[1] without fmod"),
+      std::string::npos);
+}
+
+TEST_F(KernelTest, ScatterND) {
+  Tensor data = Tensor::fromFloats({3, 2}, {1, 2, 3, 4, 5, 6});
+  // Rows 2 and -3 (row 0) replaced.
+  Tensor rows = Tensor::fromInts({2, 1}, {2, -3});
+  Tensor updates = Tensor::fromFloats({2, 2}, {10, 20, 30, 40});
+  EXPECT_EQ(
+      floatsOf(runOp("ScatterND", {in(data), in(rows), in(updates)}, {3, 2})),
+      (std::vector<float>{30, 40, 3, 4, 10, 20}));
+  // Elements, one named twice: the reduction sees both.
+  Tensor at = Tensor::fromInts({3, 2}, {1, 1, 1, 1, 0, 0});
+  Tensor ones = Tensor::fromFloats({3}, {1, 1, 1});
+  EXPECT_EQ(floatsOf(runOp("ScatterND", {in(data), in(at), in(ones)}, {3, 2},
+                           Attrs().s("reduction", "add"))),
+            (std::vector<float>{2, 2, 3, 6, 5, 6}));
+  EXPECT_EQ(floatsOf(runOp("ScatterND", {in(data), in(at), in(ones)}, {3, 2},
+                           Attrs().s("reduction", "min"))),
+            (std::vector<float>{1, 2, 3, 1, 5, 6}));
+  EXPECT_EQ(intsOf(runOp("ScatterND",
+                         {in(Tensor::fromInts({3}, {1, 2, 3})),
+                          in(Tensor::fromInts({1, 1}, {1})),
+                          in(Tensor::fromInts({1}, {5}))},
+                         {3}, Attrs().s("reduction", "mul"), DType::I64)),
+            (std::vector<int64_t>{1, 10, 3}));
+  EXPECT_NE(opError("ScatterND",
+                    {data, Tensor::fromInts({1, 1}, {3}),
+                     Tensor::fromFloats({1, 2}, {1, 1})},
+                    {3, 2}, Attrs())
+                .find("ScatterND: index 3 out of range for dimension 0 of "
+                      "f32[3, 2]"),
+            std::string::npos);
+  EXPECT_NE(opError("ScatterND", {data, rows, ones}, {3, 2}, Attrs())
+                .find("ScatterND: updates f32[3] should have shape [2, 2]"),
+            std::string::npos);
+  EXPECT_NE(opError("ScatterND", {data, rows, updates}, {3, 2},
+                    Attrs().s("reduction", "sum"))
+                .find("unknown reduction 'sum'"),
+            std::string::npos);
+}
+
+// A step on an inner axis copies the axes after it as runs (Swin's patch
+// merging, every other column of [N, H, W, C]); a step on the last axis
+// element by element.
+TEST_F(KernelTest, SliceWithStepsOnInnerAxes) {
+  Tensor x = random({2, 4, 6, 3});
+  Tensor y = runOp("Slice", {in(x)}, {2, 2, 3, 3},
+                   Attrs()
+                       .ints("starts", {1, 0})
+                       .ints("ends", {4, 6})
+                       .ints("axes", {1, 2})
+                       .ints("steps", {2, 2}));
+  Tensor z = runOp("Slice", {in(x)}, {2, 4, 6, 2},
+                   Attrs()
+                       .ints("starts", {2})
+                       .ints("ends", {-4})
+                       .ints("axes", {3})
+                       .ints("steps", {-2}));
+  const float *px = x.data<float>();
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t w = 0; w < 3; ++w)
+        for (int64_t c = 0; c < 3; ++c)
+          EXPECT_EQ(y.data<float>()[((n * 2 + h) * 3 + w) * 3 + c],
+                    px[((n * 4 + 1 + 2 * h) * 6 + 2 * w) * 3 + c]);
+  for (int64_t r = 0; r < 2 * 4 * 6; ++r)
+    for (int64_t c = 0; c < 2; ++c)
+      EXPECT_EQ(z.data<float>()[r * 2 + c], px[r * 3 + 2 - 2 * c]);
+}
+
 // Reshape and Slice whose shape and bounds are inputs computed at run time.
 TEST_F(KernelTest, ComputedReshapeAndSlice) {
   Tensor x = random({2, 3, 4});

@@ -39,18 +39,23 @@ struct SliceGeometry {
   /// Like forEach, in runs: fn(outIndex, inIndex, length) for `length`
   /// consecutive elements of both. A run is the innermost axis not taken
   /// whole, when its step is 1, with every axis after it (a channel half
-  /// of [N, C, H, W] is N runs of C / 2 * H * W).
+  /// of [N, C, H, W] is N runs of C / 2 * H * W); when its step is not 1,
+  /// the axes after it (every other column of channels-last [N, H, W, C]
+  /// is runs of C, Swin's patch merging).
   template <typename Fn> void forEachRun(const Shape &shape, Fn &&fn) const {
     int64_t a = static_cast<int64_t>(shape.size()) - 1, inner = 1;
     for (; a > 0 && first[a] == 0 && step[a] == 1 && count[a] == shape[a]; --a)
       inner *= shape[a];
-    if (shape.empty() || step[a] != 1 || count[a] == 0 || inner == 0) {
+    if (shape.empty() || count[a] == 0 || inner == 0 ||
+        (step[a] != 1 && inner == 1)) {
       forEach(shape, [&](int64_t k, int64_t offset) { fn(k, offset, 1); });
       return;
     }
+    // Runs over axis a too where it steps by 1, else over the axes after it.
+    int64_t from = step[a] == 1 ? a : a + 1;
+    int64_t length = step[a] == 1 ? count[a] * inner : inner;
     SliceGeometry rows = *this;
-    int64_t length = count[a] * inner;
-    for (int64_t b = a; b < static_cast<int64_t>(shape.size()); ++b)
+    for (int64_t b = from; b < static_cast<int64_t>(shape.size()); ++b)
       rows.count[b] = 1;
     rows.forEach(shape, [&](int64_t k, int64_t offset) {
       fn(k * length, offset, length);

@@ -216,3 +216,38 @@ LogicalResult TriluOp::verify() {
            << in->size();
   return getK() ? verifyOneElement(*this, "k", getK()) : success();
 }
+
+LogicalResult ModOp::verify() {
+  if (!getFmod() && !getElementTypeOrSelf(getLhs().getType()).isInteger(64))
+    return emitOpError("of floats needs fmod (the dividend's sign)");
+  return verifyBroadcastOp(*this);
+}
+
+LogicalResult ScatterNDOp::verify() {
+  StringRef reduction = getReduction();
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return emitOpError("expects reduction none, add, mul, max or min, got '")
+           << reduction << "'";
+  std::optional<Shape> data = rankedShape(getData());
+  std::optional<Shape> indices = rankedShape(getIndices());
+  std::optional<Shape> updates = rankedShape(getUpdates());
+  if (indices && indices->empty())
+    return emitOpError("expects indices of rank at least 1");
+  if (!data || !indices || !updates || isDyn(indices->back()))
+    return success();
+  int64_t k = indices->back(), rank = data->size();
+  if (k < 1 || k > rank)
+    return emitOpError("index rows of length ")
+           << k << " do not fit data of rank " << rank;
+  // updates: indices.shape[:-1] + data.shape[k:]
+  Shape expected(indices->begin(), indices->end() - 1);
+  expected.append(data->begin() + k, data->end());
+  bool fits = expected.size() == updates->size();
+  for (size_t i = 0; fits && i < expected.size(); ++i)
+    fits = isDyn(expected[i]) || isDyn((*updates)[i]) ||
+           expected[i] == (*updates)[i];
+  if (!fits)
+    return emitOpError("expects updates of shape ")
+           << formatShape(expected) << ", got " << formatShape(*updates);
+  return success();
+}

@@ -97,6 +97,15 @@ std::optional<ConstTensor> foldShape(NodeImporter &n) {
   return out;
 }
 
+/// x mod y for y != 0: with `fmod` C's remainder (the dividend's sign),
+/// else Python's (the divisor's).
+int64_t modulo(int64_t x, int64_t y, bool fmod) {
+  int64_t r = x % y;
+  if (!fmod && r != 0 && (r < 0) != (y < 0))
+    r += y;
+  return r;
+}
+
 /// Element-wise integer arithmetic with scalar broadcasting.
 std::optional<ConstTensor> foldArith(NodeImporter &n, const ConstTensor &a,
                                      const ConstTensor &b) {
@@ -105,7 +114,10 @@ std::optional<ConstTensor> foldArith(NodeImporter &n, const ConstTensor &a,
   int64_t na = a.numElements(), nb = b.numElements();
   if (na != nb && na != 1 && nb != 1)
     return std::nullopt;
-  ConstTensor out = na >= nb ? a : b;
+  // The larger operand, or of two single elements the higher rank ([1]
+  // minus a scalar is [1]).
+  ConstTensor out =
+      na > nb || (na == nb && a.shape.size() >= b.shape.size()) ? a : b;
   llvm::StringRef op = n.node.op_type();
   for (int64_t i = 0; i < std::max(na, nb); ++i) {
     int64_t x = a.ints[na == 1 ? 0 : i].value,
@@ -119,8 +131,12 @@ std::optional<ConstTensor> foldArith(NodeImporter &n, const ConstTensor &a,
       r = x * y;
     else if (y == 0)
       return std::nullopt;
-    else // Div: ONNX integer division truncates.
+    else if (y == -1) // INT64_MIN / -1 would trap: negate, wrapping
+      r = op == "Div" ? int64_t(0 - uint64_t(x)) : 0;
+    else if (op == "Div") // ONNX integer division truncates.
       r = x / y;
+    else // Mod
+      r = modulo(x, y, n.attrInt("fmod", 0) != 0);
     out.ints[i] = {r, {}};
   }
   return out;
@@ -204,30 +220,193 @@ std::optional<ConstTensor> foldReshapeLike(NodeImporter &n,
   return out;
 }
 
-std::optional<ConstTensor> foldSlice(NodeImporter &n, const ConstTensor &in) {
-  if (in.shape.size() != 1 || n.opset < 10)
-    return std::nullopt;
-  auto scalar = [&](unsigned i, int64_t dflt) -> std::optional<int64_t> {
-    if (!n.hasInput(i))
-      return dflt;
-    const ConstTensor *t = n.constInput(i);
-    if (!t || t->isFloat() || t->ints.size() != 1 || !t->allKnown())
-      return std::nullopt;
-    return t->ints[0].value;
-  };
-  std::optional<int64_t> start = scalar(1, 0), end = scalar(2, 0),
-                         axis = scalar(3, 0), step = scalar(4, 1);
-  if (!start || !end || !axis || !step || *step <= 0 || normAxis(*axis, 1) != 0)
-    return std::nullopt;
-  int64_t size = in.shape[0];
-  auto clampIndex = [&](int64_t v) {
-    return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size);
-  };
+/// Row-major strides of `shape`.
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+/// The elements of `in` at the index lists `picks` (one list per axis), in
+/// row-major order: Slice and Transpose of small integer tensors.
+ConstTensor pickElements(const ConstTensor &in,
+                         ArrayRef<SmallVector<int64_t>> picks,
+                         ArrayRef<int64_t> inStrides) {
   ConstTensor out;
   out.elemType = in.elemType;
-  for (int64_t i = clampIndex(*start); i < clampIndex(*end); i += *step)
-    out.ints.push_back(in.ints[i]);
-  out.shape.push_back(out.ints.size());
+  for (const SmallVector<int64_t> &p : picks)
+    out.shape.push_back(p.size());
+  int64_t count = 1;
+  for (int64_t d : out.shape)
+    count *= d;
+  SmallVector<int64_t> index(out.shape.size(), 0);
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      offset += picks[d][index[d]] * inStrides[d];
+    out.ints.push_back(in.ints[offset]);
+    for (int64_t d = int64_t(index.size()) - 1; d >= 0; --d) {
+      if (++index[d] < out.shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+/// The values of a fully known 1-D integer input, or nullopt.
+std::optional<SmallVector<int64_t>> knownInts(NodeImporter &n, unsigned i) {
+  const ConstTensor *t = n.constInput(i);
+  if (!t || t->isFloat() || t->shape.size() != 1 || !t->allKnown())
+    return std::nullopt;
+  SmallVector<int64_t> values;
+  for (const SymInt &v : t->ints)
+    values.push_back(v.value);
+  return values;
+}
+
+/// Slice with starts/ends/axes/steps inputs (opset 10+), any rank, negative
+/// steps too (PyTorch's Pad export reverses its pads with one).
+std::optional<ConstTensor> foldSlice(NodeImporter &n, const ConstTensor &in) {
+  int64_t rank = in.shape.size();
+  std::optional<SmallVector<int64_t>> starts = knownInts(n, 1),
+                                      ends = knownInts(n, 2);
+  if (n.opset < 10 || !starts || !ends || starts->size() != ends->size())
+    return std::nullopt;
+  SmallVector<int64_t> axes, steps(starts->size(), 1);
+  for (size_t i = 0; i < starts->size(); ++i)
+    axes.push_back(i);
+  if (n.hasInput(3)) {
+    std::optional<SmallVector<int64_t>> given = knownInts(n, 3);
+    if (!given || given->size() != starts->size())
+      return std::nullopt;
+    axes = *given;
+  }
+  if (n.hasInput(4)) {
+    std::optional<SmallVector<int64_t>> given = knownInts(n, 4);
+    if (!given || given->size() != starts->size())
+      return std::nullopt;
+    steps = *given;
+  }
+  SmallVector<SmallVector<int64_t>> picks(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    for (int64_t i = 0; i < in.shape[d]; ++i)
+      picks[d].push_back(i);
+  SmallVector<bool> sliced(rank, false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t axis = normAxis(axes[i], rank), step = steps[i];
+    if (axis < 0 || sliced[axis] || step == 0)
+      return std::nullopt;
+    sliced[axis] = true;
+    int64_t size = in.shape[axis];
+    auto clampIndex = [&](int64_t v, int64_t lo, int64_t hi) {
+      return std::clamp<int64_t>(v < 0 ? v + size : v, lo, hi);
+    };
+    // ONNX: starts clamp to [0, size] going forward, [0, size - 1] going
+    // back; ends to [0, size] and [-1, size - 1].
+    int64_t start = step > 0 ? clampIndex((*starts)[i], 0, size)
+                             : clampIndex((*starts)[i], 0, size - 1);
+    int64_t end = step > 0 ? clampIndex((*ends)[i], 0, size)
+                           : clampIndex((*ends)[i], -1, size - 1);
+    picks[axis].clear();
+    for (int64_t v = start; step > 0 ? v < end : v > end; v += step)
+      picks[axis].push_back(v);
+  }
+  return pickElements(in, picks, stridesOf(in.shape));
+}
+
+std::optional<ConstTensor> foldTranspose(NodeImporter &n,
+                                         const ConstTensor &in) {
+  int64_t rank = in.shape.size();
+  SmallVector<int64_t> perm;
+  if (std::optional<SmallVector<int64_t>> given = n.attrInts("perm"))
+    perm = *given;
+  else
+    for (int64_t d = rank - 1; d >= 0; --d)
+      perm.push_back(d);
+  SmallVector<bool> seen(rank, false);
+  if (int64_t(perm.size()) != rank)
+    return std::nullopt;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      return std::nullopt;
+    seen[p] = true;
+  }
+  SmallVector<int64_t> inStrides = stridesOf(in.shape), strides;
+  SmallVector<SmallVector<int64_t>> picks;
+  for (int64_t p : perm) {
+    strides.push_back(inStrides[p]);
+    picks.emplace_back();
+    for (int64_t i = 0; i < in.shape[p]; ++i)
+      picks.back().push_back(i);
+  }
+  return pickElements(in, picks, strides);
+}
+
+/// Reshape of a known tensor to a known shape (0 copies the input's
+/// dimension unless `allowzero`, -1 is inferred).
+std::optional<ConstTensor> foldReshape(NodeImporter &n, const ConstTensor &in) {
+  std::optional<SmallVector<int64_t>> target = knownInts(n, 1);
+  if (!target)
+    return std::nullopt;
+  bool allowZero = n.attrInt("allowzero", 0) != 0;
+  int64_t known = 1, inferred = -1;
+  SmallVector<int64_t> shape;
+  for (auto [i, d] : llvm::enumerate(*target)) {
+    if (d == 0 && !allowZero) {
+      if (i >= in.shape.size())
+        return std::nullopt;
+      d = in.shape[i];
+    }
+    if (d == -1) {
+      if (inferred >= 0)
+        return std::nullopt;
+      inferred = i;
+    } else if (d < 0) {
+      return std::nullopt;
+    } else {
+      known *= d;
+    }
+    shape.push_back(d);
+  }
+  int64_t count = in.numElements();
+  if (inferred >= 0) {
+    if (known == 0 || count % known)
+      return std::nullopt;
+    shape[inferred] = count / known;
+  } else if (known != count) {
+    return std::nullopt;
+  }
+  ConstTensor out = in;
+  out.shape = shape;
+  return out;
+}
+
+/// ConstantOfShape with an integer value (a float one is data, not shape
+/// arithmetic) of at most the importer's inline limit of elements.
+std::optional<ConstTensor> foldConstantOfShape(NodeImporter &n) {
+  std::optional<SmallVector<int64_t>> shape = knownInts(n, 0);
+  const TensorProto *value = n.attrTensor("value");
+  if (!shape || !value)
+    return std::nullopt;
+  llvm::Expected<ConstTensor> v = readTensor(*value, n.modelDir(), 1);
+  if (!v) {
+    llvm::consumeError(v.takeError());
+    return std::nullopt;
+  }
+  int64_t count = 1;
+  for (int64_t d : *shape) {
+    if (d < 0 || (d && count > n.inlineLimit() / d))
+      return std::nullopt;
+    count *= d;
+  }
+  if (v->isFloat() || v->numElements() != 1 || count > n.inlineLimit())
+    return std::nullopt;
+  ConstTensor out;
+  out.elemType = v->elemType;
+  out.shape = *shape;
+  out.ints.assign(count, v->ints[0]);
   return out;
 }
 
@@ -276,7 +455,8 @@ LogicalResult mlir::hps::onnx_import::tryFold(NodeImporter &n, bool &folded) {
     if (!a || (a->isFloat() && op != "Cast"))
       return success();
     const ConstTensor *b = n.constInput(1);
-    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" ||
+        op == "Mod") {
       if (b)
         result = foldArith(n, *a, *b);
     } else if (op == "Gather") {
@@ -288,6 +468,12 @@ LogicalResult mlir::hps::onnx_import::tryFold(NodeImporter &n, bool &folded) {
       result = foldReshapeLike(n, *a);
     } else if (op == "Slice") {
       result = foldSlice(n, *a);
+    } else if (op == "Transpose") {
+      result = foldTranspose(n, *a);
+    } else if (op == "Reshape") {
+      result = foldReshape(n, *a);
+    } else if (op == "ConstantOfShape") {
+      result = foldConstantOfShape(n);
     } else if (op == "Cast") {
       result = foldCast(n, *a);
     }

@@ -2,10 +2,11 @@
 //
 // Converters for what transformer exports compute at run time: index
 // tensors (Range, ConstantOfShape), broadcasts to computed shapes (Expand),
-// masks (comparisons, Not/And/Or/Xor, Where), Cast, Trilu and CumSum. Shape
-// arithmetic on constants never gets here: tryFold evaluates it first, and
-// a value that depends on a dynamic dimension reaches these converters only
-// when something needs it as a tensor (GraphImporter::materialize).
+// masks (comparisons, Not/And/Or/Xor, Where, ScatterND), Cast, Mod, Trilu
+// and CumSum. Shape arithmetic on constants never gets here: tryFold
+// evaluates it first, and a value that depends on a dynamic dimension
+// reaches these converters only when something needs it as a tensor
+// (GraphImporter::materialize).
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,9 +44,9 @@ std::optional<int64_t> lengthOf(Value shape) {
 int64_t onnxTypeOf(Type elem) {
   if (elem.isF32())
     return TensorProto::FLOAT;
-  if (elem.isInteger(64))
+  if (elem.isSignlessInteger(64))
     return TensorProto::INT64;
-  if (elem.isInteger(1))
+  if (elem.isSignlessInteger(1))
     return TensorProto::BOOL;
   return 0;
 }
@@ -183,6 +184,36 @@ LogicalResult convertCumSum(NodeImporter &n) {
   return success();
 }
 
+LogicalResult convertMod(NodeImporter &n) {
+  FailureOr<Value> a = n.input(0), b = n.input(1);
+  if (failed(a) || failed(b) || failed(checkRuntimeTypes(n, {*a, *b})))
+    return failure();
+  Type elem = getElementTypeOrSelf(a->getType());
+  if (elem.isInteger(1))
+    return n.unsupported("Mod of bool tensors");
+  bool fmod = n.attrInt("fmod", 0) != 0;
+  if (!fmod && !elem.isInteger(64))
+    return n.fail("Mod of floats needs fmod=1 (ONNX)");
+  n.setOutput(0, n.create<ModOp>(typeOrRank(n, elem, broadcastRank({*a, *b})),
+                                 *a, *b, n.builder().getBoolAttr(fmod)));
+  return success();
+}
+
+LogicalResult convertScatterND(NodeImporter &n) {
+  FailureOr<Value> data = n.input(0), indices = n.input(1),
+                   updates = n.input(2);
+  if (failed(data) || failed(indices) || failed(updates) ||
+      failed(checkRuntimeTypes(n, {*data, *indices, *updates})))
+    return failure();
+  if (getElementTypeOrSelf(data->getType()).isInteger(1))
+    return n.unsupported("ScatterND of bool tensors");
+  n.setOutput(
+      0, n.create<ScatterNDOp>(
+             data->getType(), *data, *indices, *updates,
+             n.builder().getStringAttr(n.attrString("reduction", "none"))));
+  return success();
+}
+
 LogicalResult convertCast(NodeImporter &n) {
   FailureOr<Value> x = n.input(0);
   if (failed(x))
@@ -283,6 +314,8 @@ mlir::hps::onnx_import::dynamicShapeConverters() {
       {"Where", convertWhere},
       {"Trilu", convertTrilu},
       {"CumSum", convertCumSum},
+      {"Mod", convertMod},
+      {"ScatterND", convertScatterND},
       {"Cast", convertCast},
       {"Einsum", convertEinsum},
   };

@@ -260,6 +260,29 @@ FailureOr<Value> legacyBroadcastOperand(NodeImporter &n, Value a, Value b) {
       .getResult();
 }
 
+/// The numpy broadcast of two ranked types where ONNX inferred none (a
+/// mask added to scores reshaped by a run-time shape, Swin's): a dimension
+/// is static where either operand's is and is not 1.
+Type broadcastType(Type a, Type b, Type elem) {
+  auto ta = dyn_cast<RankedTensorType>(a), tb = dyn_cast<RankedTensorType>(b);
+  if (!ta || !tb)
+    return UnrankedTensorType::get(elem);
+  int64_t rank = std::max(ta.getRank(), tb.getRank());
+  Ints shape(rank);
+  for (int64_t i = 0; i < rank; ++i) {
+    auto dim = [&](RankedTensorType t) -> int64_t {
+      int64_t at = i - (rank - t.getRank());
+      return at < 0 ? 1 : t.getDimSize(at);
+    };
+    int64_t x = dim(ta), y = dim(tb);
+    if (ShapedType::isDynamic(x) || x == 1)
+      shape[i] = y == 1 ? x : y;
+    else
+      shape[i] = x;
+  }
+  return RankedTensorType::get(shape, elem);
+}
+
 template <typename OpTy> LogicalResult convertBinary(NodeImporter &n) {
   FailureOr<Value> a = n.input(0), b = n.input(1);
   if (failed(a) || failed(b))
@@ -267,7 +290,11 @@ template <typename OpTy> LogicalResult convertBinary(NodeImporter &n) {
   FailureOr<Value> rhs = legacyBroadcastOperand(n, *a, *b);
   if (failed(rhs))
     return failure();
-  n.setOutput(0, n.create<OpTy>(resultType(n), *a, *rhs));
+  Type type = resultType(n);
+  if (!isa<RankedTensorType>(type) && !std::is_same_v<OpTy, MatMulOp>)
+    type =
+        broadcastType(a->getType(), rhs->getType(), getElementTypeOrSelf(type));
+  n.setOutput(0, n.create<OpTy>(type, *a, *rhs));
   return success();
 }
 
@@ -747,6 +774,12 @@ LogicalResult convertPad(NodeImporter &n) {
         return failure();
       value = *v;
     }
+  }
+  // Exporters pad to a multiple of a window size that the image often is
+  // already (Swin): no pads is the identity, not a copy.
+  if (llvm::all_of(pads, [](int64_t p) { return p == 0; })) {
+    n.setOutput(0, n.create<IdentityOp>(x->getType(), *x));
+    return success();
   }
   n.setOutput(0, n.create<PadOp>(resultType(n), *x, ints(n, pads),
                                  n.builder().getStringAttr(

@@ -1822,3 +1822,43 @@ func.func @dim_names_per_dim(%x: tensor<2x3xf32> {hps.dim_names = ["batch"]}) {
   // expected-error @-1 {{'hps.dim_names' of argument 0 needs one name per dimension of 'tensor<2x3xf32>'}}
   return
 }
+
+// -----
+
+func.func @mod_floats_without_fmod(%a: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{of floats needs fmod (the dividend's sign)}}
+  %0 = hps.mod %a, %b {fmod = false} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @mod_not_broadcastable(%a: tensor<4xi64>, %b: tensor<3xi64>) {
+  // expected-error @+1 {{operands of shapes [4] and [3] are not broadcastable}}
+  %0 = hps.mod %a, %b {fmod = false} : (tensor<4xi64>, tensor<3xi64>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @scatter_nd_reduction(%d: tensor<4x8xf32>, %i: tensor<2x1xi64>, %u: tensor<2x8xf32>) {
+  // expected-error @+1 {{expects reduction none, add, mul, max or min, got 'sum'}}
+  %0 = hps.scatter_nd %d, %i, %u {reduction = "sum"} : (tensor<4x8xf32>, tensor<2x1xi64>, tensor<2x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_nd_rows_too_long(%d: tensor<4x8xf32>, %i: tensor<2x3xi64>, %u: tensor<2xf32>) {
+  // expected-error @+1 {{index rows of length 3 do not fit data of rank 2}}
+  %0 = hps.scatter_nd %d, %i, %u {reduction = "none"} : (tensor<4x8xf32>, tensor<2x3xi64>, tensor<2xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_nd_updates(%d: tensor<4x8xf32>, %i: tensor<2x1xi64>, %u: tensor<2x7xf32>) {
+  // expected-error @+1 {{expects updates of shape [2, 8], got [2, 7]}}
+  %0 = hps.scatter_nd %d, %i, %u {reduction = "none"} : (tensor<4x8xf32>, tensor<2x1xi64>, tensor<2x7xf32>) -> tensor<4x8xf32>
+  return
+}

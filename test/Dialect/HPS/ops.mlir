@@ -935,3 +935,20 @@ func.func @masks(%rows: tensor<4x1xi64>, %cols: tensor<1x4xi64>,
   return %4, %5, %6, %7
       : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// CHECK-LABEL: func.func @windows(
+// CHECK: hps.mod %{{.*}}, %{{.*}} {fmod = false} : (tensor<4xi64>, tensor<i64>) -> tensor<4xi64>
+// CHECK: hps.mod %{{.*}}, %{{.*}} {fmod = true} : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+// CHECK: hps.scatter_nd %{{.*}}, %{{.*}}, %{{.*}} {reduction = "add"} : (tensor<4x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x4xf32>
+func.func @windows(%i: tensor<4xi64>, %n: tensor<i64>, %x: tensor<4x4xf32>,
+                   %d: tensor<f32>, %rows: tensor<2x1xi64>,
+                   %u: tensor<2x4xf32>)
+    -> (tensor<4xi64>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %0 = hps.mod %i, %n {fmod = false}
+      : (tensor<4xi64>, tensor<i64>) -> tensor<4xi64>
+  %1 = hps.mod %x, %d {fmod = true}
+      : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+  %2 = hps.scatter_nd %x, %rows, %u {reduction = "add"}
+      : (tensor<4x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x4xf32>
+  return %0, %1, %2 : tensor<4xi64>, tensor<4x4xf32>, tensor<4x4xf32>
+}

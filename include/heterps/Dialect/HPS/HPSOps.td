@@ -620,6 +620,44 @@ def HPS_CumSumOp : HPS_Op<"cum_sum", "reduce",
   let hasVerifier = 1;
 }
 
+def HPS_ModOp : HPS_Op<"mod", "eltwise", [SameOperandsAndResultElementType]> {
+  let summary = "ONNX Mod: the remainder of `lhs` by `rhs`, broadcast";
+  let description = [{
+    With `fmod` false the remainder takes the divisor's sign (Python's
+    `%`), for integers only, as ONNX says; with `fmod` true it takes the
+    dividend's (C's `fmod`). An integer division by zero is an error at
+    run time.
+  }];
+  let arguments = (ins TensorOf<[F32, I64]>:$lhs, TensorOf<[F32, I64]>:$rhs,
+                       BoolAttr:$fmod);
+  let results = (outs TensorOf<[F32, I64]>:$output);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def HPS_ScatterNDOp : HPS_Op<"scatter_nd", "shape",
+                             [AllTypesMatch<["data", "output"]>]> {
+  let summary = "ONNX ScatterND: `data` with the slices `indices` names updated";
+  let description = [{
+    Each row of `indices` (its last axis, of length k, at most the rank of
+    `data`) names the slice `data[i0, ..., ik-1]`; the slice of `updates`
+    at the row's position (`updates` has shape `indices.shape[:-1] +
+    data.shape[k:]`) replaces it, or with `reduction` "add", "mul", "max"
+    or "min" is combined with it. Negative indices count from the end; one
+    out of range is an error at run time. Rows naming one slice twice are
+    applied in order.
+  }];
+  let arguments = (ins TensorOf<[F32, I64]>:$data, TensorOf<[I64]>:$indices,
+                       TensorOf<[F32, I64]>:$updates, StrAttr:$reduction);
+  let results = (outs TensorOf<[F32, I64]>:$output);
+  let assemblyFormat = [{
+    $data `,` $indices `,` $updates attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def HPS_TriluOp : HPS_Op<"trilu", "shape", [AllTypesMatch<["input", "output"]>]> {
   let summary = "ONNX Trilu: the upper or lower triangle of the last two axes";
   let description = [{

@@ -2,16 +2,19 @@
 //
 // The kernels of run-time shape arithmetic and of the index tensors
 // transformers build: Shape, Range, ConstantOfShape, Cast (f32, i64, bool),
-// CumSum and Trilu. Inputs are plain tensors; the outputs are new ones.
+// CumSum, Trilu and ScatterND (Swin's attention masks). Inputs are plain
+// tensors; the outputs are new ones.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CPUKernels.h"
 
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
@@ -319,6 +322,90 @@ private:
   bool upper;
 };
 
+/// ONNX ScatterND: a copy of `data` whose slices, named by the rows of
+/// `indices`, are replaced by (or with a reduction combined with) the
+/// matching slices of `updates`. Rows are applied in order.
+class ScatterNDKernel : public Kernel {
+public:
+  enum class Reduction { None, Add, Mul, Max, Min };
+  explicit ScatterNDKernel(Reduction reduction) : reduction(reduction) {}
+
+  llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                  llvm::MutableArrayRef<Tensor> outputs) override {
+    const Tensor &data = *inputs[0], &indices = *inputs[1],
+                 &updates = *inputs[2];
+    if (indices.dtype() != DType::I64 || indices.rank() < 1 ||
+        data.dtype() != updates.dtype() || data.dtype() == DType::Bool)
+      return kernelError("ScatterND of " + data.typeString() + " at " +
+                         indices.typeString() + " by " + updates.typeString() +
+                         ": needs f32 or i64 data and updates, i64 indices");
+    int64_t k = indices.dim(indices.rank() - 1);
+    if (k < 1 || k > data.rank())
+      return kernelError("ScatterND: index rows of length " + llvm::Twine(k) +
+                         " do not fit data " + data.typeString());
+    Shape expected(indices.shape().begin(), indices.shape().end() - 1);
+    expected.insert(expected.end(), data.shape().begin() + k,
+                    data.shape().end());
+    if (updates.shape() != expected)
+      return kernelError("ScatterND: updates " + updates.typeString() +
+                         " should have shape " + shapeToString(expected));
+    Tensor out = data.clone();
+    llvm::Error e = data.dtype() == DType::F32
+                        ? scatter<float>(indices, updates, k, out)
+                        : scatter<int64_t>(indices, updates, k, out);
+    if (e)
+      return e;
+    outputs[0] = std::move(out);
+    return llvm::Error::success();
+  }
+
+private:
+  template <typename T>
+  llvm::Error scatter(const Tensor &indices, const Tensor &updates, int64_t k,
+                      Tensor &out) const {
+    int64_t slice = 1;
+    for (int64_t d = k; d < out.rank(); ++d)
+      slice *= out.dim(d);
+    const int64_t *index = indices.data<int64_t>();
+    const T *from = updates.data<T>();
+    T *to = out.data<T>();
+    for (int64_t row = 0, rows = indices.numElements() / k; row < rows; ++row) {
+      int64_t offset = 0;
+      for (int64_t d = 0; d < k; ++d) {
+        int64_t i = index[row * k + d], size = out.dim(d);
+        if (i < -size || i >= size)
+          return kernelError("ScatterND: index " + llvm::Twine(i) +
+                             " out of range for dimension " + llvm::Twine(d) +
+                             " of " + out.typeString());
+        offset = offset * size + (i < 0 ? i + size : i);
+      }
+      T *dst = to + offset * slice;
+      const T *src = from + row * slice;
+      for (int64_t j = 0; j < slice; ++j)
+        dst[j] = combine(dst[j], src[j]);
+    }
+    return llvm::Error::success();
+  }
+
+  template <typename T> T combine(T old, T update) const {
+    switch (reduction) {
+    case Reduction::None:
+      return update;
+    case Reduction::Add:
+      return old + update;
+    case Reduction::Mul:
+      return old * update;
+    case Reduction::Max:
+      return std::max(old, update);
+    case Reduction::Min:
+      return std::min(old, update);
+    }
+    return update;
+  }
+
+  Reduction reduction;
+};
+
 /// A runtime element type from an ONNX TensorProto.DataType number.
 llvm::Expected<DType> dtypeFromOnnx(int64_t code, llvm::StringRef op) {
   switch (code) {
@@ -382,6 +469,25 @@ void cpu::registerIndexKernels(KernelRegistry &registry, CPUContextPtr) {
     if (!exclusive || !reverse)
       return llvm::joinErrors(exclusive.takeError(), reverse.takeError());
     return std::make_unique<CumSumKernel>(*exclusive != 0, *reverse != 0);
+  });
+  registry.add("ScatterND", [](const OpInfo &info) -> Factory {
+    using Reduction = ScatterNDKernel::Reduction;
+    if (llvm::Error e = info.checkArity(3, 3))
+      return e;
+    auto name = info.attrs.getString("reduction", std::string("none"));
+    if (!name)
+      return name.takeError();
+    std::optional<Reduction> reduction =
+        llvm::StringSwitch<std::optional<Reduction>>(*name)
+            .Case("none", Reduction::None)
+            .Case("add", Reduction::Add)
+            .Case("mul", Reduction::Mul)
+            .Case("max", Reduction::Max)
+            .Case("min", Reduction::Min)
+            .Default(std::nullopt);
+    if (!reduction)
+      return kernelError("ScatterND: unknown reduction '" + *name + "'");
+    return std::make_unique<ScatterNDKernel>(*reduction);
   });
   registry.add("Trilu", [](const OpInfo &info) -> Factory {
     if (llvm::Error e = info.checkArity(1, 2))

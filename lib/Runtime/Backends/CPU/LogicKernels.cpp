@@ -3,14 +3,16 @@
 // The element-wise ops transformer exports use around attention and shape
 // arithmetic: Equal/Less/Greater(OrEqual) give bool tensors, Not/And/Or/Xor
 // combine them, Where selects by them, Expand broadcasts to a computed shape,
-// and Add/Sub/Mul/Div/Max/Min of i64 tensors (run-time shape arithmetic) come
-// here from the binary kernels. All broadcast numpy-style (Broadcast.h).
+// Mod takes remainders, and Add/Sub/Mul/Div/Max/Min of i64 tensors (run-time
+// shape arithmetic) come here from the binary kernels. All broadcast
+// numpy-style (Broadcast.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Broadcast.h"
 #include "CPUKernels.h"
 
+#include <cmath>
 #include <cstring>
 
 using namespace heterps::runtime;
@@ -258,6 +260,49 @@ public:
   }
 };
 
+/// ONNX Mod: with `fmod` the remainder has the dividend's sign (C's fmod),
+/// else the divisor's (Python's %, integers only).
+class ModKernel : public Kernel {
+public:
+  explicit ModKernel(bool fmod) : fmod(fmod) {}
+  llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                  llvm::MutableArrayRef<Tensor> outputs) override {
+    const Tensor &a = *inputs[0], &b = *inputs[1];
+    if (llvm::Error e = checkSameType(a, b))
+      return e;
+    if (a.dtype() == DType::Bool || (a.dtype() == DType::F32 && !fmod))
+      return kernelError("Mod of " + a.typeString() +
+                         (fmod ? "" : " without fmod"));
+    auto shape = broadcastShapes(a.shape(), b.shape());
+    if (!shape)
+      return shape.takeError();
+    Tensor out(a.dtype(), *shape);
+    if (a.dtype() == DType::F32) {
+      broadcastApply<float, float>(
+          a, b, out, [](float x, float y) { return std::fmod(x, y); });
+      outputs[0] = std::move(out);
+      return llvm::Error::success();
+    }
+    bool byZero = false;
+    broadcastApply<int64_t, int64_t>(a, b, out, [&](int64_t x, int64_t y) {
+      if (y == 0 || y == -1) { // x % -1 is 0, and INT64_MIN % -1 traps
+        byZero |= y == 0;
+        return int64_t(0);
+      }
+      int64_t r = x % y;
+      return !fmod && r != 0 && (r < 0) != (y < 0) ? r + y : r;
+    });
+    if (byZero)
+      return kernelError("integer division by zero in Mod of " +
+                         a.typeString() + " by " + b.typeString());
+    outputs[0] = std::move(out);
+    return llvm::Error::success();
+  }
+
+private:
+  bool fmod;
+};
+
 } // namespace
 
 llvm::Expected<Tensor> cpu::integerArithmetic(llvm::StringRef opType,
@@ -286,6 +331,8 @@ llvm::Expected<Tensor> cpu::integerArithmetic(llvm::StringRef opType,
       divByZero = true;
       return 0;
     }
+    if (y == -1) // INT64_MIN / -1 would trap: negate, wrapping
+      return int64_t(0 - uint64_t(x));
     return x / y; // ONNX integer Div truncates.
   };
   broadcastApply<int64_t, int64_t>(a, b, out, fn);
@@ -325,6 +372,14 @@ void cpu::registerLogicKernels(KernelRegistry &registry, CPUContextPtr) {
     if (llvm::Error e = info.checkArity(3, 3))
       return e;
     return std::make_unique<WhereKernel>();
+  });
+  registry.add("Mod", [](const OpInfo &info) -> Factory {
+    if (llvm::Error e = info.checkArity(2, 2))
+      return e;
+    auto fmod = info.attrs.getInt("fmod", 0);
+    if (!fmod)
+      return fmod.takeError();
+    return std::make_unique<ModKernel>(*fmod != 0);
   });
   registry.add("Expand", [](const OpInfo &info) -> Factory {
     if (llvm::Error e = info.checkArity(2, 2))

@@ -411,6 +411,93 @@ def dynamic_shapes():
                  inits, "dynamic_shapes")
 
 
+def window_mask():
+    """What Swin's export computes around its windows, on x [batch, 4, 6, 8]:
+    pads to a multiple of the window (4) from Mod of the shape, through
+    PyTorch's pad chain (ConstantOfShape, Reshape to [-1, 2], a Slice with
+    step -1, Transpose, Reshape, Cast), one of them all zeros; a float mask
+    written by ScatterND; batch % 3 at run time; and an Add to a Reshape by
+    a shape computed from the batch (batch / 1), which ONNX cannot type."""
+    def pad_chain(prefix, size_input, out, pad_input):
+        nodes = [
+            helper.make_node("Gather", ["shp", size_input], [prefix + "dim"],
+                             name=prefix + "dim", axis=0),
+            helper.make_node("Mod", [prefix + "dim", "window"],
+                             [prefix + "rem"], name=prefix + "rem"),
+            helper.make_node("Sub", ["window", prefix + "rem"],
+                             [prefix + "gap"], name=prefix + "gap"),
+            helper.make_node("Mod", [prefix + "gap", "window"],
+                             [prefix + "pad"], name=prefix + "pad"),
+            helper.make_node("Unsqueeze", [prefix + "pad", "ax0"],
+                             [prefix + "pad1"], name=prefix + "pad1"),
+            helper.make_node("ConstantOfShape", ["six"], [prefix + "zeros"],
+                             name=prefix + "zeros",
+                             value=numpy_helper.from_array(
+                                 np.array([0], dtype=np.int64))),
+            # [0, 0, pad, 0] then the zeros: (begin, end) pairs, last
+            # axis first, as PyTorch's F.pad lists them.
+            helper.make_node("Concat", ["zero1", "zero1", prefix + "pad1",
+                                        "zero1", prefix + "zeros"],
+                             [prefix + "flat"], name=prefix + "flat", axis=0),
+            helper.make_node("Reshape", [prefix + "flat", "pairs"],
+                             [prefix + "pairs"], name=prefix + "pairs"),
+            helper.make_node("Slice", [prefix + "pairs", "minus1", "lowest",
+                                       "zero1", "minus1"],
+                             [prefix + "reversed"], name=prefix + "reversed"),
+            helper.make_node("Transpose", [prefix + "reversed"],
+                             [prefix + "t"], name=prefix + "t", perm=[1, 0]),
+            helper.make_node("Reshape", [prefix + "t", "minus1"],
+                             [prefix + "onnx_pads"], name=prefix + "onnx_pads"),
+            helper.make_node("Cast", [prefix + "onnx_pads"],
+                             [prefix + "pads"], name=prefix + "pads",
+                             to=TensorProto.INT64),
+            helper.make_node("Pad", [pad_input, prefix + "pads"], [out],
+                             name=prefix + "pad_op"),
+        ]
+        return nodes
+
+    nodes = [helper.make_node("Shape", ["x"], ["shp"], name="shape")]
+    # W = 6 pads by 2 (on axis 2); H = 4 by 0, the identity.
+    nodes += pad_chain("w_", "two", "padded", "x")
+    nodes += pad_chain("h_", "one", "padded_h", "padded")
+    nodes += [
+        helper.make_node("ConstantOfShape", ["mask_shape"], ["mask0"],
+                         name="mask_zeros",
+                         value=numpy_helper.from_array(
+                             np.array([0], dtype=np.float32))),
+        helper.make_node("ScatterND", ["mask0", "rows", "row_values"],
+                         ["mask"], name="mask"),
+        helper.make_node("Gather", ["shp", "zero"], ["batch"], name="batch",
+                         axis=0),
+        helper.make_node("Mod", ["batch", "three"], ["batch_mod"],
+                         name="batch_mod"),
+        helper.make_node("Div", ["batch", "one"], ["groups"], name="groups"),
+        helper.make_node("Unsqueeze", ["groups", "ax0"], ["groups1"],
+                         name="groups1"),
+        helper.make_node("Concat", ["groups1", "four", "forty_eight"],
+                         ["grouped_shape"], name="grouped_shape", axis=0),
+        helper.make_node("Reshape", ["x", "grouped_shape"], ["grouped"],
+                         name="grouped"),
+        helper.make_node("Add", ["grouped", "bias"], ["biased"],
+                         name="biased"),
+        helper.make_node("Relu", ["biased"], ["out"], name="out"),
+    ]
+    inits = [const("window", 4), const("zero", 0), const("one", 1),
+             const("two", 2), const("three", 3), const("ax0", [0]),
+             const("zero1", [0]), const("six", [4]), const("pairs", [-1, 2]),
+             const("minus1", [-1]), const("lowest", [-(2**63) + 1]),
+             const("mask_shape", [4, 8]), const("rows", [[1], [3]]),
+             const("four", [4]), const("forty_eight", [48]),
+             numpy_helper.from_array(np.ones((2, 8), np.float32),
+                                     "row_values"),
+             weight("bias", [1, 4, 48])]
+    return model(nodes, [vi("x", ["batch", 4, 6, 8])],
+                 [vi("padded_h", ["batch", 4, 8, 8]), vi("mask", [4, 8]),
+                  vi("batch_mod", [], TensorProto.INT64),
+                  vi("out", ["batch", 4, 48])], 17, inits,
+                 "window_mask")
+
+
 def computed_bounds():
     """Inputs that only fail at run time: a Reshape to the shape input `s`,
     a Range from `start` to `limit`, and an Add of two [batch, seq, 4]
@@ -586,6 +673,7 @@ MODELS = {
     "matmul_gather": _proto(matmul_gather),
     "dynamic_shapes": _proto(dynamic_shapes),
     "computed_bounds": _proto(computed_bounds),
+    "window_mask": _proto(window_mask),
     "external_data": lambda out: _write_external(out, keep_data=True),
     "external_data_missing": lambda out: _write_external(out, keep_data=False),
     "unsupported_op": _proto(unsupported_op),
