@@ -226,7 +226,18 @@ LogicalResult convertGemm(NodeImporter &n) {
   FailureOr<Value> a = n.input(0), b = n.input(1), c = optionalInput(n, 2);
   if (failed(a) || failed(b) || failed(c))
     return failure();
-  n.setOutput(0, n.create<GemmOp>(resultType(n), *a, *b, *c,
+  // [M, K] x [K, N], each maybe transposed; typed here where ONNX left it
+  // unknown (an input reshaped by a run-time shape, ViT's attention).
+  Type type = resultType(n);
+  auto ta = dyn_cast<RankedTensorType>(a->getType());
+  auto tb = dyn_cast<RankedTensorType>(b->getType());
+  if (!isa<RankedTensorType>(type) && ta && tb && ta.getRank() == 2 &&
+      tb.getRank() == 2)
+    type =
+        RankedTensorType::get({ta.getDimSize(n.attrInt("transA", 0) ? 1 : 0),
+                               tb.getDimSize(n.attrInt("transB", 0) ? 0 : 1)},
+                              ta.getElementType());
+  n.setOutput(0, n.create<GemmOp>(type, *a, *b, *c,
                                   f32(n, n.attrFloat("alpha", 1.0f)),
                                   f32(n, n.attrFloat("beta", 1.0f)),
                                   boolean(n, n.attrInt("transA", 0)),
@@ -283,6 +294,27 @@ Type broadcastType(Type a, Type b, Type elem) {
   return RankedTensorType::get(shape, elem);
 }
 
+/// numpy.matmul's result type where ONNX inferred none: [..., M, K] x
+/// [..., K, N] is [..., M, N] with the leading dimensions broadcast; a 1-D
+/// operand's dimension is dropped.
+Type matmulType(Type a, Type b, Type elem) {
+  auto ta = dyn_cast<RankedTensorType>(a), tb = dyn_cast<RankedTensorType>(b);
+  if (!ta || !tb || ta.getRank() == 0 || tb.getRank() == 0)
+    return UnrankedTensorType::get(elem);
+  Ints sa(ta.getShape()), sb(tb.getShape());
+  Ints batchA(sa.begin(), sa.end() - std::min<size_t>(sa.size(), 2));
+  Ints batchB(sb.begin(), sb.end() - std::min<size_t>(sb.size(), 2));
+  auto batch = cast<RankedTensorType>(
+      broadcastType(RankedTensorType::get(batchA, elem),
+                    RankedTensorType::get(batchB, elem), elem));
+  Ints shape(batch.getShape());
+  if (sa.size() >= 2)
+    shape.push_back(sa[sa.size() - 2]);
+  if (sb.size() >= 2)
+    shape.push_back(sb.back());
+  return RankedTensorType::get(shape, elem);
+}
+
 template <typename OpTy> LogicalResult convertBinary(NodeImporter &n) {
   FailureOr<Value> a = n.input(0), b = n.input(1);
   if (failed(a) || failed(b))
@@ -291,9 +323,12 @@ template <typename OpTy> LogicalResult convertBinary(NodeImporter &n) {
   if (failed(rhs))
     return failure();
   Type type = resultType(n);
-  if (!isa<RankedTensorType>(type) && !std::is_same_v<OpTy, MatMulOp>)
-    type =
-        broadcastType(a->getType(), rhs->getType(), getElementTypeOrSelf(type));
+  if (!isa<RankedTensorType>(type)) {
+    Type elem = getElementTypeOrSelf(type);
+    type = std::is_same_v<OpTy, MatMulOp>
+               ? matmulType(a->getType(), rhs->getType(), elem)
+               : broadcastType(a->getType(), rhs->getType(), elem);
+  }
   n.setOutput(0, n.create<OpTy>(type, *a, *rhs));
   return success();
 }
@@ -613,7 +648,19 @@ LogicalResult convertTranspose(NodeImporter &n) {
     for (int64_t i = type.getRank() - 1; i >= 0; --i)
       perm.push_back(i);
   }
-  n.setOutput(0, n.create<TransposeOp>(resultType(n), *x, ints(n, perm)));
+  // The permuted input type where ONNX inferred none.
+  Type type = resultType(n);
+  if (auto in = dyn_cast<RankedTensorType>(x->getType());
+      in && !isa<RankedTensorType>(type) &&
+      int64_t(perm.size()) == in.getRank() &&
+      llvm::all_of(perm,
+                   [&](int64_t p) { return p >= 0 && p < in.getRank(); })) {
+    Ints shape;
+    for (int64_t p : perm)
+      shape.push_back(in.getDimSize(p));
+    type = RankedTensorType::get(shape, in.getElementType());
+  }
+  n.setOutput(0, n.create<TransposeOp>(type, *x, ints(n, perm)));
   return success();
 }
 
@@ -792,8 +839,22 @@ LogicalResult convertGather(NodeImporter &n) {
   FailureOr<Value> data = n.input(0), indices = n.input(1);
   if (failed(data) || failed(indices))
     return failure();
-  n.setOutput(0, n.create<GatherOp>(resultType(n), *data, *indices,
-                                    i64(n, n.attrInt("axis", 0))));
+  // data.shape[:axis] + indices.shape + data.shape[axis + 1:] where ONNX
+  // inferred no type (ViT's class token, x[:, 0], of an untyped x).
+  int64_t axis = n.attrInt("axis", 0);
+  Type type = resultType(n);
+  auto td = dyn_cast<RankedTensorType>(data->getType());
+  auto ti = dyn_cast<RankedTensorType>(indices->getType());
+  if (!isa<RankedTensorType>(type) && td && ti) {
+    int64_t a = axis < 0 ? axis + td.getRank() : axis;
+    if (a >= 0 && a < td.getRank()) {
+      Ints shape(td.getShape().take_front(a));
+      llvm::append_range(shape, ti.getShape());
+      llvm::append_range(shape, td.getShape().drop_front(a + 1));
+      type = RankedTensorType::get(shape, td.getElementType());
+    }
+  }
+  n.setOutput(0, n.create<GatherOp>(type, *data, *indices, i64(n, axis)));
   return success();
 }
 
@@ -806,9 +867,28 @@ LogicalResult convertReduce(NodeImporter &n, int axesInputSince) {
   bool noop = n.attrInt("noop_with_empty_axes", 0) != 0;
   if (noop && (!*axes || (*axes)->empty()))
     return convertUnary<IdentityOp>(n);
-  n.setOutput(0,
-              n.create<OpTy>(resultType(n), *x, ints(n, axes->value_or(Ints())),
-                             boolean(n, n.attrInt("keepdims", 1))));
+  // Where ONNX inferred no type: the input's, reduced axes kept as 1 (or
+  // dropped).
+  Type type = resultType(n);
+  bool keep = n.attrInt("keepdims", 1) != 0;
+  if (auto in = dyn_cast<RankedTensorType>(x->getType());
+      in && !isa<RankedTensorType>(type)) {
+    Ints reduced = axes->value_or(Ints());
+    auto isReduced = [&](int64_t d) {
+      return reduced.empty() || llvm::any_of(reduced, [&](int64_t a) {
+               return (a < 0 ? a + in.getRank() : a) == d;
+             });
+    };
+    Ints shape;
+    for (int64_t d = 0; d < in.getRank(); ++d)
+      if (!isReduced(d))
+        shape.push_back(in.getDimSize(d));
+      else if (keep)
+        shape.push_back(1);
+    type = RankedTensorType::get(shape, in.getElementType());
+  }
+  n.setOutput(0, n.create<OpTy>(type, *x, ints(n, axes->value_or(Ints())),
+                                boolean(n, keep)));
   return success();
 }
 

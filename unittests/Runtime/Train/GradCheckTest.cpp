@@ -313,6 +313,14 @@ TEST(GradCheck, ExpandTriluCumSum) {
             Attrs().i("exclusive", 1).i("reverse", 0));
 }
 
+TEST(GradCheck, ScatterND) {
+  // Rows 2 and 0 of the data replaced (or added to) by the updates.
+  Tensor rows = Tensor::fromInts({2, 1}, {2, -3});
+  for (const char *reduction : {"none", "add"})
+    gradCheck("ScatterND", {random({3, 4}, 69), rows, random({2, 4}, 70)},
+              {0, 2}, Attrs().s("reduction", reduction));
+}
+
 TEST(GradCheck, MatMul) {
   gradCheck("MatMul", {random({2, 3, 4}, 18), random({4, 5}, 19)}, {0, 1});
 }
@@ -890,6 +898,26 @@ TEST(TrainBackend, UnsupportedFormsAreNamed) {
   EXPECT_EQ(llvm::toString(padKernel.takeError()),
             "the backward of Pad in mode 'reflect' is not supported (constant "
             "only)");
+  // Integer Mod runs forward (Swin's pads); a float one has no gradient yet.
+  Tensor ints = Tensor::fromInts({2}, {7, -7}),
+         three = Tensor::fromInts({}, {3});
+  plan::Op mod = makeOp("Mod", 2, {ints, three}, Attrs());
+  OpInfo modInfo(mod, {nullptr, nullptr});
+  auto modKernel = llvm::cantFail(backend.createKernel(modInfo, 0));
+  ASSERT_FALSE(bool(modKernel->forward({&ints, &three}, y)));
+  EXPECT_EQ(y.data<int64_t>()[1], 2);
+  EXPECT_EQ(llvm::toString(modKernel->forward({&x, &x}, y)),
+            "Mod of floats cannot be trained yet (no gradient)");
+
+  Tensor rows = Tensor::fromInts({1, 1}, {0});
+  plan::Op scatter = makeOp("ScatterND", 3, {x, rows, random({1, 4}, 74)},
+                            Attrs().s("reduction", "mul"));
+  OpInfo scatterInfo(scatter, {nullptr, nullptr, nullptr});
+  auto scatterKernel = backend.createKernel(scatterInfo, 0);
+  ASSERT_FALSE(bool(scatterKernel));
+  EXPECT_EQ(llvm::toString(scatterKernel.takeError()),
+            "ScatterND with reduction 'mul' cannot be trained yet (no backward "
+            "kernel)");
 }
 
 } // namespace

@@ -498,6 +498,39 @@ def window_mask():
                  "window_mask")
 
 
+def untyped_layers():
+    """Layers after x.reshape(batch * 2, 2, 8) (multi-head attention's
+    q.reshape(len, batch * heads, dim) in ViT's export), which ONNX 1.12's
+    shape inference leaves untyped: a Transpose, a batched MatMul, a
+    ReduceMean, a Gather and a Gemm, each behind a Relu so that no graph
+    output types it."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shp"], name="shape"),
+        helper.make_node("Gather", ["shp", "zero"], ["batch"], name="batch",
+                         axis=0),
+        helper.make_node("Mul", ["batch", "two"], ["rows"], name="rows"),
+        helper.make_node("Unsqueeze", ["rows", "ax0"], ["rows1"],
+                         name="rows1"),
+        helper.make_node("Concat", ["rows1", "two1", "eight"], ["target"],
+                         name="target", axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["r"], name="r"),
+        helper.make_node("Transpose", ["r"], ["t"], name="t", perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["r", "t"], ["m"], name="m"),
+        helper.make_node("ReduceMean", ["m"], ["mean"], name="mean",
+                         axes=[2], keepdims=1),
+        helper.make_node("Gather", ["r", "zero"], ["first"], name="first",
+                         axis=1),
+        helper.make_node("Gemm", ["first", "w"], ["g"], name="g"),
+        helper.make_node("Relu", ["mean"], ["mean_out"], name="mean_out"),
+        helper.make_node("Relu", ["g"], ["g_out"], name="g_out"),
+    ]
+    inits = [const("zero", 0), const("two", 2), const("ax0", [0]),
+             const("two1", [2]), const("eight", [8]), weight("w", [8, 5])]
+    return model(nodes, [vi("x", ["batch", 4, 8])],
+                 [vi("mean_out", [None, 2, 1]), vi("g_out", [None, 5])], 13,
+                 inits, "untyped_layers")
+
+
 def computed_bounds():
     """Inputs that only fail at run time: a Reshape to the shape input `s`,
     a Range from `start` to `limit`, and an Add of two [batch, seq, 4]
@@ -674,6 +707,7 @@ MODELS = {
     "dynamic_shapes": _proto(dynamic_shapes),
     "computed_bounds": _proto(computed_bounds),
     "window_mask": _proto(window_mask),
+    "untyped_layers": _proto(untyped_layers),
     "external_data": lambda out: _write_external(out, keep_data=True),
     "external_data_missing": lambda out: _write_external(out, keep_data=False),
     "unsupported_op": _proto(unsupported_op),

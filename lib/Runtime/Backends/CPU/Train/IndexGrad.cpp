@@ -2,10 +2,12 @@
 //
 // The ops around attention in training: those that compute shapes, index
 // tensors and masks (Shape, Range, ConstantOfShape, comparisons, logic,
-// Cast) run forward only; no gradient flows through them. Where passes the
-// gradient to the side each element came from, Expand sums it back over
-// the broadcast dimensions, Trilu masks it as it masked the input, and
-// CumSum's gradient is the running sum of the gradient the other way.
+// Cast, integer Mod) run forward only; no gradient flows through them.
+// Where passes the gradient to the side each element came from, Expand sums
+// it back over the broadcast dimensions, Trilu masks it as it masked the
+// input, CumSum's gradient is the running sum of the gradient the other
+// way, and ScatterND's goes to the updates at the slices they wrote and to
+// the data elsewhere (everywhere with reduction "add").
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,6 +77,86 @@ public:
   }
 };
 
+/// Mod of integers (shape arithmetic, Swin's window pads) runs forward only;
+/// a float Mod is refused rather than trained without its gradient.
+class IntegerModKernel : public ForwardOnlyKernel {
+public:
+  using ForwardOnlyKernel::ForwardOnlyKernel;
+  llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
+                      Tensor &output) override {
+    if (inputs[0]->dtype() == DType::F32)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "Mod of floats cannot be trained yet "
+                                     "(no gradient)");
+    return ForwardOnlyKernel::forward(inputs, output);
+  }
+};
+
+/// ScatterND with reduction "none" or "add": the updates' gradient is the
+/// output's at the slices they went to; the data's is the output's, zeroed
+/// where an update replaced it.
+class ScatterNDGradKernel : public InferenceForward {
+public:
+  ScatterNDGradKernel(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
+                      bool replaces)
+      : InferenceForward(std::move(kernel), std::move(ctx)),
+        replaces(replaces) {}
+  bool differentiable(int i) const override { return i != 1; }
+  llvm::Error backward(llvm::ArrayRef<const Tensor *> inputs, const Tensor &,
+                       const Tensor &dOutput, llvm::ArrayRef<bool> needGrad,
+                       llvm::MutableArrayRef<Tensor> dInputs) override {
+    Tensor dy = cpu::plainOf(dOutput, ctx);
+    const Tensor &indices = *inputs[1], &updates = *inputs[2];
+    if (needGrad[0]) {
+      // The forward kernel itself, writing zeros where it wrote updates.
+      Tensor zeros(DType::F32, updates.shape());
+      std::fill_n(zeros.data<float>(), zeros.numElements(), 0.f);
+      const Tensor *args[] = {&dy, &indices, &zeros};
+      if (!replaces)
+        dInputs[0] = dy.clone();
+      else if (llvm::Error e = kernel->run(args, dInputs.take_front(1)))
+        return e;
+    }
+    if (needGrad[2]) {
+      int64_t k = indices.dim(indices.rank() - 1), slice = 1;
+      for (int64_t d = k; d < dy.rank(); ++d)
+        slice *= dy.dim(d);
+      Tensor du(DType::F32, updates.shape());
+      const int64_t *index = indices.data<int64_t>();
+      for (int64_t row = 0, rows = indices.numElements() / k; row < rows;
+           ++row) {
+        int64_t offset = 0; // indices were checked by the forward
+        for (int64_t d = 0; d < k; ++d) {
+          int64_t i = index[row * k + d], size = dy.dim(d);
+          offset = offset * size + (i < 0 ? i + size : i);
+        }
+        std::copy_n(dy.data<float>() + offset * slice, slice,
+                    du.data<float>() + row * slice);
+      }
+      dInputs[2] = std::move(du);
+    }
+    return llvm::Error::success();
+  }
+
+private:
+  bool replaces;
+};
+
+llvm::Expected<std::unique_ptr<TrainKernel>>
+scatterNDGrad(const OpInfo &info, const TrainKernelEnv &env) {
+  auto reduction = info.attrs.getString("reduction", std::string("none"));
+  if (!reduction)
+    return reduction.takeError();
+  if (*reduction != "none" && *reduction != "add")
+    return cpu::kernelError("ScatterND with reduction '" + *reduction +
+                            "' cannot be trained yet (no backward kernel)");
+  auto kernel = env.inference->createKernel(info);
+  if (!kernel)
+    return kernel.takeError();
+  return std::make_unique<ScatterNDGradKernel>(std::move(*kernel), env.ctx,
+                                               *reduction == "none");
+}
+
 /// Trilu's and CumSum's gradients are another run of an inference kernel
 /// (the same Trilu; CumSum reversed) on the output's gradient.
 class GradByKernel : public InferenceForward {
@@ -140,6 +222,8 @@ void train::registerIndexGrad(TrainRegistry &registry) {
        {"Shape", "Range", "ConstantOfShape", "Equal", "Less", "Greater",
         "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Cast"})
     registry[type] = plainForward<ForwardOnlyKernel>();
+  registry["Mod"] = plainForward<IntegerModKernel>();
+  registry["ScatterND"] = scatterNDGrad;
   registry["Where"] = plainForward<WhereGradKernel>();
   registry["Expand"] = plainForward<ExpandGradKernel>();
   registry["Trilu"] = gradByKernel;

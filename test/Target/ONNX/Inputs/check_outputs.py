@@ -1,0 +1,42 @@
+"""Checks heterps-run's outputs of a make_model.py model against numpy:
+check_outputs.py NAME MODEL X.npy OUTPUT_DIR, NAME one of the models below."""
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+name, model, x_path, out_dir = sys.argv[1:]
+x = np.load(x_path)
+weights = {t.name: numpy_helper.to_array(t)
+           for t in onnx.load(model).graph.initializer}
+
+
+def window_mask():
+    mask = np.zeros((4, 8), np.float32)
+    mask[[1, 3]] = 1
+    return [np.pad(x, ((0, 0), (0, 0), (2, 0), (0, 0))), mask,
+            np.array(len(x) % 3),
+            np.maximum(x.reshape(len(x), 4, 48) + weights["bias"], 0)]
+
+
+def untyped_layers():
+    r = x.reshape(len(x) * 2, 2, 8)
+    m = r @ r.transpose(0, 2, 1)
+    return [np.maximum(m.mean(axis=2, keepdims=True), 0),
+            np.maximum(r[:, 0] @ weights["w"], 0)]
+
+
+def output(k):
+    tensor = onnx.TensorProto()
+    with open(f"{out_dir}/output_{k}.pb", "rb") as f:
+        tensor.ParseFromString(f.read())
+    return numpy_helper.to_array(tensor)
+
+
+for k, want in enumerate({"window_mask": window_mask,
+                          "untyped_layers": untyped_layers}[name]()):
+    got = output(k)
+    assert got.shape == want.shape, (k, got.shape, want.shape)
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-5), (k, got, want)
+print(f"{name} outputs match numpy")
