@@ -574,6 +574,47 @@ TEST(Executor, FusesMatMulBiases) {
   }
 }
 
+// A transformer's MLP: MatMul + bias, then Gelu (or Relu), as one MatMul
+// with the activation as oneDNN's post-op, on 3-D activations and on a
+// batched product of two activations; an activation whose input is read
+// elsewhere stays apart.
+TEST(Executor, FusesActivationsIntoMatMuls) {
+  std::mt19937 rng(15);
+  Tensor w = randomTensor({8, 5}, rng), bias = randomTensor({5}, rng);
+  for (const char *act : {"Gelu", "Relu"})
+    for (int variant = 0; variant < 3; ++variant) {
+      SCOPED_TRACE(std::string(act) + " " + std::to_string(variant));
+      PlanBuilder b;
+      int x = b.input("x", {-1, 3, 8});
+      int mm;
+      if (variant == 2) // scores of x against itself: [-1, 3, 3]
+        mm = b.op("MatMul",
+                  {x, b.op("Transpose", {x}, {-1, 8, 3},
+                           Attrs().ints("perm", {0, 2, 1}))},
+                  {-1, 3, 3});
+      else
+        mm = b.op("Add",
+                  {b.op("MatMul", {x, b.weight("w", w)}, {-1, 3, 5}),
+                   b.weight("b", bias)},
+                  {-1, 3, 5});
+      Shape out = variant == 2 ? Shape{-1, 3, 3} : Shape{-1, 3, 5};
+      b.output("y", b.op(act, {mm}, out));
+      if (variant == 1)
+        b.output("product", mm);
+      ExecutorOptions plain;
+      plain.fuse = false;
+      auto unfused = llvm::cantFail(Executor::create(b.build(), plain));
+      auto fused = llvm::cantFail(Executor::create(b.build()));
+      const plan::Plan &p = fused->plan();
+      EXPECT_EQ(p.ops(p.ops_size() - 1).type(), variant == 1 ? act : "MatMul");
+      Tensor in = randomTensor({4, 3, 8}, rng, -2.f, 2.f);
+      std::vector<Tensor> want = llvm::cantFail(unfused->run({in}));
+      std::vector<Tensor> got = llvm::cantFail(fused->run({in}));
+      for (size_t k = 0; k < want.size(); ++k)
+        EXPECT_TRUE(allClose(got[k], want[k], 1e-5f, 1e-5f)) << k;
+    }
+}
+
 // x * Sigmoid(x) and x * HardSigmoid(x) become Swish and HardSwish, folded
 // into the Conv before them; a gate read elsewhere stays as it is.
 TEST(Executor, FusesSelfGatedActivations) {

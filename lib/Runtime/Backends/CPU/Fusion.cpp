@@ -141,18 +141,15 @@ static int fuseIntoProducers(plan::Plan &plan,
 }
 
 int heterps::runtime::fuseActivations(plan::Plan &plan, OpFilter mine) {
+  auto postOp = [](llvm::StringRef type) {
+    return llvm::StringSwitch<bool>(type)
+        .Cases("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Elu", true)
+        .Cases("Swish", "HardSwish", "Gelu", true)
+        .Default(false);
+  };
   // A batch norm that a Conv cannot absorb (DenseNet's, after a Concat)
   // takes a Relu as oneDNN's fuse_norm_relu.
-  return fuseIntoProducers(
-             plan, {"Conv"},
-             [](llvm::StringRef type) {
-               return llvm::StringSwitch<bool>(type)
-                   .Cases("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "Elu",
-                          true)
-                   .Cases("Swish", "HardSwish", "Gelu", true)
-                   .Default(false);
-             },
-             mine) +
+  return fuseIntoProducers(plan, {"Conv", "MatMul"}, postOp, mine) +
          fuseIntoProducers(
              plan, {"BatchNormalization"},
              [](llvm::StringRef type) { return type == "Relu"; }, mine);

@@ -19,8 +19,8 @@ namespace heterps::runtime {
 inline bool anyOp(const plan::Op &) { return true; }
 
 /// Folds an activation (Relu, LeakyRelu, Clip, Sigmoid, Tanh, Elu, Swish,
-/// HardSwish, Gelu) into the Conv whose output only it reads, and a Relu
-/// into such a BatchNormalization: the producer gets the attribute
+/// HardSwish, Gelu) into the Conv or MatMul whose output only it reads, and
+/// a Relu into such a BatchNormalization: the producer gets the attribute
 /// `activation` (and `activation_<attr>` copies) and the activation's
 /// output. Returns the number of fused ops.
 int fuseActivations(plan::Plan &plan, OpFilter mine = anyOp);

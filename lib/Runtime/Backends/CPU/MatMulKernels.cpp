@@ -5,8 +5,10 @@
 // is not 1), else a binary post-op after the output scale alpha.
 // MatMul: numpy semantics (1-D operands promoted, batch dimensions
 // broadcast); an N-D A times a 2-D B is one 2-D product of A's rows, which
-// takes a bias (third input, fuseMatMulBiases). A constant B is reordered
-// once into the format oneDNN prefers.
+// takes a bias (third input, fuseMatMulBiases) and an activation after it
+// (attribute `activation`, fuseActivations: the GELU of a transformer's
+// MLP as oneDNN's post-op instead of a pass over the product). A constant
+// B is reordered once into the format oneDNN prefers.
 //
 // A Gemm of a few rows (M <= 8: a fully-connected layer at batch 1) with a
 // constant B is memory-bound: its time is one read of B. With autotuning,
@@ -47,8 +49,10 @@ struct MatMulEntry {
 /// Matmul state shared by Gemm and MatMul.
 class MatMulBase : public Kernel {
 public:
-  MatMulBase(CPUContextPtr ctx, bool constantB)
-      : cache(std::move(ctx)), constantB(constantB) {}
+  MatMulBase(CPUContextPtr ctx, bool constantB,
+             dnnl::post_ops activation = dnnl::post_ops())
+      : cache(std::move(ctx)), constantB(constantB),
+        activation(std::move(activation)) {}
 
 protected:
   /// Creates the primitive for src/weights/c/dst descriptors (weightsMd
@@ -65,13 +69,18 @@ protected:
     if (alpha != 1.f)
       attr.set_output_scales(0, {alpha});
     memory::desc biasMd;
-    if (!entry.cMd.is_zero() && entry.cAsPostOp) {
-      dnnl::post_ops ops;
+    dnnl::post_ops ops;
+    if (!entry.cMd.is_zero() && entry.cAsPostOp)
       ops.append_binary(dnnl::algorithm::binary_add, entry.cMd);
-      attr.set_post_ops(ops);
-    } else if (!entry.cMd.is_zero()) {
+    else if (!entry.cMd.is_zero())
       biasMd = entry.cMd;
+    for (int i = 0; i < activation.len(); ++i) {
+      dnnl::algorithm algorithm;
+      float scale, alpha, beta;
+      activation.get_params_eltwise(i, scale, algorithm, alpha, beta);
+      ops.append_eltwise(scale, algorithm, alpha, beta);
     }
+    attr.set_post_ops(ops);
     dnnl::matmul::desc d(entry.srcMd, weightsMd, biasMd, entry.dstMd);
     dnnl::matmul::primitive_desc pd(d, attr, ctx->engine);
     entry.primitive = dnnl::matmul(pd);
@@ -118,6 +127,8 @@ protected:
 
   PrimitiveCache<MatMulEntry> cache;
   bool constantB;
+  /// The fused activation's post-ops (MatMul only).
+  dnnl::post_ops activation;
 };
 
 /// The row-major descriptor of a 2-D matrix stored transposed or not.
@@ -358,7 +369,10 @@ void cpu::registerMatMulKernels(KernelRegistry &registry, CPUContextPtr ctx) {
       [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
         if (llvm::Error e = info.checkArity(2, 3))
           return e;
-        return std::make_unique<MatMulKernel>(ctx,
-                                              info.constants[1] != nullptr);
+        dnnl::post_ops activation;
+        if (llvm::Error e = appendFusedActivation(info.attrs, activation))
+          return std::move(e);
+        return std::make_unique<MatMulKernel>(ctx, info.constants[1] != nullptr,
+                                              std::move(activation));
       });
 }
