@@ -1290,6 +1290,35 @@ TEST_F(KernelTest, GatherRowsAndColumns) {
       (std::vector<int64_t>{11, 21, 31}));
 }
 
+// One index on the outermost axis (q, k or v out of a [3, ...] tensor) is
+// a view into the data, not a copy; other gathers copy.
+TEST_F(KernelTest, GatherOfOneOuterSliceIsAView) {
+  Tensor qkv = random({3, 2, 4});
+  PlanBuilder b;
+  int x = b.input("x", qkv.shape()), i = b.input("i", {});
+  b.output("y", b.op("Gather", {x, i}, {2, 4}, Attrs().i("axis", 0)));
+  plan::Plan plan = b.build();
+  CPUBackend backend(BackendOptions{0, /*autotune=*/false});
+  auto kernel = llvm::cantFail(
+      backend.createKernel(OpInfo(plan.ops(0), {nullptr, nullptr})));
+  for (int64_t id : {1, -1}) {
+    Tensor index = Tensor::fromInts({}, {id}), y;
+    const Tensor *args[] = {&qkv, &index};
+    ASSERT_FALSE(bool(kernel->run(args, llvm::MutableArrayRef<Tensor>(y))));
+    int64_t row = id < 0 ? id + 3 : id;
+    EXPECT_EQ(y.shape(), (Shape{2, 4}));
+    EXPECT_EQ(y.data<float>(), qkv.data<float>() + row * 8);
+  }
+  // Two indices copy.
+  Tensor two = Tensor::fromInts({2}, {2, 0}), y;
+  const Tensor *args[] = {&qkv, &two};
+  ASSERT_FALSE(bool(kernel->run(args, llvm::MutableArrayRef<Tensor>(y))));
+  EXPECT_EQ(y.shape(), (Shape{2, 2, 4}));
+  EXPECT_NE(y.data<float>(), qkv.data<float>() + 16);
+  EXPECT_EQ(y.data<float>()[0], qkv.data<float>()[16]);
+  EXPECT_EQ(y.data<float>()[8], qkv.data<float>()[0]);
+}
+
 TEST_F(KernelTest, GatherIndexOutOfRangeIsAnError) {
   PlanBuilder b;
   int x = b.input("x", {4, 2});

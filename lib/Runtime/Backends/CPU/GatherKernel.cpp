@@ -4,7 +4,9 @@
 // output is data.shape[:axis] + indices.shape + data.shape[axis+1:]. Any
 // element type: the slices are copied as bytes. Negative indices count from
 // the end; one outside [-n, n) is an error naming it. Embedding lookups
-// (axis 0 of a [rows, dim] table) are the main use.
+// (axis 0 of a [rows, dim] table) are the main use. One index on the
+// outermost axis (attention's q, k and v out of one qkv tensor, Swin's) is
+// a contiguous part of the data: a view, not a copy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,9 +41,6 @@ public:
       outer *= data.dim(i);
     for (int64_t i = *a + 1; i < data.rank(); ++i)
       inner *= data.dim(i);
-    Tensor out(data.dtype(), shape);
-    const auto *src = static_cast<const uint8_t *>(data.rawData());
-    auto *dst = static_cast<uint8_t *>(out.rawData());
     const int64_t *ids = indices.data<int64_t>();
     int64_t count = indices.numElements();
     for (int64_t k = 0; k < count; ++k)
@@ -50,6 +49,14 @@ public:
                            " is outside [-" + llvm::Twine(n) + ", " +
                            llvm::Twine(n) + ") of axis " + llvm::Twine(*a) +
                            " of " + data.typeString());
+    if (outer == 1 && count == 1 && data.isPlain()) {
+      int64_t id = ids[0] < 0 ? ids[0] + n : ids[0];
+      outputs[0] = data.part(id * inner, shape, nullptr);
+      return llvm::Error::success();
+    }
+    Tensor out(data.dtype(), shape);
+    const auto *src = static_cast<const uint8_t *>(data.rawData());
+    auto *dst = static_cast<uint8_t *>(out.rawData());
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t k = 0; k < count; ++k) {
         int64_t id = ids[k] < 0 ? ids[k] + n : ids[k];
