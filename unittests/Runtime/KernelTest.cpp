@@ -1817,6 +1817,36 @@ TEST_F(KernelTest, ScatterND) {
             std::string::npos);
 }
 
+// A Slice that is one run of consecutive elements (rows of a batch of one)
+// is a view into its input; one index of a stepped axis too.
+TEST_F(KernelTest, SliceOfOneRunIsAView) {
+  Tensor x = random({1, 4, 6, 3});
+  PlanBuilder b;
+  int xi = b.input("x", x.shape());
+  b.output(
+      "rows",
+      b.op("Slice", {xi}, {1, 2, 6, 3},
+           Attrs().ints("starts", {1}).ints("ends", {3}).ints("axes", {1})));
+  b.output("one", b.op("Slice", {xi}, {1, 1, 1, 3},
+                       Attrs()
+                           .ints("starts", {3, 5})
+                           .ints("ends", {2, 0})
+                           .ints("axes", {1, 2})
+                           .ints("steps", {-2, -7})));
+  plan::Plan plan = b.build();
+  CPUBackend backend(BackendOptions{0, /*autotune=*/false});
+  for (int op = 0; op < 2; ++op) {
+    auto kernel =
+        llvm::cantFail(backend.createKernel(OpInfo(plan.ops(op), {nullptr})));
+    Tensor y;
+    const Tensor *args[] = {&x};
+    ASSERT_FALSE(bool(kernel->run(args, llvm::MutableArrayRef<Tensor>(y))));
+    // rows 1-2: from element 18; row 3, column 5: element (3 * 6 + 5) * 3.
+    EXPECT_EQ(y.data<float>(), x.data<float>() + (op == 0 ? 18 : 69));
+    EXPECT_EQ(y.numElements(), op == 0 ? 36 : 3);
+  }
+}
+
 // A step on an inner axis copies the axes after it as runs (Swin's patch
 // merging, every other column of [N, H, W, C]); a step on the last axis
 // element by element.

@@ -13,6 +13,7 @@
 #include "heterps/Runtime/Tensor.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace heterps::runtime {
 
@@ -34,6 +35,25 @@ struct SliceGeometry {
       for (int64_t a = rank - 1; a >= 0 && ++index[a] == count[a]; --a)
         index[a] = 0;
     }
+  }
+
+  /// The input offset of the slice's first element when the slice is one
+  /// run of consecutive input elements (a view could stand for it).
+  std::optional<int64_t> singleRun(const Shape &shape) const {
+    int64_t total = numElements(count), rank = shape.size();
+    if (total == 0 || rank == 0)
+      return std::nullopt;
+    int64_t a = rank - 1, inner = 1;
+    for (; a > 0 && first[a] == 0 && step[a] == 1 && count[a] == shape[a]; --a)
+      inner *= shape[a];
+    if (count[a] * inner != total || (step[a] != 1 && count[a] != 1))
+      return std::nullopt;
+    int64_t offset = 0, stride = 1;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      offset += first[d] * stride;
+      stride *= shape[d];
+    }
+    return offset;
   }
 
   /// Like forEach, in runs: fn(outIndex, inIndex, length) for `length`

@@ -6,7 +6,8 @@
 // `axes` (ONNX's clamping rules; a negative step walks backwards), bounds
 // from its attributes or, computed at run time, from inputs 1 to 4. A
 // Slice of a channel range of a channels-last tensor stays channels-last
-// (ShuffleNet's halves, between channels-last convolutions).
+// (ShuffleNet's halves, between channels-last convolutions); one that is a
+// single run of consecutive elements is a view.
 //
 //===----------------------------------------------------------------------===//
 
@@ -109,8 +110,14 @@ public:
       return llvm::Error::success();
     }
     Tensor x = inputs[0]->isPlain() ? *inputs[0] : plainOf(*inputs[0], ctx);
-    Tensor y(x.dtype(), g->count);
     int64_t bytes = dtypeSize(x.dtype());
+    // One run of consecutive elements (rows of a batch of one, Swin's
+    // rolls) is a view into the input, not a copy.
+    if (std::optional<int64_t> offset = g->singleRun(x.shape())) {
+      outputs[0] = x.part(*offset * bytes, g->count, nullptr);
+      return llvm::Error::success();
+    }
+    Tensor y(x.dtype(), g->count);
     const auto *src = static_cast<const uint8_t *>(x.rawData());
     auto *dst = static_cast<uint8_t *>(y.rawData());
     g->forEachRun(x.shape(), [&](int64_t k, int64_t offset, int64_t n) {
