@@ -94,7 +94,8 @@ public:
 
 /// ScatterND with reduction "none" or "add": the updates' gradient is the
 /// output's at the slices they went to; the data's is the output's, zeroed
-/// where an update replaced it.
+/// where an update replaced it. With "none", rows that name one slice twice
+/// (whose order ONNX leaves undefined) each get its gradient.
 class ScatterNDGradKernel : public InferenceForward {
 public:
   ScatterNDGradKernel(std::unique_ptr<Kernel> kernel, CPUContextPtr ctx,
