@@ -4,6 +4,7 @@
 // batch 1, HardSwish after each. Hot caches (each shape repeated); prints
 // a markdown table with the largest difference between the two outputs.
 // Build and run with depthwise.sh.
+#include "BenchTiming.h"
 #include "DepthwiseDirect.h"
 
 #include <dnnl.hpp>
@@ -25,19 +26,6 @@ namespace {
 struct Case {
   memory::dim channels, size, kernel, stride;
 };
-
-/// Best of 9 rounds of 50 runs, in microseconds.
-template <typename F> double bestMicroseconds(F run) {
-  double best = 1e30;
-  for (int round = 0; round < 9; ++round) {
-    auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < 50; ++i)
-      run();
-    std::chrono::duration<double> d = std::chrono::steady_clock::now() - start;
-    best = std::min(best, d.count() / 50);
-  }
-  return best * 1e6;
-}
 
 } // namespace
 
@@ -120,11 +108,9 @@ int main() {
       };
       runDnnl();
       runOwn();
-      float diff = 0.f;
-      for (size_t i = 0; i < yOwn.size(); ++i)
-        diff = std::max(diff, std::fabs(yOwn[i] - yDnnl[i]));
-      double dnnlUs = bestMicroseconds(runDnnl);
-      double ownUs = bestMicroseconds(runOwn);
+      float diff = maxAbsDiff(yOwn, yDnnl);
+      double dnnlUs = bestMicroseconds(runDnnl, 9, 50);
+      double ownUs = bestMicroseconds(runOwn, 9, 50);
       std::printf("| %s | %ld | %ldx%ld | %ldx%ld | %ld | %s | %.1f | %.1f | "
                   "%.2fx | %.1e |\n",
                   channelsLast ? "nhwc" : "nChw16c", long(c), long(s.size),

@@ -8,6 +8,7 @@
 // prints markdown tables with the largest difference between our fused
 // outputs and the convolutions apart.
 // Build and run with pointwise-depthwise.sh.
+#include "BenchTiming.h"
 #include "DepthwiseDirect.h"
 #include "PointwiseDepthwise.h"
 
@@ -31,19 +32,6 @@ namespace {
 struct Case {
   memory::dim batch, in, wide, size, stride;
 };
-
-/// Best of 7 rounds of 20 runs, in microseconds.
-template <typename F> double bestMicroseconds(F run) {
-  double best = 1e30;
-  for (int round = 0; round < 7; ++round) {
-    auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < 20; ++i)
-      run();
-    std::chrono::duration<double> d = std::chrono::steady_clock::now() - start;
-    best = std::min(best, d.count() / 20);
-  }
-  return best * 1e6;
-}
 
 memory::desc blocked(memory::dims dims) {
   return {dims, memory::data_type::f32, Tag::nChw16c};
@@ -241,11 +229,9 @@ int main() {
     };
     runBlockApart();
     runBlockOwn();
-    float blockDiff = 0.f;
-    for (size_t i = 0; i < yBlockOwn.size(); ++i)
-      blockDiff = std::max(blockDiff, std::fabs(yBlockOwn[i] - yBlockApart[i]));
-    double blockApartUs = bestMicroseconds(runBlockApart);
-    double blockOwnUs = bestMicroseconds(runBlockOwn);
+    float blockDiff = maxAbsDiff(yBlockOwn, yBlockApart);
+    double blockApartUs = bestMicroseconds(runBlockApart, 7, 20);
+    double blockOwnUs = bestMicroseconds(runBlockOwn, 7, 20);
     char row[256];
     std::snprintf(row, sizeof row,
                   "| %ld | %ld -> %ld -> %ld | %ldx%ld | %ld | %s | %.1f | "
@@ -258,12 +244,10 @@ int main() {
 
     runApart();
     runOwn();
-    float diff = 0.f;
-    for (size_t i = 0; i < yOwn.size(); ++i)
-      diff = std::max(diff, std::fabs(yOwn[i] - yApart[i]));
-    double apartUs = bestMicroseconds(runApart);
-    double fusedUs = bestMicroseconds(runFused);
-    double ownUs = bestMicroseconds(runOwn);
+    float diff = maxAbsDiff(yOwn, yApart);
+    double apartUs = bestMicroseconds(runApart, 7, 20);
+    double fusedUs = bestMicroseconds(runFused, 7, 20);
+    double ownUs = bestMicroseconds(runOwn, 7, 20);
     std::printf("| %ld | %ld -> %ld | %ldx%ld | %ld | %.1f | %.1f | %.1f | "
                 "%.2fx | %.2fx | %.1e |\n",
                 long(c.batch), long(c.in), long(c.wide), long(c.size),

@@ -4,11 +4,11 @@
 // kind of kernel ONNX Runtime's MLAS is. Each is timed over 40 different
 // weight sets in turn, so that the weights come from memory as they do in
 // the network, not from cache. Build and run with pointwise-sgemm.sh.
+#include "BenchTiming.h"
+
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include <chrono>
 #include <cstdio>
-#include <functional>
 #include <vector>
 
 namespace {
@@ -16,20 +16,14 @@ namespace {
 using Tag = dnnl::memory::format_tag;
 constexpr int kWeightSets = 40;
 
-/// Microseconds per call of `body(set)`, best of 5 passes over the sets.
-double microseconds(const std::function<void(int)> &body) {
+/// Microseconds per call of `body(set)`, the sets in turn: the best of 5
+/// passes over all of them, after one.
+template <typename F> double microseconds(F body) {
+  int set = 0;
+  auto next = [&] { body(set++ % kWeightSets); };
   for (int s = 0; s < kWeightSets; ++s)
-    body(s);
-  double best = 1e30;
-  for (int pass = 0; pass < 5; ++pass) {
-    auto start = std::chrono::steady_clock::now();
-    for (int s = 0; s < kWeightSets; ++s)
-      body(s);
-    std::chrono::duration<double, std::micro> took =
-        std::chrono::steady_clock::now() - start;
-    best = std::min(best, took.count() / kWeightSets);
-  }
-  return best;
+    next();
+  return bestMicroseconds(next, 5, kWeightSets);
 }
 
 void row(int oc, int ic, int side) {

@@ -89,6 +89,11 @@ void registerLogicKernels(KernelRegistry &registry, CPUContextPtr ctx);
 /// run-time shape arithmetic. Division truncates; by zero is an error.
 llvm::Expected<Tensor> integerArithmetic(llvm::StringRef opType,
                                          const Tensor &a, const Tensor &b);
+/// ScatterND: the element offset in `data` of the slice that `row` (the
+/// first k indices) names, negative indices counting from the end, or an
+/// error naming the index out of range.
+llvm::Expected<int64_t> scatterSliceOffset(const int64_t *row, int64_t k,
+                                           const Tensor &data);
 void registerAttentionKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerConcatKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerConvKernel(KernelRegistry &registry, CPUContextPtr ctx);

@@ -370,16 +370,11 @@ private:
     const T *from = updates.data<T>();
     T *to = out.data<T>();
     for (int64_t row = 0, rows = indices.numElements() / k; row < rows; ++row) {
-      int64_t offset = 0;
-      for (int64_t d = 0; d < k; ++d) {
-        int64_t i = index[row * k + d], size = out.dim(d);
-        if (i < -size || i >= size)
-          return kernelError("ScatterND: index " + llvm::Twine(i) +
-                             " out of range for dimension " + llvm::Twine(d) +
-                             " of " + out.typeString());
-        offset = offset * size + (i < 0 ? i + size : i);
-      }
-      T *dst = to + offset * slice;
+      llvm::Expected<int64_t> offset =
+          scatterSliceOffset(index + row * k, k, out);
+      if (!offset)
+        return offset.takeError();
+      T *dst = to + *offset;
       const T *src = from + row * slice;
       for (int64_t j = 0; j < slice; ++j)
         dst[j] = combine(dst[j], src[j]);
@@ -422,6 +417,22 @@ llvm::Expected<DType> dtypeFromOnnx(int64_t code, llvm::StringRef op) {
 }
 
 } // namespace
+
+llvm::Expected<int64_t> cpu::scatterSliceOffset(const int64_t *row, int64_t k,
+                                                const Tensor &data) {
+  int64_t offset = 0;
+  for (int64_t d = 0; d < k; ++d) {
+    int64_t i = row[d], size = data.dim(d);
+    if (i < -size || i >= size)
+      return kernelError("ScatterND: index " + llvm::Twine(i) +
+                         " out of range for dimension " + llvm::Twine(d) +
+                         " of " + data.typeString());
+    offset = offset * size + (i < 0 ? i + size : i);
+  }
+  for (int64_t d = k; d < data.rank(); ++d)
+    offset *= data.dim(d);
+  return offset;
+}
 
 void cpu::registerIndexKernels(KernelRegistry &registry, CPUContextPtr) {
   registry.add("Shape", [](const OpInfo &info) -> Factory {

@@ -14,6 +14,7 @@
 #include "TrainKernels.h"
 
 #include "../Broadcast.h"
+#include "../CPUKernels.h"
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
@@ -126,12 +127,11 @@ public:
       const int64_t *index = indices.data<int64_t>();
       for (int64_t row = 0, rows = indices.numElements() / k; row < rows;
            ++row) {
-        int64_t offset = 0; // indices were checked by the forward
-        for (int64_t d = 0; d < k; ++d) {
-          int64_t i = index[row * k + d], size = dy.dim(d);
-          offset = offset * size + (i < 0 ? i + size : i);
-        }
-        std::copy_n(dy.data<float>() + offset * slice, slice,
+        llvm::Expected<int64_t> offset =
+            cpu::scatterSliceOffset(index + row * k, k, dy);
+        if (!offset)
+          return offset.takeError();
+        std::copy_n(dy.data<float>() + *offset, slice,
                     du.data<float>() + row * slice);
       }
       dInputs[2] = std::move(du);
