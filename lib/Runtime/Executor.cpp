@@ -2,6 +2,8 @@
 
 #include "heterps/Runtime/Executor.h"
 
+#include "ConstantOps.h"
+
 #include "heterps/Runtime/MemoryLimit.h"
 #include "heterps/Runtime/NonFinite.h"
 #include "heterps/Runtime/Plan.h"
@@ -21,25 +23,20 @@ static std::string valueType(const plan::Value &v) {
          shapeToString(llvm::ArrayRef<int64_t>(v.dims().data(), v.dims_size()));
 }
 
-/// Whether `t` has `v`'s type; -1 dimensions match any size.
-static bool matches(const Tensor &t, const plan::Value &v) {
-  if (t.dtype() != dtypeOf(v) || t.rank() != v.dims_size())
-    return false;
-  for (int i = 0; i < v.dims_size(); ++i)
-    if (v.dims(i) >= 0 && v.dims(i) != t.dim(i))
-      return false;
-  return true;
-}
-
 Executor::Executor(plan::Plan plan, WeightMap weights, ExecutorOptions options,
                    std::unique_ptr<Devices> devices)
     : program(std::move(plan)), options(options), devices(std::move(devices)) {
   if (options.propagateNaN) {
     source = program;
     sourceWeights = weights; // shares the buffers: rewrites copy, never edit
+  }
+  if (options.foldConstants)
+    foldConstantOps(program, weights, this->devices->host());
+  if (options.propagateNaN) {
     // A fill value that only Where selects (the -inf of an attention mask)
     // is copied, never computed with: it cannot become a NaN a fused
-    // kernel would lose.
+    // kernel would lose. Checked after folding: a mask computed from
+    // constants is then a weight the scores are added to.
     std::vector<bool> computedWith(program.values_size(), false);
     for (const plan::Op &op : program.ops())
       for (auto [k, v] : llvm::enumerate(op.inputs()))
@@ -260,7 +257,7 @@ llvm::Error Executor::checkInput(int index, const Tensor &t) const {
   const plan::Value &v = program.values(b.value());
   if (t.isNull())
     return runError("input '" + b.name() + "' is empty");
-  if (!matches(t, v))
+  if (!hasValueType(t, v))
     return runError("input '" + b.name() + "': expected " + valueType(v) +
                     ", got " + t.typeString());
   return llvm::Error::success();
@@ -295,7 +292,7 @@ llvm::Error Executor::checkOutput(int op, const Tensor &t,
   if (t.isNull())
     return runError(describeOp(program, op) + " produced no output value " +
                     llvm::Twine(value));
-  if (!matches(t, v))
+  if (!hasValueType(t, v))
     return runError(describeOp(program, op) + " produced " + t.typeString() +
                     " for '" + v.name() + "', but the plan expects " +
                     valueType(v));

@@ -33,6 +33,24 @@ DType heterps::runtime::dtypeOf(const plan::Value &value) {
   }
 }
 
+bool heterps::runtime::hasValueType(const Tensor &t, const plan::Value &value) {
+  if (t.dtype() != dtypeOf(value) || t.rank() != value.dims_size())
+    return false;
+  for (int i = 0; i < value.dims_size(); ++i)
+    if (value.dims(i) >= 0 && value.dims(i) != t.dim(i))
+      return false;
+  return true;
+}
+
+void heterps::runtime::eraseOps(plan::Plan &plan,
+                                const std::vector<bool> &dead) {
+  google::protobuf::RepeatedPtrField<plan::Op> kept;
+  for (int i = 0; i < plan.ops_size(); ++i)
+    if (!dead[i])
+      *kept.Add() = std::move(*plan.mutable_ops(i));
+  plan.mutable_ops()->Swap(&kept);
+}
+
 std::string heterps::runtime::describeOp(const plan::Plan &plan, int index) {
   const plan::Op &op = plan.ops(index);
   std::string s = "op " + std::to_string(index);

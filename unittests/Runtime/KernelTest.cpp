@@ -430,8 +430,16 @@ TEST_F(KernelTest, EveryConvCandidateMatchesItsReference) {
       {{1, 16, 9, 9}, {32, 16, 1, 1}, 1, 0, false, true, {"direct nhwc"}}};
   // oneDNN 2.6 has Winograd on AVX-512 only, and no swish post-op for it:
   // the Swish runs as a pass (EfficientNet-V2's Fused-MBConv blocks).
-  if (dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core)
+  // Without AVX-512 it has only its reference kernels for blocks of 16,
+  // which the Conv refuses as candidates.
+  bool avx512 = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core;
+  if (avx512)
     cases[0].candidates.push_back("winograd, Swish as a pass");
+  for (Case &c : cases)
+    if (!avx512)
+      llvm::erase_if(c.candidates, [](const std::string &name) {
+        return llvm::StringRef(name).contains("16c");
+      });
   for (const Case &c : cases) {
     Tensor x = random(c.x, -3.f, 3.f), w = random(c.w), bias = random({c.w[0]});
     Tensor ref = refConv(

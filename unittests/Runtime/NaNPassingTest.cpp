@@ -129,3 +129,24 @@ TEST(NaNPassing, ANaNWeightReachesTheOutput) {
   for (int64_t i = 0; i < 64; ++i)
     EXPECT_EQ(std::isnan(y[i]), i < 16) << "output " << i;
 }
+
+// The same with the NaN made from finite constants (the square root of a
+// negative weight), which folding turns into a weight before the check.
+TEST(NaNPassing, ANaNComputedFromConstantsReachesTheOutput) {
+  std::mt19937 rng{6};
+  Tensor w = randomTensor({4, 3, 3, 3}, rng, 0.1f, 1.f);
+  w.data<float>()[7] = -1.f; // output channel 0 only
+  PlanBuilder b;
+  int in = b.input("x", {1, 3, 6, 6});
+  int root = b.op("Sqrt", {b.weight("w", w)}, {4, 3, 3, 3});
+  int conv = b.op("Conv", {in, root, -1}, {1, 4, 4, 4});
+  b.output("y", b.op("Relu", {conv}, {1, 4, 4, 4}));
+  auto exec = Executor::create(b.build());
+  ASSERT_TRUE(static_cast<bool>(exec)) << errorOf(exec.takeError());
+  EXPECT_EQ((*exec)->plan().ops_size(), 1); // Sqrt folded, Relu fused
+  auto out = (*exec)->run({randomTensor({1, 3, 6, 6}, rng)});
+  ASSERT_TRUE(static_cast<bool>(out)) << errorOf(out.takeError());
+  const float *y = (*out)[0].data<float>();
+  for (int64_t i = 0; i < 64; ++i)
+    EXPECT_EQ(std::isnan(y[i]), i < 16) << "output " << i;
+}

@@ -34,6 +34,9 @@ struct ExecutorOptions {
   bool emulateMissingDevices = false;
   /// The backends' optional rewrites (BackendOptions::fuse).
   bool fuse = true;
+  /// Compute the ops whose inputs are all weights once, when the executor
+  /// is made, rather than in every run (foldConstantOps).
+  bool foldConstants = true;
   /// BackendOptions::autotune.
   bool autotune = true;
   /// Time every op of every run (opSeconds()).

@@ -19,12 +19,19 @@ namespace heterps::runtime {
 /// The plan format version this runtime reads.
 constexpr int32_t kPlanVersion = 1;
 
-/// Checks that `plan` is well formed: indices in range, every value defined
-/// once and before use, bindings named uniquely, weights consistent with
-/// their values, stages ordered. `where` prefixes the messages.
 /// The runtime element type of a (verified) plan value.
 DType dtypeOf(const plan::Value &value);
 
+/// Whether `t` has `value`'s type; -1 dimensions match any size.
+bool hasValueType(const Tensor &t, const plan::Value &value);
+
+/// Removes the ops marked in `dead` (one flag per op), keeping the order of
+/// the others.
+void eraseOps(plan::Plan &plan, const std::vector<bool> &dead);
+
+/// Checks that `plan` is well formed: indices in range, every value defined
+/// once and before use, bindings named uniquely, weights consistent with
+/// their values, stages ordered. `where` prefixes the messages.
 llvm::Error verifyPlan(const plan::Plan &plan, llvm::StringRef where);
 
 /// Parses a plan from `bytes` (binary, or text when `text`) and verifies it.

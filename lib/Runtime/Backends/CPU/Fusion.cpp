@@ -2,6 +2,8 @@
 
 #include "Fusion.h"
 
+#include "heterps/Runtime/Plan.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
@@ -37,15 +39,6 @@ struct Uses {
   std::vector<bool> isOutput;
 };
 } // namespace
-
-/// Removes the ops marked in `dead`.
-static void eraseOps(plan::Plan &plan, const std::vector<bool> &dead) {
-  google::protobuf::RepeatedPtrField<plan::Op> kept;
-  for (int i = 0; i < plan.ops_size(); ++i)
-    if (!dead[i])
-      *kept.Add() = std::move(*plan.mutable_ops(i));
-  plan.mutable_ops()->Swap(&kept);
-}
 
 /// Whether a rewrite may join `a` and `b`: both are the backend's, and
 /// they run in the same place.
