@@ -3,7 +3,10 @@
 #include "PlanBuilder.h"
 #include "Reference.h"
 
+#include "../../lib/Runtime/ConstantOps.h"
+#include "heterps/Runtime/Backends/CPU/CPUBackend.h"
 #include "heterps/Runtime/Executor.h"
+#include "heterps/Runtime/Weights.h"
 
 #include "gtest/gtest.h"
 
@@ -119,4 +122,26 @@ TEST(ConstantOps, FoldsIntegerOps) {
   std::vector<Tensor> want = llvm::cantFail(plain->run({in}));
   std::vector<Tensor> got = llvm::cantFail(folded->run({in}));
   EXPECT_TRUE(allClose(got[0], want[0], 0.f, 0.f));
+}
+
+// An output over the size limit is not kept: its op stays to run, and the
+// weights it reads stay with it. Under the limit it folds and the weights
+// that only it read go.
+TEST(ConstantOps, LeavesLargeOutputsToTheRun) {
+  std::mt19937 rng(45);
+  ScaledSum g(rng);
+  plan::Plan plan = g.b.build();
+  CPUBackend host(BackendOptions{0, /*autotune=*/false});
+  WeightMap weights = llvm::cantFail(loadWeights(plan));
+  size_t before = weights.size();
+  // Each folded output is 3 floats, 12 bytes.
+  plan::Plan tight = plan;
+  EXPECT_EQ(foldConstantOps(tight, weights, host, /*maxBytes=*/11), 0);
+  EXPECT_EQ(tight.ops_size(), 3);
+  EXPECT_EQ(weights.size(), before);
+  EXPECT_EQ(foldConstantOps(plan, weights, host, /*maxBytes=*/12), 2);
+  EXPECT_EQ(plan.ops_size(), 1);
+  // a, b and the scale went; the product came.
+  EXPECT_EQ(weights.size(), 1u);
+  EXPECT_TRUE(weights.count(plan.ops(0).inputs(1)));
 }
