@@ -989,6 +989,27 @@ TEST_F(KernelTest, MatMulNumpySemantics) {
       allClose(runOp("MatMul", {in(a), wt(b)}, {3, 4}), refMatMul(a, b)));
 }
 
+// Constant B with rows a multiple of 1 KiB, which the matmul stores padded
+// where oneDNN keeps B plain (hosts without AVX-512): MatMul's [K, N] and
+// Gemm's transposed [N, K], bias and activation included.
+TEST_F(KernelTest, ConstantBWithRowsOfWholeKiBs) {
+  Tensor a = random({5, 256}), b = random({256, 512}), bias = random({512});
+  Tensor product = refMatMul(a, b);
+  Tensor y = runOp("MatMul", {in(a), wt(b), wt(bias)}, {5, 512},
+                   Attrs().s("activation", "Relu"));
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 512; ++j)
+      product.data<float>()[i * 512 + j] = std::max(
+          product.data<float>()[i * 512 + j] + bias.data<float>()[j], 0.f);
+  EXPECT_TRUE(allClose(y, product));
+  Tensor bt = random({300, 256}), c = random({300});
+  // Nine rows: above the few that may run as dnnl_sgemm on the plain B.
+  Tensor a9 = random({9, 256});
+  EXPECT_TRUE(allClose(
+      runOp("Gemm", {in(a9), wt(bt), wt(c)}, {9, 300}, Attrs().i("trans_b", 1)),
+      refGemm(a9, bt, &c, 1.f, 1.f, false, true)));
+}
+
 // An empty batch (or inner dimension) must not reach oneDNN's matmul, which
 // divides by zero on it.
 TEST_F(KernelTest, GemmAndMatMulOfEmptyOperands) {
@@ -1124,6 +1145,34 @@ TEST_F(KernelTest, MaxPool) {
                                  .ints("strides", {2, 2})
                                  .ints("pads", {1, 1, 1, 1})),
                        refPool2d(x, p)));
+}
+
+// A plain input of 8 or more channels is pooled in channel blocks (oneDNN
+// has only a scalar kernel for plain NCHW): the output comes out blocked,
+// with the values of the reference.
+TEST_F(KernelTest, MaxPoolOfAPlainInputRunsInChannelBlocks) {
+  CPUBackend backend;
+  plan::Op op;
+  op.set_type("MaxPool");
+  op.add_inputs(0);
+  op.add_outputs(1);
+  for (auto [name, value] : {std::pair{"kernel_shape", 3}, {"strides", 2}}) {
+    plan::Attribute *a = op.add_attributes();
+    a->set_name(name);
+    a->mutable_ints()->add_values(value);
+    a->mutable_ints()->add_values(value);
+  }
+  auto kernel = llvm::cantFail(backend.createKernel(OpInfo(op, {nullptr})));
+  for (int64_t c : {4, 8, 24}) {
+    Tensor x = random({1, c, 11, 11});
+    std::vector<Tensor> out(1);
+    const Tensor *args[] = {&x};
+    ASSERT_FALSE(bool(kernel->run(args, out)));
+    EXPECT_EQ(out[0].isPlain(), c < 8) << c << " channels";
+    PoolParams p{{3, 3}, {2, 2}, {0, 0, 0, 0}, true, false, false};
+    EXPECT_TRUE(allClose(llvm::cantFail(out[0].toPlain()), refPool2d(x, p)))
+        << c << " channels";
+  }
 }
 
 TEST_F(KernelTest, MaxPoolCeilMode) {
