@@ -746,6 +746,48 @@ TEST_F(KernelTest, NoConvCandidatePassingTheFilterIsAnError) {
             "f32[16, 16, 3, 3] passes the filter");
 }
 
+// A candidate for which oneDNN has only its reference kernel is never
+// timed: an RGB image's Conv with 16-channel blocks out (its source left
+// to oneDNN) is one without AVX-512. The filter sees every candidate that
+// would be timed; where the blocked candidate has a real kernel, it is
+// among them.
+TEST_F(KernelTest, ConvNeverTimesAReferenceKernel) {
+  Tensor x = random({1, 3, 16, 16}), w = random({16, 3, 3, 3});
+  PlanBuilder b;
+  b.output("y", b.op("Conv", {b.input("x", x.shape()), b.weight("w", w)},
+                     {1, 16, 14, 14}));
+  plan::Plan plan = b.build();
+  auto ctx = std::make_shared<cpu::CPUContext>();
+  std::set<std::string> seen;
+  ctx->acceptConvCandidate = [&](llvm::StringRef name) {
+    seen.insert(name.str());
+    return true;
+  };
+  KernelRegistry registry;
+  cpu::registerConvKernel(registry, ctx);
+  auto kernel = llvm::cantFail(
+      (*registry.lookup("Conv"))(OpInfo(plan.ops(0), {nullptr, &w})));
+  const Tensor *args[] = {&x, &w};
+  Tensor y;
+  ASSERT_FALSE(bool(kernel->run(args, llvm::MutableArrayRef<Tensor>(y))));
+  auto desc = [](const Shape &shape, cpu::Tag tag) {
+    return cpu::memory::desc(cpu::toDims(shape), cpu::memory::data_type::f32,
+                             tag);
+  };
+  dnnl::convolution_forward::primitive_desc blocked(
+      dnnl::convolution_forward::desc(
+          dnnl::prop_kind::forward_inference,
+          dnnl::algorithm::convolution_direct, desc(x.shape(), cpu::Tag::any),
+          desc(w.shape(), cpu::Tag::any), cpu::memory::desc(),
+          desc({1, 16, 14, 14}, cpu::Tag::nChw16c), {1, 1}, {0, 0}, {0, 0},
+          {0, 0}),
+      ctx->engine);
+  bool reference = llvm::StringRef(blocked.impl_info_str()).starts_with("ref");
+  EXPECT_EQ(seen.count("direct nChw16c"), reference ? 0u : 1u)
+      << "oneDNN's kernel for it: " << blocked.impl_info_str();
+  EXPECT_EQ(seen.count("direct"), 1u);
+}
+
 // PrimitiveArgs keeps an argument's memory object while the same descriptor
 // object comes back, pointed at each call's buffer, and makes a new one
 // for another descriptor.
@@ -1008,6 +1050,32 @@ TEST_F(KernelTest, ConstantBWithRowsOfWholeKiBs) {
   EXPECT_TRUE(allClose(
       runOp("Gemm", {in(a9), wt(bt), wt(c)}, {9, 300}, Attrs().i("trans_b", 1)),
       refGemm(a9, bt, &c, 1.f, 1.f, false, true)));
+}
+
+// The rule for padding weight rows: plain 2-D layouts, either order, whose
+// leading stride is a multiple of 256 floats get 16 more; others stay.
+TEST_F(KernelTest, PaddedRowsOnlyForRowsOfWholeKiBs) {
+  using cpu::memory;
+  auto strided = [](memory::dims dims, memory::dims strides) {
+    return memory::desc(dims, memory::data_type::f32, strides);
+  };
+  auto stridesOf = [](const memory::desc &md) {
+    const auto &s = md.data.format_desc.blocking.strides;
+    return std::vector<int64_t>{s[0], s[1]};
+  };
+  std::optional<memory::desc> rows =
+      cpu::paddedRows(cpu::plainDesc({768, 3072}));
+  ASSERT_TRUE(rows.has_value());
+  EXPECT_EQ(stridesOf(*rows), (std::vector<int64_t>{3088, 1}));
+  std::optional<memory::desc> columns =
+      cpu::paddedRows(strided({1024, 1000}, {1, 1024}));
+  ASSERT_TRUE(columns.has_value());
+  EXPECT_EQ(stridesOf(*columns), (std::vector<int64_t>{1, 1040}));
+  EXPECT_FALSE(cpu::paddedRows(cpu::plainDesc({768, 1000})));
+  EXPECT_FALSE(cpu::paddedRows(strided({4, 256}, {512, 2})));
+  EXPECT_FALSE(cpu::paddedRows(cpu::plainDesc({2, 256, 256})));
+  EXPECT_FALSE(cpu::paddedRows(
+      memory::desc({256, 256}, memory::data_type::f32, cpu::Tag::AB16b16a)));
 }
 
 // An empty batch (or inner dimension) must not reach oneDNN's matmul, which

@@ -95,6 +95,22 @@ std::shared_ptr<const Layout> cpu::layoutOf(const memory::desc &md,
   return std::make_shared<DnnlLayout>(md, ctx);
 }
 
+std::optional<memory::desc> cpu::paddedRows(const memory::desc &md) {
+  const dnnl_memory_desc_t &d = md.data;
+  if (d.ndims != 2 || d.format_kind != dnnl_blocked ||
+      d.format_desc.blocking.inner_nblks != 0)
+    return std::nullopt;
+  const dnnl_dims_t &strides = d.format_desc.blocking.strides;
+  // Row-major (strides {ld, 1}) or column-major (strides {1, ld}).
+  int lead = strides[0] == 1 ? 1 : 0;
+  if (strides[1 - lead] != 1 || strides[lead] % 256 != 0)
+    return std::nullopt;
+  memory::dims padded(2);
+  padded[lead] = strides[lead] + 16;
+  padded[1 - lead] = 1;
+  return memory::desc(md.dims(), memory::data_type::f32, padded);
+}
+
 std::optional<int64_t> cpu::channelBlockOf(const memory::desc &md,
                                            llvm::ArrayRef<int64_t> shape) {
   if (shape.size() < 2)

@@ -29,7 +29,6 @@
 #include "heterps/Runtime/OpGeometry.h"
 
 #include <algorithm>
-#include <optional>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
@@ -48,28 +47,6 @@ struct MatMulEntry {
   Shape outShape;
   PrimitiveArgs args;
 };
-
-/// A plain 2-D `md` with its leading stride padded by 64 bytes, when that
-/// stride is a multiple of 1 KiB; else nothing. oneDNN's sgemm packs B by
-/// reading a few elements from each of many rows: rows a multiple of
-/// 4 KiB apart fall in one L1 set and evict each other. On an AVX2 host,
-/// ViT's [768, 3072] weights (12 KiB rows) ran at 72 GFLOP/s, padded at
-/// 143; [768, 512] and [2048, 1000]^T gained 30-40%.
-std::optional<memory::desc> paddedRows(const memory::desc &md) {
-  const dnnl_memory_desc_t &d = md.data;
-  if (d.ndims != 2 || d.format_kind != dnnl_blocked ||
-      d.format_desc.blocking.inner_nblks != 0)
-    return std::nullopt;
-  const dnnl_dims_t &strides = d.format_desc.blocking.strides;
-  // Row-major (strides {ld, 1}) or column-major (strides {1, ld}).
-  int lead = strides[0] == 1 ? 1 : 0;
-  if (strides[1 - lead] != 1 || strides[lead] % 256 != 0)
-    return std::nullopt;
-  memory::dims padded(2);
-  padded[lead] = strides[lead] + 16;
-  padded[1 - lead] = 1;
-  return memory::desc(md.dims(), memory::data_type::f32, padded);
-}
 
 /// Matmul state shared by Gemm and MatMul.
 class MatMulBase : public Kernel {
