@@ -14,12 +14,14 @@
 #include "../../lib/Runtime/Backends/CPU/GroupWidening.h"
 #include "../../lib/Runtime/Backends/CPU/PointwiseDepthwise.h"
 #include "../../lib/Runtime/Backends/CPU/SwishPass.h"
+#include "../../lib/Runtime/Backends/CPU/WinogradConv.h"
 #include "heterps/Runtime/Backends/CPU/CPUBackend.h"
 #include "heterps/Runtime/Executor.h"
 
 #include <cfloat>
 #include <cmath>
 #include <set>
+#include <thread>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::testutil;
@@ -523,6 +525,74 @@ TEST_F(KernelTest, OwnDepthwiseConvMatchesItsReference) {
       expectCloseWithNaNAtZero(*y, ref);
     }
   }
+}
+
+// Our own Winograd kernel (WinogradConv.h), run alone: each activation it
+// takes in registers and a Swish as a pass, a residual sum, output channels
+// that 16 does not divide (a half-empty panel), uneven images and pads
+// (partial tiles at the edges, a pad of 2), two items, and both ways it
+// runs: a block of tiles a thread and chunks of tiles on all threads.
+// Winograd's error follows the sums' magnitude, so the tolerance does too.
+TEST_F(KernelTest, OwnWinogradConvMatchesItsReference) {
+  if (!cpu::winogradConvRuns(8, 8, {}))
+    GTEST_SKIP() << "no AVX2 and FMA here: the kernel is not offered";
+  struct Case {
+    Shape x;
+    int64_t k;
+    std::vector<int64_t> pads;
+    std::string activation;
+    bool sum = false;
+  };
+  const auto &activations = fusedActivations();
+  std::vector<Case> cases = {
+      {{1, 16, 12, 12}, 32, {1, 1, 1, 1}, "Relu"},
+      {{2, 8, 30, 29}, 24, {0, 1, 1, 0}, "Clip"},
+      {{1, 24, 13, 7}, 8, {1, 1, 1, 1}, "HardSwish", true},
+      {{2, 64, 9, 9}, 40, {2, 0, 0, 2}, "Relu"},
+      {{1, 16, 10, 10}, 16, {1, 1, 1, 1}, "Swish"},
+      {{1, 512, 16, 15}, 64, {1, 1, 1, 1}, "", true}};
+  std::set<bool> paths;
+  for (const Case &c : cases) {
+    Tensor x = random(c.x, -3.f, 3.f), w = random({c.k, c.x[1], 3, 3}),
+           bias = random({c.k});
+    Tensor ref = refConv(x, w, &bias, {{1, 1}, {1, 1}, c.pads, 1});
+    Tensor addend = random(ref.shape(), -3.f, 3.f);
+    if (c.sum)
+      ref = refBinary(ref, addend, std::plus<float>());
+    ref = refUnary(ref, activations.at(c.activation));
+    Attrs attrs = Attrs().ints("pads", c.pads);
+    if (!c.activation.empty())
+      attrs.s("activation", c.activation);
+    if (c.activation == "Clip")
+      attrs.f("activation_min", 0.f).f("activation_max", 6.f);
+    std::string name = "own winograd nChw8c";
+    if (c.activation == "Swish")
+      name += ", Swish as a pass";
+    bool chunked =
+        cpu::winogradChunked({c.x[0], c.x[1], c.x[2], c.x[3], c.k, ref.dim(2),
+                              ref.dim(3), c.pads[0], c.pads[1]});
+    paths.insert(chunked);
+    SCOPED_TRACE(x.typeString() + " by " + w.typeString() + ", " +
+                 c.activation + (c.sum ? ", summed" : "") +
+                 (chunked ? ", chunks" : ", blocks"));
+    std::vector<const Tensor *> inputs = {&x, &w, &bias};
+    if (c.sum)
+      inputs.push_back(&addend);
+    llvm::Expected<Tensor> y =
+        runOnlyCandidate("Conv", cpu::registerConvKernel, inputs, {0, 3},
+                         ref.shape(), attrs, name);
+    ASSERT_TRUE(static_cast<bool>(y)) << llvm::toString(y.takeError());
+    float largest = 0.f;
+    for (int64_t i = 0; i < ref.numElements(); ++i)
+      largest = std::max(largest, std::fabs(ref.data<float>()[i]));
+    EXPECT_TRUE(
+        allClose(llvm::cantFail(y->toPlain()), ref, 1e-4f, 1e-5f * largest));
+  }
+  // The last case's 16 tiles of 512 channels take chunks and the second's
+  // 128 tiles of 8 blocks, unless dozens of threads make blocks of a few
+  // tiles each.
+  if (std::thread::hardware_concurrency() <= 16)
+    EXPECT_EQ(paths.size(), 2u);
 }
 
 // Our own 1x1 + depthwise kernel (PointwiseDepthwise.h), run alone through

@@ -6,14 +6,26 @@ using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
 using Kind = ConvEpilogue::Kind;
 
-std::optional<ConvEpilogue> cpu::convEpilogueOf(const dnnl::post_ops &ops) {
-  if (ops.len() == 0)
+std::optional<ConvEpilogue> cpu::convEpilogueOf(const dnnl::post_ops &ops,
+                                                bool leadingSum) {
+  int first = 0;
+  if (leadingSum) {
+    if (ops.len() == 0 || ops.kind(0) != dnnl::primitive::kind::sum)
+      return std::nullopt;
+    float sumScale;
+    ops.get_params_sum(0, sumScale);
+    if (sumScale != 1.f)
+      return std::nullopt;
+    first = 1;
+  }
+  if (ops.len() == first)
     return ConvEpilogue{};
-  if (ops.len() != 1 || ops.kind(0) != dnnl::primitive::kind::eltwise)
+  if (ops.len() != first + 1 ||
+      ops.kind(first) != dnnl::primitive::kind::eltwise)
     return std::nullopt;
   float scale, alpha, beta;
   dnnl::algorithm algorithm;
-  ops.get_params_eltwise(0, scale, algorithm, alpha, beta);
+  ops.get_params_eltwise(first, scale, algorithm, alpha, beta);
   if (scale != 1.f)
     return std::nullopt;
   if (algorithm == dnnl::algorithm::eltwise_relu && alpha == 0.f)

@@ -27,8 +27,10 @@ struct ConvEpilogue {
 
 /// The epilogue for a convolution's post-ops, if they are nothing or one
 /// activation it has (ReLU, a clip whose range holds 0, HardSwish, Swish
-/// as SwishVector.h computes it).
-std::optional<ConvEpilogue> convEpilogueOf(const dnnl::post_ops &ops);
+/// as SwishVector.h computes it); after a sum of scale 1 when `leadingSum`
+/// (the kernel adds its destination's values before the activation).
+std::optional<ConvEpilogue> convEpilogueOf(const dnnl::post_ops &ops,
+                                           bool leadingSum = false);
 
 #if defined(__x86_64__)
 /// `acc` with the epilogue of kind A applied.
@@ -50,6 +52,26 @@ applyEpilogue(__m512 acc, const ConvEpilogue &e) {
     __m512 t = _mm512_add_ps(acc, _mm512_set1_ps(3.f));
     t = _mm512_min_ps(_mm512_set1_ps(6.f), _mm512_max_ps(zero, t));
     return _mm512_mul_ps(_mm512_mul_ps(acc, t), _mm512_set1_ps(1.f / 6.f));
+  }
+  return acc;
+}
+
+/// The same for 8 floats in AVX2, for every kind but Swish.
+template <ConvEpilogue::Kind A>
+__attribute__((target("avx2,fma"), always_inline)) inline __m256
+applyEpilogue(__m256 acc, const ConvEpilogue &e) {
+  using Kind = ConvEpilogue::Kind;
+  static_assert(A != Kind::Swish, "no AVX2 Swish");
+  __m256 zero = _mm256_setzero_ps();
+  if constexpr (A == Kind::Relu)
+    return _mm256_max_ps(zero, acc);
+  if constexpr (A == Kind::Clip)
+    return _mm256_min_ps(_mm256_set1_ps(e.hi),
+                         _mm256_max_ps(_mm256_set1_ps(e.lo), acc));
+  if constexpr (A == Kind::HardSwish) {
+    __m256 t = _mm256_add_ps(acc, _mm256_set1_ps(3.f));
+    t = _mm256_min_ps(_mm256_set1_ps(6.f), _mm256_max_ps(zero, t));
+    return _mm256_mul_ps(_mm256_mul_ps(acc, t), _mm256_set1_ps(1.f / 6.f));
   }
   return acc;
 }

@@ -18,7 +18,9 @@
 // channels the groups merged into 16-channel ones (GroupWidening.h;
 // ResNeXt-50 and RegNet-Y 3-7% faster), for depthwise convolutions our
 // own kernel (DepthwiseDirect.h) in blocks of 16 and, when the input is,
-// channels-last; where the activation is Swish,
+// channels-last, for 3x3 stride-1 convolutions in blocks of 8 our own
+// Winograd (WinogradConv.h; AVX2 hosts, where oneDNN has none);
+// where the activation is Swish,
 // each of these again with the Swish as a pass after the convolution
 // instead of oneDNN's post-op (SwishPass.h). Each candidate has a name,
 // by which CPUContext::acceptConvCandidate can leave it out (tests run
@@ -38,6 +40,7 @@
 #include "ConvKernels.h"
 #include "DepthwiseDirect.h"
 #include "GroupWidening.h"
+#include "WinogradConv.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -70,6 +73,9 @@ struct ConvEntry {
   /// Set when our own depthwise kernel (DepthwiseDirect.h) runs instead
   /// of `primitive`; `weights` are then packed for it.
   std::optional<DepthwiseShape> depthwise;
+  /// The same for our own Winograd kernel (WinogradConv.h).
+  std::optional<WinogradShape> winograd;
+  /// What our own kernels apply before their store.
   ConvEpilogue epilogue;
 };
 
@@ -93,6 +99,10 @@ private:
   std::optional<ConvEntry> ownDepthwise(const Tensor &x, const Tensor &w,
                                         const ConvGeometry &geo,
                                         bool channelsLast, bool swishApart);
+  /// Our own Winograd kernel for this shape, if it runs it (null else).
+  std::optional<ConvEntry> ownWinograd(const Tensor &x, const Tensor &w,
+                                       const ConvGeometry &geo,
+                                       bool swishApart);
   /// Runs `e` on `src` into `dst` with `packed` weights and plain `bias`,
   /// keeping its memory objects in `args`.
   void execute(const ConvEntry &e, PrimitiveArgs &args, const Tensor &src,
@@ -111,6 +121,8 @@ static Tensor packWeights(const Tensor &w, const ConvEntry &e,
   Tensor plain = plainOf(w, ctx);
   if (e.depthwise)
     return packDepthwiseWeights(plain);
+  if (e.winograd)
+    return packWinogradWeights(plain);
   if (e.widening > 1)
     plain = widenGroupWeights(plain, groups, e.widening);
   Tensor packed = allocate(e.weightsMd, plain.shape(), ctx);
@@ -262,9 +274,14 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
     consider("direct nhwc", dnnl::algorithm::convolution_direct, Tag::nhwc,
              Tag::nhwc, 1);
   // Winograd's transforms cost more than they save on small images.
-  if (geo.winogradShape)
+  if (geo.winogradShape) {
     consider("winograd", dnnl::algorithm::convolution_winograd, Tag::any,
              Tag::any, 1);
+    // In blocks of 8, weighted as oneDNN's blocked candidates.
+    considerBuilt("own winograd nChw8c", 0.9, [&](bool swishApart) {
+      return ownWinograd(x, w, geo, swishApart);
+    });
+  }
   // Our own depthwise kernel (DepthwiseDirect.h): in blocks of 16, and
   // channels-last when the input is, weighted as oneDNN's in those.
   considerBuilt("own depthwise nChw16c", 0.9, [&](bool swishApart) {
@@ -282,8 +299,16 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   return std::move(*best);
 }
 
+/// Bytes per second at which a run reads its weights from memory: the
+/// read bandwidth of two cores of the AVX2 host of docs/benchmarks.md.
+/// Timing repeats a run, so its weights come from cache; in a network
+/// whose weights outgrow the cache they come from memory each time. The
+/// charge matters where candidates' weights differ in size: Winograd's
+/// are 4x the plain ones (ResNet-18's 7x7 layers: 38 MB against 9 MB).
+constexpr double kWeightBytesPerSecond = 15e9;
+
 /// A run of `e` on zeros (bestSeconds), plus the reorder of `x` into its
-/// source format, in seconds.
+/// source format and the read of its weights from memory, in seconds.
 double ConvKernel::secondsPerRun(const ConvEntry &e, const Tensor &x,
                                  const Tensor &w, const Tensor *b) {
   const CPUContextPtr &ctx = cache.context();
@@ -299,7 +324,8 @@ double ConvKernel::secondsPerRun(const ConvEntry &e, const Tensor &x,
   PrimitiveArgs args;
   return bestSeconds(
              [&] { execute(e, args, src, packed, b ? &bias : nullptr, dst); }) +
-         reorderSeconds(x, e.srcMd, ctx);
+         reorderSeconds(x, e.srcMd, ctx) +
+         packed.bytes() / kWeightBytesPerSecond;
 }
 
 void ConvKernel::execute(const ConvEntry &e, PrimitiveArgs &args,
@@ -310,6 +336,10 @@ void ConvKernel::execute(const ConvEntry &e, PrimitiveArgs &args,
     depthwiseDirect(src.data<float>(), packed.data<float>(),
                     bias ? bias->data<float>() : nullptr, dst.data<float>(),
                     *e.depthwise, e.epilogue);
+  } else if (e.winograd) {
+    winogradConv(src.data<float>(), packed.data<float>(),
+                 bias ? bias->data<float>() : nullptr, dst.data<float>(),
+                 *e.winograd, e.epilogue, params.sum);
   } else {
     const dnnl::engine &engine = ctx->engine;
     args.set(DNNL_ARG_SRC, e.srcMd, src.rawData(), engine);
@@ -350,6 +380,33 @@ std::optional<ConvEntry> ConvKernel::ownDepthwise(const Tensor &x,
   e.depthwise = DepthwiseShape{
       x.dim(0),       c,           x.dim(2),    x.dim(3),    out[2], out[3], k,
       geo.strides[0], geo.padL[0], geo.padL[1], channelsLast};
+  e.epilogue = *epilogue;
+  if (constantWeights)
+    e.weights = packWeights(w, e, cache.context(), params.group);
+  return e;
+}
+
+std::optional<ConvEntry> ConvKernel::ownWinograd(const Tensor &x,
+                                                 const Tensor &w,
+                                                 const ConvGeometry &geo,
+                                                 bool swishApart) {
+  // A NaN or infinity would spread over its whole 6x6 tile.
+  if (cache.context()->propagateNaN)
+    return std::nullopt;
+  std::optional<ConvEpilogue> epilogue = convEpilogueOf(
+      swishApart ? params.postOpsBeforeSwish : params.postOps, params.sum);
+  int64_t c = x.dim(1), k = w.dim(0);
+  if (!epilogue || !winogradConvRuns(c, k, *epilogue))
+    return std::nullopt;
+  const Shape &out = geo.outShape;
+  ConvEntry e;
+  e.srcMd =
+      memory::desc(toDims(x.shape()), memory::data_type::f32, Tag::nChw8c);
+  e.dstMd = memory::desc(toDims(out), memory::data_type::f32, Tag::nChw8c);
+  e.outShape = out;
+  e.swishApart = swishApart;
+  e.winograd = WinogradShape{x.dim(0), c,      x.dim(2),    x.dim(3),   k,
+                             out[2],   out[3], geo.padL[0], geo.padL[1]};
   e.epilogue = *epilogue;
   if (constantWeights)
     e.weights = packWeights(w, e, cache.context(), params.group);

@@ -1,0 +1,417 @@
+//===- WinogradConv.cpp - our own Winograd F(4x4, 3x3) convolution --------===//
+
+#include "WinogradConv.h"
+
+#include "llvm/Support/ErrorHandling.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cpu;
+using Kind = ConvEpilogue::Kind;
+
+namespace {
+/// The input tile's side, the output tile's, and the tile's positions.
+constexpr int64_t kIn = 6, kOut = 4, kPositions = kIn * kIn;
+/// Channels per block of the layout (one AVX2 vector); output channels per
+/// column of the products (two vectors); tiles per row group of them.
+constexpr int64_t kLanes = 8, kPanel = 16, kRows = 6;
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+} // namespace
+
+Tensor cpu::packWinogradWeights(const Tensor &plain) {
+  // G of F(4x4, 3x3), in double so that its sixths and twenty-fourths
+  // round once.
+  static const double g[kIn][3] = {{1.0 / 4, 0, 0},
+                                   {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                   {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                   {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                   {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                   {0, 0, 1}};
+  int64_t k = plain.dim(0), c = plain.dim(1), panels = ceilDiv(k, kPanel);
+  Tensor packed(DType::F32, {kPositions * panels * c * kPanel});
+  float *to = packed.data<float>();
+  std::memset(to, 0, packed.bytes());
+  const float *from = plain.data<float>();
+  for (int64_t o = 0; o < k; ++o)
+    for (int64_t i = 0; i < c; ++i) {
+      const float *f = from + (o * c + i) * 9;
+      double gf[kIn][3]; // G f
+      for (int r = 0; r < kIn; ++r)
+        for (int j = 0; j < 3; ++j)
+          gf[r][j] = g[r][0] * f[j] + g[r][1] * f[3 + j] + g[r][2] * f[6 + j];
+      for (int r = 0; r < kIn; ++r)
+        for (int s = 0; s < kIn; ++s) {
+          double u =
+              gf[r][0] * g[s][0] + gf[r][1] * g[s][1] + gf[r][2] * g[s][2];
+          to[(((r * kIn + s) * panels + o / kPanel) * c + i) * kPanel +
+             o % kPanel] = static_cast<float>(u);
+        }
+    }
+  return packed;
+}
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#define AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) inline
+#define AVX2 __attribute__((target("avx2,fma")))
+
+namespace {
+
+/// Sizes derived from a WinogradShape, and the block of tiles one thread
+/// works on at a time.
+struct Tiling {
+  int64_t tilesW, perImage, tiles, cBlocks, kBlocks, panels;
+  /// Tiles per block, the last block maybe fewer.
+  int64_t perBlock;
+  /// Tiles per chunk, when all threads take a chunk at a time (`chunked`).
+  int64_t perChunk;
+  bool chunked;
+
+  /// The item and the top left output of tile `tile`.
+  void origin(int64_t tile, int64_t &n, int64_t &oh0, int64_t &ow0) const {
+    n = tile / perImage;
+    int64_t r = tile % perImage;
+    oh0 = r / tilesW * kOut;
+    ow0 = r % tilesW * kOut;
+  }
+};
+
+/// Six values of a tile's column or row times B^T (the input transform).
+AVX2_INLINE void inputRow(const __m256 (&d)[kIn], __m256 (&t)[kIn]) {
+  __m256 two = _mm256_set1_ps(2.f), four = _mm256_set1_ps(4.f),
+         five = _mm256_set1_ps(5.f);
+  t[0] = _mm256_fmadd_ps(four, d[0], _mm256_fnmadd_ps(five, d[2], d[4]));
+  t[1] = _mm256_fnmadd_ps(four, _mm256_add_ps(d[1], d[2]),
+                          _mm256_add_ps(d[3], d[4]));
+  t[2] = _mm256_fmadd_ps(four, _mm256_sub_ps(d[1], d[2]),
+                         _mm256_sub_ps(d[4], d[3]));
+  t[3] = _mm256_fmadd_ps(two, _mm256_sub_ps(d[3], d[1]),
+                         _mm256_sub_ps(d[4], d[2]));
+  t[4] = _mm256_fmadd_ps(two, _mm256_sub_ps(d[1], d[3]),
+                         _mm256_sub_ps(d[4], d[2]));
+  t[5] = _mm256_fmadd_ps(four, d[1], _mm256_fnmadd_ps(five, d[3], d[5]));
+}
+
+/// Six values of a product's column or row times A^T (the output
+/// transform), four out.
+AVX2_INLINE void outputRow(const __m256 (&m)[kIn], __m256 (&o)[kOut]) {
+  __m256 s12 = _mm256_add_ps(m[1], m[2]), d12 = _mm256_sub_ps(m[1], m[2]);
+  __m256 s34 = _mm256_add_ps(m[3], m[4]), d34 = _mm256_sub_ps(m[3], m[4]);
+  o[0] = _mm256_add_ps(_mm256_add_ps(m[0], s12), s34);
+  o[1] = _mm256_fmadd_ps(_mm256_set1_ps(2.f), d34, d12);
+  o[2] = _mm256_fmadd_ps(_mm256_set1_ps(4.f), s34, s12);
+  o[3] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(8.f), d34, d12), m[5]);
+}
+
+/// B^T d B of every 8-channel block of the 6x6 input tile whose top left
+/// is (ih0, iw0) in item n, positions outside the image read as zeros;
+/// position p of block cb goes to v[p * positionStride + cb * 8].
+AVX2_INLINE void transformInput(const float *x, const WinogradShape &s,
+                                const Tiling &t, int64_t n, int64_t ih0,
+                                int64_t iw0, float *v, int64_t positionStride) {
+  bool inside = ih0 >= 0 && iw0 >= 0 && ih0 + kIn <= s.h && iw0 + kIn <= s.w;
+  for (int64_t cb = 0; cb < t.cBlocks; ++cb) {
+    const float *plane = x + (n * t.cBlocks + cb) * s.h * s.w * kLanes;
+    __m256 d[kIn][kIn];
+    for (int64_t r = 0; r < kIn; ++r)
+      for (int64_t c = 0; c < kIn; ++c) {
+        int64_t ih = ih0 + r, iw = iw0 + c;
+        d[c][r] = inside || (ih >= 0 && ih < s.h && iw >= 0 && iw < s.w)
+                      ? _mm256_loadu_ps(plane + (ih * s.w + iw) * kLanes)
+                      : _mm256_setzero_ps();
+      }
+    // d holds columns: each becomes a column of B^T d, then each row of
+    // that (a column of its transpose) a row of B^T d B.
+    __m256 bd[kIn][kIn];
+    for (int64_t c = 0; c < kIn; ++c) {
+      __m256 col[kIn];
+      inputRow(d[c], col);
+      for (int64_t r = 0; r < kIn; ++r)
+        bd[r][c] = col[r];
+    }
+    for (int64_t r = 0; r < kIn; ++r) {
+      __m256 row[kIn];
+      inputRow(bd[r], row);
+      for (int64_t c = 0; c < kIn; ++c)
+        _mm256_storeu_ps(v + (r * kIn + c) * positionStride + cb * kLanes,
+                         row[c]);
+    }
+  }
+}
+
+/// R tiles' products at one position for one panel of 16 output channels:
+/// m[r][0..16) = sum over i of v[r * c + i] * u[i][0..16).
+template <int R>
+AVX2 void product(const float *v, int64_t c, const float *u, float *m) {
+  // Every loop over r unrolled, so that the accumulators live in registers.
+  __m256 lo[R], hi[R];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r)
+    lo[r] = hi[r] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < c; ++i) {
+    __m256 u0 = _mm256_loadu_ps(u + i * kPanel),
+           u1 = _mm256_loadu_ps(u + i * kPanel + kLanes);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      __m256 a = _mm256_broadcast_ss(v + r * c + i);
+      lo[r] = _mm256_fmadd_ps(a, u0, lo[r]);
+      hi[r] = _mm256_fmadd_ps(a, u1, hi[r]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_ps(m + r * kPanel, lo[r]);
+    _mm256_storeu_ps(m + r * kPanel + kLanes, hi[r]);
+  }
+}
+
+using ProductFn = void (*)(const float *, int64_t, const float *, float *);
+constexpr ProductFn kProducts[kRows + 1] = {nullptr,    product<1>, product<2>,
+                                            product<3>, product<4>, product<5>,
+                                            product<6>};
+
+/// A^T m A for one 8-channel block kb of one tile (m[p * positionStride]
+/// for position p), plus the bias (and the destination's values when
+/// Accumulate), the epilogue, and the store of the outputs inside the
+/// image.
+template <Kind A, bool Accumulate>
+AVX2_INLINE void
+transformOutput(const float *m, int64_t positionStride, __m256 bias, float *y,
+                const WinogradShape &s, const Tiling &t, int64_t n, int64_t kb,
+                int64_t oh0, int64_t ow0, const ConvEpilogue &e) {
+  __m256 cols[kIn][kIn];
+  for (int64_t r = 0; r < kIn; ++r)
+    for (int64_t c = 0; c < kIn; ++c)
+      cols[c][r] = _mm256_loadu_ps(m + (r * kIn + c) * positionStride);
+  __m256 am[kIn][kIn]; // rows of (A^T m) transposed: am[r] is its row r
+  for (int64_t c = 0; c < kIn; ++c) {
+    __m256 col[kOut];
+    outputRow(cols[c], col);
+    for (int64_t r = 0; r < kOut; ++r)
+      am[r][c] = col[r];
+  }
+  float *plane = y + (n * t.kBlocks + kb) * s.oh * s.ow * kLanes;
+  for (int64_t r = 0; r < kOut && oh0 + r < s.oh; ++r) {
+    __m256 row[kOut];
+    outputRow(am[r], row);
+    for (int64_t c = 0; c < kOut && ow0 + c < s.ow; ++c) {
+      float *at = plane + ((oh0 + r) * s.ow + ow0 + c) * kLanes;
+      __m256 sum = _mm256_add_ps(row[c], bias);
+      if constexpr (Accumulate)
+        sum = _mm256_add_ps(sum, _mm256_loadu_ps(at));
+      _mm256_storeu_ps(at, applyEpilogue<A>(sum, e));
+    }
+  }
+}
+
+/// Tiles [first, first + count) whole: their input transforms into v, then
+/// per panel of 16 output channels the 36 products into m and the output
+/// transforms. v holds t.perBlock tiles' transforms per position, m one
+/// panel's products.
+template <Kind A, bool Accumulate>
+AVX2 void runBlock(const float *x, const float *w, const float *bias, float *y,
+                   const WinogradShape &s, const Tiling &t,
+                   const ConvEpilogue &e, int64_t first, int64_t count,
+                   float *v, float *m) {
+  int64_t vStride = t.perBlock * s.c, mStride = t.perBlock * kPanel;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t n, oh0, ow0;
+    t.origin(first + i, n, oh0, ow0);
+    transformInput(x, s, t, n, oh0 - s.padTop, ow0 - s.padLeft, v + i * s.c,
+                   vStride);
+  }
+  for (int64_t panel = 0; panel < t.panels; ++panel) {
+    for (int64_t p = 0; p < kPositions; ++p) {
+      const float *u = w + (p * t.panels + panel) * s.c * kPanel;
+      for (int64_t r = 0; r < count; r += kRows) {
+        int64_t rows = std::min(kRows, count - r);
+        kProducts[rows](v + p * vStride + r * s.c, s.c, u,
+                        m + p * mStride + r * kPanel);
+      }
+    }
+    for (int64_t half = 0; half < 2; ++half) {
+      int64_t kb = panel * 2 + half;
+      if (kb >= t.kBlocks)
+        break;
+      __m256 b =
+          bias ? _mm256_loadu_ps(bias + kb * kLanes) : _mm256_setzero_ps();
+      for (int64_t i = 0; i < count; ++i) {
+        int64_t n, oh0, ow0;
+        t.origin(first + i, n, oh0, ow0);
+        transformOutput<A, Accumulate>(m + i * kPanel + half * kLanes, mStride,
+                                       b, y, s, t, n, kb, oh0, ow0, e);
+      }
+    }
+  }
+}
+
+/// Tiles [first, first + count) at once, in three steps on all threads:
+/// the input transforms into v, the products into m with each thread
+/// reading its own share of the weights, once, and the output transforms.
+/// v holds the tiles' transforms per position, m every panel's products
+/// per position.
+template <Kind A, bool Accumulate>
+AVX2 void runChunk(const float *x, const float *w, const float *bias, float *y,
+                   const WinogradShape &s, const Tiling &t,
+                   const ConvEpilogue &e, int64_t first, int64_t count,
+                   float *v, float *m) {
+  int64_t vStride = count * s.c, mStride = t.panels * count * kPanel;
+#pragma omp parallel
+  {
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t n, oh0, ow0;
+      t.origin(first + i, n, oh0, ow0);
+      transformInput(x, s, t, n, oh0 - s.padTop, ow0 - s.padLeft, v + i * s.c,
+                     vStride);
+    }
+    // Per position and panel, in the weights' order.
+#pragma omp for schedule(static)
+    for (int64_t j = 0; j < kPositions * t.panels; ++j) {
+      const float *u = w + j * s.c * kPanel;
+      int64_t p = j / t.panels;
+      for (int64_t r = 0; r < count; r += kRows)
+        kProducts[std::min(kRows, count - r)](v + p * vStride + r * s.c, s.c, u,
+                                              m + (j * count + r) * kPanel);
+    }
+#pragma omp for schedule(static)
+    for (int64_t j = 0; j < count * t.kBlocks; ++j) {
+      int64_t i = j / t.kBlocks, kb = j % t.kBlocks, n, oh0, ow0;
+      t.origin(first + i, n, oh0, ow0);
+      __m256 b =
+          bias ? _mm256_loadu_ps(bias + kb * kLanes) : _mm256_setzero_ps();
+      transformOutput<A, Accumulate>(m + (kb / 2 * count + i) * kPanel +
+                                         kb % 2 * kLanes,
+                                     mStride, b, y, s, t, n, kb, oh0, ow0, e);
+    }
+  }
+}
+
+/// The block and the chunk steps for one epilogue.
+struct Steps {
+  void (*block)(const float *, const float *, const float *, float *,
+                const WinogradShape &, const Tiling &, const ConvEpilogue &,
+                int64_t, int64_t, float *, float *);
+  void (*chunk)(const float *, const float *, const float *, float *,
+                const WinogradShape &, const Tiling &, const ConvEpilogue &,
+                int64_t, int64_t, float *, float *);
+};
+
+template <bool Accumulate> Steps stepsFor(Kind kind) {
+  switch (kind) {
+  case Kind::None:
+    return {runBlock<Kind::None, Accumulate>, runChunk<Kind::None, Accumulate>};
+  case Kind::Relu:
+    return {runBlock<Kind::Relu, Accumulate>, runChunk<Kind::Relu, Accumulate>};
+  case Kind::Clip:
+    return {runBlock<Kind::Clip, Accumulate>, runChunk<Kind::Clip, Accumulate>};
+  case Kind::HardSwish:
+    return {runBlock<Kind::HardSwish, Accumulate>,
+            runChunk<Kind::HardSwish, Accumulate>};
+  case Kind::Swish:
+    break;
+  }
+  llvm_unreachable("winogradConvRuns is false for Swish");
+}
+
+} // namespace
+
+bool cpu::winogradConvRuns(int64_t c, int64_t k, ConvEpilogue epilogue) {
+  return c % kLanes == 0 && k % kLanes == 0 && epilogue.kind != Kind::Swish &&
+         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+namespace {
+
+/// The tiling of `s` on `threads` threads.
+Tiling tilingOf(const WinogradShape &s, int64_t threads) {
+  Tiling t;
+  t.tilesW = ceilDiv(s.ow, kOut);
+  t.perImage = ceilDiv(s.oh, kOut) * t.tilesW;
+  t.tiles = s.n * t.perImage;
+  t.cBlocks = s.c / kLanes;
+  t.kBlocks = s.k / kLanes;
+  t.panels = ceilDiv(s.k, kPanel);
+  // Tiles per block: their transformed input (36 x C floats a tile) in
+  // about 256 KiB of cache, each panel of weights read from cache once for
+  // all of them; as many blocks as threads at least, in whole rounds.
+  int64_t fit = std::clamp<int64_t>(256 * 1024 / (kPositions * s.c * 4), kRows,
+                                    8 * kRows);
+  int64_t blocks = ceilDiv(ceilDiv(t.tiles, fit), threads) * threads;
+  t.perBlock = ceilDiv(t.tiles, blocks);
+  // Blocks read all the weights once each, with the transforms in cache.
+  // Chunks of tiles that all threads share read them once a chunk, with
+  // the chunk's transforms (up to 8 MiB) written out and read back. Few
+  // tiles and many channels (ResNet's 14x14 images with 256) take chunks:
+  // whichever moves fewer floats.
+  int64_t perTile = kPositions * (s.c + t.panels * kPanel);
+  t.perChunk =
+      std::clamp<int64_t>(8 * 1024 * 1024 / (perTile * 4), kRows, t.tiles);
+  int64_t weights = kPositions * s.c * t.panels * kPanel;
+  t.chunked = weights * ceilDiv(t.tiles, t.perChunk) + 2 * perTile * t.tiles <
+              weights * ceilDiv(t.tiles, t.perBlock);
+  return t;
+}
+
+} // namespace
+
+bool cpu::winogradChunked(const WinogradShape &s) {
+  return tilingOf(s, omp_get_max_threads()).chunked;
+}
+
+void cpu::winogradConv(const float *x, const float *w, const float *bias,
+                       float *y, const WinogradShape &s, ConvEpilogue epilogue,
+                       bool accumulate) {
+  Tiling t = tilingOf(s, omp_get_max_threads());
+  Steps steps = accumulate ? stepsFor<true>(epilogue.kind)
+                           : stepsFor<false>(epilogue.kind);
+  if (t.chunked) {
+    static thread_local std::vector<float> transforms;
+    size_t vFloats = kPositions * t.perChunk * s.c;
+    size_t floats = vFloats + kPositions * t.perChunk * t.panels * kPanel;
+    if (transforms.size() < floats)
+      transforms.resize(floats);
+    for (int64_t first = 0; first < t.tiles; first += t.perChunk)
+      steps.chunk(x, w, bias, y, s, t, epilogue, first,
+                  std::min(t.perChunk, t.tiles - first), transforms.data(),
+                  transforms.data() + vFloats);
+    return;
+  }
+  int64_t blocks = ceilDiv(t.tiles, t.perBlock);
+  size_t scratchFloats = kPositions * t.perBlock * (s.c + kPanel);
+#pragma omp parallel
+  {
+    // Per thread, kept for its next convolution.
+    static thread_local std::vector<float> scratch;
+    if (scratch.size() < scratchFloats)
+      scratch.resize(scratchFloats);
+    float *v = scratch.data(), *m = v + kPositions * t.perBlock * s.c;
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      int64_t first = b * t.perBlock;
+      steps.block(x, w, bias, y, s, t, epilogue, first,
+                  std::min(t.perBlock, t.tiles - first), v, m);
+    }
+  }
+}
+
+#else
+
+bool cpu::winogradConvRuns(int64_t, int64_t, ConvEpilogue) { return false; }
+
+bool cpu::winogradChunked(const WinogradShape &) { return false; }
+
+void cpu::winogradConv(const float *, const float *, const float *, float *,
+                       const WinogradShape &, ConvEpilogue, bool) {
+  llvm_unreachable("winogradConvRuns is false off x86-64");
+}
+
+#endif

@@ -1,0 +1,60 @@
+//===- WinogradConv.h - our own Winograd F(4x4, 3x3) convolution -*- C++
+//-*-===//
+//
+// Internal to the CPU backend: a 3x3 stride-1 convolution by Winograd's
+// F(4x4, 3x3) (Lavin and Gray, 2016) in oneDNN's 8-channel blocks
+// (nChw8c), on AVX2 with FMA. oneDNN 2.6 has Winograd only with AVX-512;
+// on AVX2 hosts its direct convolutions ran the 3x3 layers of ResNet and
+// VGG at 80-130 GFLOP/s while ONNX Runtime's im2col + sgemm ran near the
+// sgemm peak. Each 6x6 input tile, transformed, turns the convolution into
+// 36 products of a (tiles x C) by a (C x K) matrix, 4x fewer
+// multiplications than the direct algorithm. Transforms and products run
+// one block of tiles at a time, so that the transformed tiles stay in
+// cache between them. The transformed weights are 4x the plain ones: on
+// small images with many channels (7x7 with 512) reading them costs more
+// than the multiplications saved. ConvKernel.cpp offers it as an
+// autotuning candidate: timing decides.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HETERPS_LIB_RUNTIME_BACKENDS_CPU_WINOGRADCONV_H
+#define HETERPS_LIB_RUNTIME_BACKENDS_CPU_WINOGRADCONV_H
+
+#include "heterps/Runtime/Tensor.h"
+
+#include "ConvEpilogue.h"
+
+namespace heterps::runtime::cpu {
+
+/// One convolution's sizes (NCHW; K output channels) and its leading pads;
+/// the kernel is 3x3, the stride and dilation 1.
+struct WinogradShape {
+  int64_t n, c, h, w, k, oh, ow, padTop, padLeft;
+};
+
+/// Whether winogradConv runs on this CPU (AVX2 and FMA) for `c` input and
+/// `k` output channels (whole blocks of 8) and `epilogue` (any but Swish).
+bool winogradConvRuns(int64_t c, int64_t k, ConvEpilogue epilogue);
+
+/// Whether winogradConv on the OpenMP threads takes chunks of tiles on all
+/// threads at once (few tiles, many channels: the weights read once a
+/// chunk) rather than a block of tiles a thread (each block reading all
+/// the weights, its transforms in cache).
+bool winogradChunked(const WinogradShape &shape);
+
+/// Plain weights (K, C, 3, 3) transformed (G g G^T) as winogradConv reads
+/// them: per tile position, per 16 output channels, per input channel, 16
+/// lanes (those past K zero).
+Tensor packWinogradWeights(const Tensor &plain);
+
+/// y = epilogue(conv(x, w) + bias), plus y's own values before the
+/// epilogue when `accumulate` (a residual sum); x and y in blocks of 8
+/// channels, `w` from packWinogradWeights, `bias` plain (K floats) or null;
+/// on the OpenMP threads.
+void winogradConv(const float *x, const float *w, const float *bias, float *y,
+                  const WinogradShape &shape, ConvEpilogue epilogue,
+                  bool accumulate);
+
+} // namespace heterps::runtime::cpu
+
+#endif // HETERPS_LIB_RUNTIME_BACKENDS_CPU_WINOGRADCONV_H
