@@ -374,8 +374,10 @@ TEST(Executor, FusesResidualAddWithoutClobberingTheAddend) {
   Tensor refOut = refUnary(refBinary(refY0, refConv(refY0, w1, &b1, p),
                                      [](float u, float v) { return u + v; }),
                            relu);
-  EXPECT_TRUE(allClose((*out)[0], refY0, 1e-4f, 1e-5f));
-  EXPECT_TRUE(allClose((*out)[1], refOut, 1e-4f, 1e-5f));
+  // Autotuning may run these 3x3 convolutions by Winograd, whose error
+  // follows the sums' magnitude rather than each output's.
+  EXPECT_TRUE(allClose((*out)[0], refY0, 1e-4f, 1e-4f));
+  EXPECT_TRUE(allClose((*out)[1], refOut, 1e-4f, 1e-4f));
 }
 
 /// y = conv1(a) + (addend), a = conv0(x): the Add fuses into conv1, and a

@@ -390,8 +390,9 @@ std::optional<ConvEntry> ConvKernel::ownWinograd(const Tensor &x,
                                                  const Tensor &w,
                                                  const ConvGeometry &geo,
                                                  bool swishApart) {
-  // A NaN or infinity would spread over its whole 6x6 tile.
-  if (cache.context()->propagateNaN)
+  // A NaN or infinity would spread over its whole 6x6 tile; weights
+  // computed at run time would be transformed on every run.
+  if (cache.context()->propagateNaN || !constantWeights)
     return std::nullopt;
   std::optional<ConvEpilogue> epilogue = convEpilogueOf(
       swishApart ? params.postOpsBeforeSwish : params.postOps, params.sum);
@@ -408,8 +409,7 @@ std::optional<ConvEntry> ConvKernel::ownWinograd(const Tensor &x,
   e.winograd = WinogradShape{x.dim(0), c,      x.dim(2),    x.dim(3),   k,
                              out[2],   out[3], geo.padL[0], geo.padL[1]};
   e.epilogue = *epilogue;
-  if (constantWeights)
-    e.weights = packWeights(w, e, cache.context(), params.group);
+  e.weights = packWeights(w, e, cache.context(), params.group);
   return e;
 }
 

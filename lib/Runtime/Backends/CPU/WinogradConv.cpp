@@ -24,38 +24,6 @@ constexpr int64_t kLanes = 8, kPanel = 16, kRows = 6;
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 } // namespace
 
-Tensor cpu::packWinogradWeights(const Tensor &plain) {
-  // G of F(4x4, 3x3), in double so that its sixths and twenty-fourths
-  // round once.
-  static const double g[kIn][3] = {{1.0 / 4, 0, 0},
-                                   {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                   {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                   {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                   {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                   {0, 0, 1}};
-  int64_t k = plain.dim(0), c = plain.dim(1), panels = ceilDiv(k, kPanel);
-  Tensor packed(DType::F32, {kPositions * panels * c * kPanel});
-  float *to = packed.data<float>();
-  std::memset(to, 0, packed.bytes());
-  const float *from = plain.data<float>();
-  for (int64_t o = 0; o < k; ++o)
-    for (int64_t i = 0; i < c; ++i) {
-      const float *f = from + (o * c + i) * 9;
-      double gf[kIn][3]; // G f
-      for (int r = 0; r < kIn; ++r)
-        for (int j = 0; j < 3; ++j)
-          gf[r][j] = g[r][0] * f[j] + g[r][1] * f[3 + j] + g[r][2] * f[6 + j];
-      for (int r = 0; r < kIn; ++r)
-        for (int s = 0; s < kIn; ++s) {
-          double u =
-              gf[r][0] * g[s][0] + gf[r][1] * g[s][1] + gf[r][2] * g[s][2];
-          to[(((r * kIn + s) * panels + o / kPanel) * c + i) * kPanel +
-             o % kPanel] = static_cast<float>(u);
-        }
-    }
-  return packed;
-}
-
 #if defined(__x86_64__)
 
 #include <immintrin.h>
@@ -322,7 +290,86 @@ template <bool Accumulate> Steps stepsFor(Kind kind) {
   llvm_unreachable("winogradConvRuns is false for Swish");
 }
 
+/// Three weights times G (the weight transform), vectors of 8 output
+/// channels.
+AVX2_INLINE void weightRow(const __m256 (&a)[3], __m256 (&t)[kIn]) {
+  __m256 sum02 = _mm256_add_ps(a[0], a[2]);
+  __m256 q = _mm256_fmadd_ps(a[0], _mm256_set1_ps(1.f / 24),
+                             _mm256_mul_ps(a[2], _mm256_set1_ps(1.f / 6)));
+  __m256 r = _mm256_mul_ps(a[1], _mm256_set1_ps(1.f / 12));
+  t[0] = _mm256_mul_ps(a[0], _mm256_set1_ps(1.f / 4));
+  t[1] = _mm256_mul_ps(_mm256_add_ps(sum02, a[1]), _mm256_set1_ps(-1.f / 6));
+  t[2] = _mm256_mul_ps(_mm256_sub_ps(sum02, a[1]), _mm256_set1_ps(-1.f / 6));
+  t[3] = _mm256_add_ps(q, r);
+  t[4] = _mm256_sub_ps(q, r);
+  t[5] = a[2];
+}
+
+/// G f G^T of weights `taps` laid out [tap][c][k] (k contiguous, a multiple
+/// of 8) into `to` as winogradConv reads them; lanes past k stay as they
+/// are (zero).
+AVX2 void packTaps(const float *taps, int64_t c, int64_t k, float *to) {
+  int64_t panels = ceilDiv(k, kPanel);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < c; ++i)
+    for (int64_t o = 0; o < k; o += kLanes) {
+      // Columns of f, then rows of G f (columns of its transpose).
+      __m256 gf[kIn][3];
+      for (int64_t col = 0; col < 3; ++col) {
+        __m256 f[3], t[kIn];
+        for (int64_t row = 0; row < 3; ++row)
+          f[row] = _mm256_loadu_ps(taps + ((row * 3 + col) * c + i) * k + o);
+        weightRow(f, t);
+        for (int64_t row = 0; row < kIn; ++row)
+          gf[row][col] = t[row];
+      }
+      for (int64_t row = 0; row < kIn; ++row) {
+        __m256 t[kIn];
+        weightRow(gf[row], t);
+        for (int64_t col = 0; col < kIn; ++col)
+          _mm256_storeu_ps(
+              to +
+                  (((row * kIn + col) * panels + o / kPanel) * c + i) * kPanel +
+                  o % kPanel,
+              t[col]);
+      }
+    }
+}
+
+/// `plain` (K, C, 3, 3) transformed for the convolution itself or, when
+/// `backwardData`, for its backward-data: C outputs from K inputs, each
+/// filter turned by 180 degrees.
+Tensor packWeights(const Tensor &plain, bool backwardData) {
+  int64_t k = plain.dim(0), c = plain.dim(1);
+  int64_t ins = backwardData ? k : c, outs = backwardData ? c : k;
+  std::vector<float> taps(9 * c * k);
+  const float *from = plain.data<float>();
+#pragma omp parallel for schedule(static)
+  for (int64_t o = 0; o < k; ++o)
+    for (int64_t i = 0; i < c; ++i)
+      for (int64_t t = 0; t < 9; ++t) {
+        float v = from[(o * c + i) * 9 + t];
+        if (backwardData)
+          taps[((8 - t) * k + o) * c + i] = v;
+        else
+          taps[(t * c + i) * k + o] = v;
+      }
+  Tensor packed(DType::F32,
+                {kPositions * ceilDiv(outs, kPanel) * ins * kPanel});
+  std::memset(packed.rawData(), 0, packed.bytes());
+  packTaps(taps.data(), ins, outs, packed.data<float>());
+  return packed;
+}
+
 } // namespace
+
+Tensor cpu::packWinogradWeights(const Tensor &plain) {
+  return packWeights(plain, false);
+}
+
+Tensor cpu::packWinogradBackwardWeights(const Tensor &plain) {
+  return packWeights(plain, true);
+}
 
 bool cpu::winogradConvRuns(int64_t c, int64_t k, ConvEpilogue epilogue) {
   return c % kLanes == 0 && k % kLanes == 0 && epilogue.kind != Kind::Swish &&
@@ -340,6 +387,10 @@ Tiling tilingOf(const WinogradShape &s, int64_t threads) {
   t.cBlocks = s.c / kLanes;
   t.kBlocks = s.k / kLanes;
   t.panels = ceilDiv(s.k, kPanel);
+  t.perBlock = t.perChunk = 1;
+  t.chunked = false;
+  if (t.tiles == 0)
+    return t;
   // Tiles per block: their transformed input (36 x C floats a tile) in
   // about 256 KiB of cache, each panel of weights read from cache once for
   // all of them; as many blocks as threads at least, in whole rounds.
@@ -353,8 +404,8 @@ Tiling tilingOf(const WinogradShape &s, int64_t threads) {
   // tiles and many channels (ResNet's 14x14 images with 256) take chunks:
   // whichever moves fewer floats.
   int64_t perTile = kPositions * (s.c + t.panels * kPanel);
-  t.perChunk =
-      std::clamp<int64_t>(8 * 1024 * 1024 / (perTile * 4), kRows, t.tiles);
+  t.perChunk = std::min(
+      t.tiles, std::max<int64_t>(kRows, 8 * 1024 * 1024 / (perTile * 4)));
   int64_t weights = kPositions * s.c * t.panels * kPanel;
   t.chunked = weights * ceilDiv(t.tiles, t.perChunk) + 2 * perTile * t.tiles <
               weights * ceilDiv(t.tiles, t.perBlock);
@@ -371,6 +422,8 @@ void cpu::winogradConv(const float *x, const float *w, const float *bias,
                        float *y, const WinogradShape &s, ConvEpilogue epilogue,
                        bool accumulate) {
   Tiling t = tilingOf(s, omp_get_max_threads());
+  if (t.tiles == 0) // an empty batch
+    return;
   Steps steps = accumulate ? stepsFor<true>(epilogue.kind)
                            : stepsFor<false>(epilogue.kind);
   if (t.chunked) {
@@ -408,6 +461,14 @@ void cpu::winogradConv(const float *x, const float *w, const float *bias,
 bool cpu::winogradConvRuns(int64_t, int64_t, ConvEpilogue) { return false; }
 
 bool cpu::winogradChunked(const WinogradShape &) { return false; }
+
+Tensor cpu::packWinogradWeights(const Tensor &) {
+  llvm_unreachable("winogradConvRuns is false off x86-64");
+}
+
+Tensor cpu::packWinogradBackwardWeights(const Tensor &) {
+  llvm_unreachable("winogradConvRuns is false off x86-64");
+}
 
 void cpu::winogradConv(const float *, const float *, const float *, float *,
                        const WinogradShape &, ConvEpilogue, bool) {

@@ -44,8 +44,13 @@ bool winogradChunked(const WinogradShape &shape);
 
 /// Plain weights (K, C, 3, 3) transformed (G g G^T) as winogradConv reads
 /// them: per tile position, per 16 output channels, per input channel, 16
-/// lanes (those past K zero).
+/// lanes (those past K zero); on the OpenMP threads.
 Tensor packWinogradWeights(const Tensor &plain);
+
+/// The same for the convolution's backward-data, itself a 3x3 stride-1
+/// convolution of the output gradient (K channels in, C out) with each
+/// filter turned by 180 degrees and pads 2 - pad.
+Tensor packWinogradBackwardWeights(const Tensor &plain);
 
 /// y = epilogue(conv(x, w) + bias), plus y's own values before the
 /// epilogue when `accumulate` (a residual sum); x and y in blocks of 8

@@ -8,7 +8,11 @@
 // 3x3 convolutions forward plus both backwards ran 1.1-2.4x faster than
 // the direct algorithm with 64 tiles or more per thread, but 0.82x with 16
 // (ResNet-18's 7x7 images at batch 8 on 2 threads: too little work to share
-// out). A rule, not a timing, so training stays deterministic. The weight
+// out). A rule, not a timing, so training stays deterministic. Where
+// oneDNN has no Winograd (AVX2 hosts), our own (WinogradConv.h) runs the
+// forward and the backward-data of those shapes when oneDNN's direct
+// primitives read and write 8-channel blocks, with the weights transformed
+// each step (their gradient stays oneDNN's direct one). The weight
 // gradient comes back in the forward's weights format, and the optimizer
 // updates the weights in that format (Optimizer::update), so from the
 // second step on the forward reads them as they are; backward-data reorders
@@ -34,6 +38,7 @@
 #include "../CPUKernels.h"
 #include "../ConvGeometry.h"
 #include "../GroupWidening.h"
+#include "../WinogradConv.h"
 #include "DepthwiseWeightGrad.h"
 #include "TrainKernels.h"
 
@@ -71,6 +76,9 @@ struct ConvGradEntry {
   /// the forward's source layout (channel block `depthwiseBlock`).
   std::optional<DepthwiseWindow> depthwise;
   int64_t depthwiseBlock = 0;
+  /// Set when our own Winograd runs the forward and the backward-data in
+  /// place of `forward` and `backwardData`: their shapes.
+  std::optional<cpu::WinogradShape> winograd, winogradBackward;
 };
 
 class ConvGradKernel : public TrainKernel {
@@ -112,6 +120,8 @@ private:
   /// The forward's packed weights, which backward-data reuses when it reads
   /// the same format (the weights do not change between the two).
   Tensor packedWeights;
+  /// With our own Winograd: the step's weights, plain.
+  Tensor plainWeights;
 };
 
 } // namespace
@@ -211,6 +221,26 @@ ConvGradKernel::make(const Tensor &x, const Tensor &w, bool bias, bool sum) {
                                       geo.dilations[1] + 1};
     entry.depthwiseBlock = *block;
   }
+  // Our own Winograd where oneDNN took the direct algorithm in blocks of 8.
+  auto blocked8 = [](const Shape &shape) {
+    return memory::desc(toDims(shape), memory::data_type::f32, Tag::nChw8c);
+  };
+  int64_t c = x.dim(1);
+  if (geo.winogradShape && winogradPays(geo) &&
+      !llvm::StringRef(fwd.impl_info_str()).contains("wino") &&
+      cpu::winogradConvRuns(c, m, {}) &&
+      fwd.src_desc() == blocked8(x.shape()) &&
+      fwd.dst_desc() == blocked8(geo.outShape) &&
+      bwdData.diff_src_desc() == blocked8(x.shape()) &&
+      bwdData.diff_dst_desc() == blocked8(geo.outShape)) {
+    const Shape &out = geo.outShape;
+    entry.winograd =
+        cpu::WinogradShape{x.dim(0), c,      x.dim(2),    x.dim(3),   m,
+                           out[2],   out[3], geo.padL[0], geo.padL[1]};
+    entry.winogradBackward = cpu::WinogradShape{
+        x.dim(0), m,        out[2],          out[3],         c,
+        x.dim(2), x.dim(3), 2 - geo.padL[0], 2 - geo.padL[1]};
+  }
   if (relu) {
     auto alg = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
     dnnl::eltwise_forward::primitive_desc hint(
@@ -297,7 +327,10 @@ llvm::Error ConvGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
     entry = *got;
     const auto &pd = entry->forwardPd;
     src = reorderTo(*inputs[0], pd.src_desc(), ctx);
-    packedWeights = pack(*inputs[1], pd.weights_desc());
+    if (entry->winograd)
+      plainWeights = cpu::plainOf(*inputs[1], ctx);
+    else
+      packedWeights = pack(*inputs[1], pd.weights_desc());
     if (addend) {
       if (llvm::Error e = checkSummedInput(*addend, entry->outShape))
         return e;
@@ -308,6 +341,17 @@ llvm::Error ConvGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
         output = output.clone();
     } else {
       output = allocate(pd.dst_desc(), entry->outShape, ctx);
+    }
+    if (entry->winograd) {
+      Tensor bias = b ? cpu::plainOf(*b, ctx) : Tensor();
+      cpu::winogradConv(
+          src.data<float>(),
+          cpu::packWinogradWeights(plainWeights).data<float>(),
+          b ? bias.data<float>() : nullptr, output.data<float>(),
+          *entry->winograd,
+          {relu ? cpu::ConvEpilogue::Relu : cpu::ConvEpilogue::None},
+          addend != nullptr);
+      return llvm::Error::success();
     }
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, memoryOf(src, *ctx)},
@@ -331,7 +375,16 @@ llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
   const CPUContextPtr &ctx = cache.context();
   return cpu::guardDnnl([&]() -> llvm::Error {
     Tensor dOutput = reluGradient(output, dOutputOfRelu);
-    if (needGrad[0]) {
+    if (needGrad[0] && entry->winogradBackward) {
+      const auto &pd = entry->backwardDataPd;
+      Tensor dy = reorderTo(dOutput, pd.diff_dst_desc(), ctx);
+      Tensor dx = allocate(pd.diff_src_desc(), inputs[0]->shape(), ctx);
+      cpu::winogradConv(
+          dy.data<float>(),
+          cpu::packWinogradBackwardWeights(plainWeights).data<float>(), nullptr,
+          dx.data<float>(), *entry->winogradBackward, {}, false);
+      dInputs[0] = std::move(dx);
+    } else if (needGrad[0]) {
       const auto &pd = entry->backwardDataPd;
       Tensor dy = reorderTo(dOutput, pd.diff_dst_desc(), ctx);
       Tensor weights = pd.weights_desc() == entry->forwardPd.weights_desc()
