@@ -399,7 +399,12 @@ std::optional<ConvEntry> ConvKernel::ownWinograd(const Tensor &x,
   int64_t c = x.dim(1), k = w.dim(0);
   if (!epilogue || !winogradConvRuns(c, k, *epilogue))
     return std::nullopt;
+  // Below this many multiply-adds the direct algorithm's exact sums cost
+  // at most some 50 us more: not worth Winograd's last-bits differences.
+  constexpr int64_t kMinMultiplyAdds = 5'000'000;
   const Shape &out = geo.outShape;
+  if (out[0] * out[2] * out[3] * k * c * 9 < kMinMultiplyAdds)
+    return std::nullopt;
   ConvEntry e;
   e.srcMd =
       memory::desc(toDims(x.shape()), memory::data_type::f32, Tag::nChw8c);

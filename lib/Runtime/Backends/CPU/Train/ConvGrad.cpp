@@ -12,7 +12,11 @@
 // oneDNN has no Winograd (AVX2 hosts), our own (WinogradConv.h) runs the
 // forward and the backward-data of those shapes when oneDNN's direct
 // primitives read and write 8-channel blocks, with the weights transformed
-// each step (their gradient stays oneDNN's direct one). The weight
+// each step (their gradient stays oneDNN's direct one); an input or
+// gradient that holds NaN or infinities takes the direct primitives, whose
+// sums keep an infinity an infinity where Winograd's transforms would turn
+// it into NaN over its tile (a diverging step then fails as before). The
+// weight
 // gradient comes back in the forward's weights format, and the optimizer
 // updates the weights in that format (Optimizer::update), so from the
 // second step on the forward reads them as they are; backward-data reorders
@@ -41,6 +45,8 @@
 #include "../WinogradConv.h"
 #include "DepthwiseWeightGrad.h"
 #include "TrainKernels.h"
+
+#include "heterps/Runtime/NonFinite.h"
 
 #include <omp.h>
 #include <optional>
@@ -120,7 +126,7 @@ private:
   /// The forward's packed weights, which backward-data reuses when it reads
   /// the same format (the weights do not change between the two).
   Tensor packedWeights;
-  /// With our own Winograd: the step's weights, plain.
+  /// When our own Winograd ran the forward: the step's weights, plain.
   Tensor plainWeights;
 };
 
@@ -327,10 +333,9 @@ llvm::Error ConvGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
     entry = *got;
     const auto &pd = entry->forwardPd;
     src = reorderTo(*inputs[0], pd.src_desc(), ctx);
-    if (entry->winograd)
-      plainWeights = cpu::plainOf(*inputs[1], ctx);
-    else
-      packedWeights = pack(*inputs[1], pd.weights_desc());
+    bool own = entry->winograd && !hasNonFinite(src);
+    plainWeights = own ? cpu::plainOf(*inputs[1], ctx) : Tensor();
+    packedWeights = own ? Tensor() : pack(*inputs[1], pd.weights_desc());
     if (addend) {
       if (llvm::Error e = checkSummedInput(*addend, entry->outShape))
         return e;
@@ -342,7 +347,7 @@ llvm::Error ConvGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
     } else {
       output = allocate(pd.dst_desc(), entry->outShape, ctx);
     }
-    if (entry->winograd) {
+    if (own) {
       Tensor bias = b ? cpu::plainOf(*b, ctx) : Tensor();
       cpu::winogradConv(
           src.data<float>(),
@@ -375,29 +380,31 @@ llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
   const CPUContextPtr &ctx = cache.context();
   return cpu::guardDnnl([&]() -> llvm::Error {
     Tensor dOutput = reluGradient(output, dOutputOfRelu);
-    if (needGrad[0] && entry->winogradBackward) {
+    if (needGrad[0]) {
       const auto &pd = entry->backwardDataPd;
       Tensor dy = reorderTo(dOutput, pd.diff_dst_desc(), ctx);
       Tensor dx = allocate(pd.diff_src_desc(), inputs[0]->shape(), ctx);
-      cpu::winogradConv(
-          dy.data<float>(),
-          cpu::packWinogradBackwardWeights(plainWeights).data<float>(), nullptr,
-          dx.data<float>(), *entry->winogradBackward, {}, false);
-      dInputs[0] = std::move(dx);
-    } else if (needGrad[0]) {
-      const auto &pd = entry->backwardDataPd;
-      Tensor dy = reorderTo(dOutput, pd.diff_dst_desc(), ctx);
-      Tensor weights = pd.weights_desc() == entry->forwardPd.weights_desc()
-                           ? packedWeights
-                           : pack(*inputs[1], pd.weights_desc());
-      Tensor dx = allocate(pd.diff_src_desc(), inputs[0]->shape(), ctx);
-      std::unordered_map<int, memory> args = {
-          {DNNL_ARG_DIFF_DST, memoryOf(dy, *ctx)},
-          {DNNL_ARG_WEIGHTS,
-           memory(pd.weights_desc(), ctx->engine, weights.rawData())},
-          {DNNL_ARG_DIFF_SRC, memoryOf(dx, *ctx)}};
-      addScratchpad(pd.scratchpad_desc(), *ctx, args);
-      entry->backwardData.execute(ctx->stream, args);
+      if (entry->winogradBackward && !hasNonFinite(dy)) {
+        Tensor plain = plainWeights.isNull() ? cpu::plainOf(*inputs[1], ctx)
+                                             : plainWeights;
+        cpu::winogradConv(dy.data<float>(),
+                          cpu::packWinogradBackwardWeights(plain).data<float>(),
+                          nullptr, dx.data<float>(), *entry->winogradBackward,
+                          {}, false);
+      } else {
+        Tensor weights =
+            !packedWeights.isNull() &&
+                    pd.weights_desc() == entry->forwardPd.weights_desc()
+                ? packedWeights
+                : pack(*inputs[1], pd.weights_desc());
+        std::unordered_map<int, memory> args = {
+            {DNNL_ARG_DIFF_DST, memoryOf(dy, *ctx)},
+            {DNNL_ARG_WEIGHTS,
+             memory(pd.weights_desc(), ctx->engine, weights.rawData())},
+            {DNNL_ARG_DIFF_SRC, memoryOf(dx, *ctx)}};
+        addScratchpad(pd.scratchpad_desc(), *ctx, args);
+        entry->backwardData.execute(ctx->stream, args);
+      }
       dInputs[0] = std::move(dx);
     }
     // The summed input's gradient is the output's.
