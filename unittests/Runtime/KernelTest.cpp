@@ -204,7 +204,9 @@ TEST_F(KernelTest, ConvWithSwishMatchesItsReference) {
     int64_t group, pad;
     bool sum;
     // Winograd's error follows the sums' magnitude (|y| up to ~20 here),
-    // not each output's: ~2e-5 on an element near zero.
+    // not each output's: ~2e-5 on an element near zero with oneDNN's
+    // (AVX-512), up to ~3e-4 with our own (WinogradConv.h, AVX2: ~1.5e-5
+    // of the largest output).
     float atol = 1e-5f;
   };
   auto swish = [](float v) { return v / (1.f + std::exp(-v)); };
@@ -214,7 +216,7 @@ TEST_F(KernelTest, ConvWithSwishMatchesItsReference) {
         Case{{1, 16, 9, 9}, {16, 16, 3, 3}, 1, 1, true},
         // Winograd, which has no swish post-op, with the
         // Swish as a pass (EfficientNet-V2's Fused-MBConv).
-        Case{{1, 48, 48, 48}, {192, 48, 3, 3}, 1, 1, false, 1e-4f}}) {
+        Case{{1, 48, 48, 48}, {192, 48, 3, 3}, 1, 1, false, 5e-4f}}) {
     Tensor x = random(c.x, -3.f, 3.f), w = random(c.w), bias = random({c.w[0]});
     Tensor addend = random({c.x[0], c.w[0], c.x[2], c.x[3]});
     Tensor ref = refConv(
