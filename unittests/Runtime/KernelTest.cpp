@@ -820,6 +820,22 @@ TEST_F(KernelTest, NoConvCandidatePassingTheFilterIsAnError) {
             "f32[16, 16, 3, 3] passes the filter");
 }
 
+// Our own Winograd is not offered below 5 million multiply-adds: a small
+// 3x3 convolution that only it may run finds no candidate.
+TEST_F(KernelTest, OwnWinogradIsNotOfferedForSmallConvolutions) {
+  if (!cpu::winogradConvRuns(8, 8, {}))
+    GTEST_SKIP() << "no AVX2 and FMA here: the kernel is not offered";
+  Tensor x = random({1, 16, 12, 12}), w = random({32, 16, 3, 3}),
+         bias = random({32});
+  llvm::Expected<Tensor> y = runOnlyCandidate(
+      "Conv", cpu::registerConvKernel, {&x, &w, &bias}, {0}, {1, 32, 12, 12},
+      Attrs().ints("pads", {1, 1, 1, 1}), "own winograd nChw8c");
+  ASSERT_FALSE(static_cast<bool>(y));
+  EXPECT_EQ(llvm::toString(y.takeError()),
+            "no convolution candidate for f32[1, 16, 12, 12] by "
+            "f32[32, 16, 3, 3] passes the filter");
+}
+
 // A candidate for which oneDNN has only its reference kernel is never
 // timed: an RGB image's Conv with 16-channel blocks out (its source left
 // to oneDNN) is one without AVX-512. The filter sees every candidate that
