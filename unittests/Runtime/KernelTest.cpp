@@ -423,7 +423,7 @@ TEST_F(KernelTest, EveryConvCandidateMatchesItsReference) {
        1,
        false,
        false,
-       {"direct nChw16c, groups merged"}},
+       {"direct nChw16c, groups merged", "direct nChw8c, groups merged"}},
       {{1, 24, 7, 7},
        {40, 24, 1, 1},
        1,
@@ -964,23 +964,28 @@ TEST_F(KernelTest, SummedConvReusesAnAddendItOwnsAlone) {
   }
 }
 
-// Groups of 2, 4 and 8 channels may run merged into 16-channel groups
-// (GroupWidening.h): the merged weights give the narrow convolution's
-// output and hold the narrow weights as their diagonal blocks; other
-// groupings stay. The autotuned kernel, which may pick the merged groups
-// by timing, gives the same output.
-TEST_F(KernelTest, NarrowGroupsMergeIntoSixteenChannelGroups) {
+// Groups of 2, 4 and 8 channels may run merged into 16-channel groups,
+// and groups of 2 and 4 into 8-channel ones (GroupWidening.h): the merged
+// weights give the narrow convolution's output and hold the narrow
+// weights as their diagonal blocks; other groupings stay. The autotuned
+// kernel, which may pick the merged groups by timing, gives the same
+// output.
+TEST_F(KernelTest, NarrowGroupsMergeIntoWholeBlockGroups) {
   struct Case {
     Shape w;
-    int64_t groups, merged;
+    int64_t groups, block, merged;
   };
-  for (const Case &c : {Case{{32, 4, 3, 3}, 8, 4}, Case{{32, 8, 3, 3}, 4, 2},
-                        Case{{16, 2, 1, 1}, 8, 8}, Case{{24, 3, 3, 3}, 8, 1},
-                        Case{{32, 1, 3, 3}, 32, 1}, Case{{8, 4, 3, 3}, 2, 1},
-                        Case{{32, 16, 3, 3}, 2, 1}, Case{{32, 4, 3}, 8, 1}}) {
+  for (const Case &c :
+       {Case{{32, 4, 3, 3}, 8, 16, 4}, Case{{32, 8, 3, 3}, 4, 16, 2},
+        Case{{16, 2, 1, 1}, 8, 16, 8}, Case{{24, 3, 3, 3}, 8, 16, 1},
+        Case{{32, 1, 3, 3}, 32, 16, 1}, Case{{8, 4, 3, 3}, 2, 16, 1},
+        Case{{32, 16, 3, 3}, 2, 16, 1}, Case{{32, 4, 3}, 8, 16, 1},
+        Case{{32, 4, 3, 3}, 8, 8, 2}, Case{{16, 2, 1, 1}, 8, 8, 4},
+        Case{{32, 8, 3, 3}, 4, 8, 1}, Case{{12, 4, 3, 3}, 3, 8, 1}}) {
     SCOPED_TRACE(Tensor(DType::F32, c.w).typeString() + " in " +
-                 std::to_string(c.groups) + " groups");
-    EXPECT_EQ(cpu::groupWidening(c.groups, c.w), c.merged);
+                 std::to_string(c.groups) + " groups, blocks of " +
+                 std::to_string(c.block));
+    EXPECT_EQ(cpu::groupWidening(c.groups, c.w, c.block), c.merged);
     if (c.merged == 1)
       continue;
     Tensor x = random({2, c.w[1] * c.groups, 7, 7}), w = random(c.w);

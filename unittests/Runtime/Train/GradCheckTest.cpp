@@ -191,9 +191,9 @@ TEST(GradCheck, ConvGroupedDilatedNoBias) {
                 .ints("pads", {2, 2, 2, 2}));
 }
 
-// Groups of 4 and 8 channels (ResNeXt's) run merged into groups of 16
-// (GroupWidening.h): the outputs and gradients are the narrow
-// convolution's.
+// Groups of 4 and 8 channels (ResNeXt's) run merged into groups of the
+// host's channel block, 16 or 8 (GroupWidening.h): the outputs and
+// gradients are the narrow convolution's.
 TEST(GradCheck, ConvNarrowGroupsMerged) {
   struct Case {
     Shape x, w;

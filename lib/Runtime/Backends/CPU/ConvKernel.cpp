@@ -15,7 +15,7 @@
 // latter padded for channel counts that 8 divides but 16 does not), in
 // channels-last when the input is channels-last, and
 // for 3x3 stride-1 convolutions Winograd, and for groups of 4 or 8
-// channels the groups merged into 16-channel ones (GroupWidening.h;
+// channels the groups merged into 16- or 8-channel ones (GroupWidening.h;
 // ResNeXt-50 and RegNet-Y 3-7% faster), for depthwise convolutions our
 // own kernel (DepthwiseDirect.h) in blocks of 16 and, when the input is,
 // channels-last, for 3x3 stride-1 convolutions in blocks of 8 our own
@@ -259,14 +259,15 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   if (params.group == 1 && !blocks(16) && blocks(8))
     consider("direct nChw16c padded", dnnl::algorithm::convolution_direct,
              c < 8 ? Tag::any : Tag::nChw16c, Tag::nChw16c, 0.9);
-  // Narrow groups merged into 16-channel ones, at the network's block; not
-  // for non-finite inputs, which the merged zeros would spread to the
-  // neighbouring groups (0 * inf).
-  if (int64_t widening = groupWidening(params.group, w.shape());
-      widening > 1 && !ctx->propagateNaN)
-    consider("direct nChw16c, groups merged",
-             dnnl::algorithm::convolution_direct, Tag::nChw16c, Tag::nChw16c,
-             0.9, widening);
+  // Narrow groups merged into groups of a whole channel block (AVX2's
+  // kernels take blocks of 8 only); not for non-finite inputs, which the
+  // merged zeros would spread to the neighbouring groups (0 * inf).
+  for (auto [block, tag] : {std::pair(16, Tag::nChw16c), {8, Tag::nChw8c}})
+    if (int64_t widening = groupWidening(params.group, w.shape(), block);
+        widening > 1 && !ctx->propagateNaN)
+      consider(block == 16 ? "direct nChw16c, groups merged"
+                           : "direct nChw8c, groups merged",
+               dnnl::algorithm::convolution_direct, tag, tag, 0.9, widening);
   // Channels-last in and out when the input is: oneDNN's own choice for
   // some shapes is blocked although a channels-last neighbour (a
   // Transpose that is then a view, ConvNeXt's) would need no reorder.

@@ -1,4 +1,4 @@
-//===- GroupWidening.cpp - narrow groups run as 16-channel ones -----------===//
+//===- GroupWidening.cpp - narrow groups run as whole-block ones ----------===//
 
 #include "GroupWidening.h"
 
@@ -8,18 +8,19 @@
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
 
-/// The channel count a merged group spans: one block of oneDNN's avx512
-/// formats.
-static constexpr int64_t kMergedChannels = 16;
+int64_t cpu::nativeChannelBlock() {
+  return __builtin_cpu_supports("avx512f") ? 16 : 8;
+}
 
-int64_t cpu::groupWidening(int64_t groups, const Shape &weightShape) {
+int64_t cpu::groupWidening(int64_t groups, const Shape &weightShape,
+                           int64_t mergedChannels) {
   if (groups <= 1 || weightShape.size() != 4)
     return 1;
   int64_t in = weightShape[1], out = weightShape[0] / groups;
-  if (in <= 1 || in >= kMergedChannels || out >= kMergedChannels ||
-      kMergedChannels % in || kMergedChannels % out)
+  if (in <= 1 || in >= mergedChannels || out >= mergedChannels ||
+      mergedChannels % in || mergedChannels % out)
     return 1;
-  int64_t k = kMergedChannels / std::max(in, out);
+  int64_t k = mergedChannels / std::max(in, out);
   return groups % k == 0 ? k : 1;
 }
 

@@ -148,7 +148,8 @@ ConvGradKernel::make(const Tensor &x, const Tensor &w, bool bias, bool sum) {
     return geometry.takeError();
   cpu::ConvGeometry &geo = *geometry;
   int64_t m = w.dim(0);
-  int64_t widening = cpu::groupWidening(attrs.group, w.shape());
+  int64_t widening =
+      cpu::groupWidening(attrs.group, w.shape(), cpu::nativeChannelBlock());
   cpu::mergeGroupDims(geo.weightDims, widening);
   auto any = [](const memory::dims &d) {
     return memory::desc(d, memory::data_type::f32, Tag::any);
