@@ -18,6 +18,8 @@
 #include "heterps/Runtime/Backends/CPU/CPUBackend.h"
 #include "heterps/Runtime/Executor.h"
 
+#include <omp.h>
+
 #include <cfloat>
 #include <cmath>
 #include <set>
@@ -597,6 +599,80 @@ TEST_F(KernelTest, OwnWinogradConvMatchesItsReference) {
   // tiles each.
   if (std::thread::hardware_concurrency() <= 16)
     EXPECT_EQ(paths.size(), 2u);
+}
+
+/// `x` (N, C, H, W) in blocks of 8 channels (C a multiple of 8).
+static std::vector<float> blockedBy8(const Tensor &x) {
+  int64_t n = x.dim(0), c = x.dim(1), hw = x.dim(2) * x.dim(3);
+  std::vector<float> out(x.numElements());
+  for (int64_t i = 0; i < n * c; ++i)
+    for (int64_t q = 0; q < hw; ++q)
+      out[((i / 8) * hw + q) * 8 + i % 8] = x.data<float>()[i * hw + q];
+  return out;
+}
+
+// Our own Winograd weight gradient (WinogradConv.h) against the sums of
+// its definition: output channels that 16 does not divide, uneven images
+// and pads (partial tiles, a pad of 2 and of 0), many channels, and tiles
+// enough for two blocks. Its error follows the sums' magnitude: 1.3e-5 of
+// the largest on 16384 products a sum (the last case).
+TEST_F(KernelTest, OwnWinogradWeightGradientMatchesItsReference) {
+  if (!cpu::winogradConvRuns(8, 8, {}))
+    GTEST_SKIP() << "no AVX2 and FMA here: the kernel is not offered";
+  struct Case {
+    Shape x;
+    int64_t k, padTop, padLeft, padBottom, padRight;
+  };
+  for (const Case &c : {Case{{2, 16, 30, 29}, 24, 1, 0, 1, 1},
+                        Case{{2, 8, 9, 10}, 8, 2, 2, 2, 2},
+                        Case{{1, 256, 16, 15}, 32, 1, 1, 1, 1},
+                        Case{{1, 16, 14, 14}, 16, 0, 0, 0, 0},
+                        Case{{4, 32, 64, 64}, 32, 1, 1, 1, 1}}) {
+    int64_t n = c.x[0], ch = c.x[1], h = c.x[2], w = c.x[3];
+    int64_t oh = h + c.padTop + c.padBottom - 2,
+            ow = w + c.padLeft + c.padRight - 2;
+    Tensor x = random(c.x), dy = random({n, c.k, oh, ow});
+    SCOPED_TRACE(x.typeString() + " to " + dy.typeString());
+    std::vector<double> want(c.k * ch * 9, 0.), wantBias(c.k, 0.);
+    const float *xs = x.data<float>(), *dys = dy.data<float>();
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t o = 0; o < c.k; ++o)
+        for (int64_t i = 0; i < oh; ++i)
+          for (int64_t j = 0; j < ow; ++j) {
+            float g = dys[((b * c.k + o) * oh + i) * ow + j];
+            wantBias[o] += g;
+            for (int64_t q = 0; q < ch; ++q)
+              for (int64_t t = 0; t < 9; ++t) {
+                int64_t ih = i + t / 3 - c.padTop, iw = j + t % 3 - c.padLeft;
+                if (ih >= 0 && ih < h && iw >= 0 && iw < w)
+                  want[(o * ch + q) * 9 + t] +=
+                      g * xs[((b * ch + q) * h + ih) * w + iw];
+              }
+          }
+    std::vector<float> xb = blockedBy8(x), dyb = blockedBy8(dy);
+    Tensor dw(DType::F32, {c.k, ch, 3, 3}), db(DType::F32, {c.k});
+    cpu::winogradWeightGradient(
+        xb.data(), dyb.data(), dw.data<float>(), db.data<float>(),
+        {n, ch, h, w, c.k, oh, ow, c.padTop, c.padLeft});
+    double largest = 0, worst = 0;
+    for (double v : want)
+      largest = std::max(largest, std::fabs(v));
+    for (size_t i = 0; i < want.size(); ++i)
+      worst = std::max(worst, std::fabs(dw.data<float>()[i] - want[i]));
+    EXPECT_LT(worst, 3e-5 * largest) << "largest " << largest;
+    for (int64_t o = 0; o < c.k; ++o)
+      EXPECT_NEAR(db.data<float>()[o], wantBias[o],
+                  1e-5 * std::fabs(wantBias[o]) + 1e-4);
+    // The same sums in the same order on one thread.
+    Tensor alone(DType::F32, dw.shape());
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    cpu::winogradWeightGradient(
+        xb.data(), dyb.data(), alone.data<float>(), nullptr,
+        {n, ch, h, w, c.k, oh, ow, c.padTop, c.padLeft});
+    omp_set_num_threads(threads);
+    EXPECT_TRUE(allClose(alone, dw, 0.f, 0.f));
+  }
 }
 
 // Our own 1x1 + depthwise kernel (PointwiseDepthwise.h), run alone through

@@ -456,6 +456,215 @@ void cpu::winogradConv(const float *x, const float *w, const float *bias,
   }
 }
 
+namespace {
+
+/// Four values of an output gradient's column or row times A (the output
+/// transform, transposed), six out.
+AVX2_INLINE void gradientRow(const __m256 (&d)[kOut], __m256 (&t)[kIn]) {
+  __m256 s02 = _mm256_add_ps(d[0], d[2]), s13 = _mm256_add_ps(d[1], d[3]);
+  __m256 even = _mm256_fmadd_ps(_mm256_set1_ps(4.f), d[2], d[0]);
+  __m256 odd = _mm256_mul_ps(_mm256_set1_ps(2.f),
+                             _mm256_fmadd_ps(_mm256_set1_ps(4.f), d[3], d[1]));
+  t[0] = d[0];
+  t[1] = _mm256_add_ps(s02, s13);
+  t[2] = _mm256_sub_ps(s02, s13);
+  t[3] = _mm256_add_ps(even, odd);
+  t[4] = _mm256_sub_ps(even, odd);
+  t[5] = d[3];
+}
+
+/// A dy A^T of every 8-channel block of the 4x4 output-gradient tile whose
+/// top left is (oh0, ow0) in item n, positions outside the output read as
+/// zeros; position p of block kb goes to dm[p * positionStride + kb * 8].
+AVX2_INLINE void transformGradient(const float *dy, const WinogradShape &s,
+                                   const Tiling &t, int64_t n, int64_t oh0,
+                                   int64_t ow0, float *dm,
+                                   int64_t positionStride) {
+  for (int64_t kb = 0; kb < t.kBlocks; ++kb) {
+    const float *plane = dy + (n * t.kBlocks + kb) * s.oh * s.ow * kLanes;
+    __m256 d[kOut][kOut]; // columns
+    for (int64_t r = 0; r < kOut; ++r)
+      for (int64_t c = 0; c < kOut; ++c)
+        d[c][r] =
+            oh0 + r < s.oh && ow0 + c < s.ow
+                ? _mm256_loadu_ps(plane + ((oh0 + r) * s.ow + ow0 + c) * kLanes)
+                : _mm256_setzero_ps();
+    __m256 ad[kIn][kOut]; // rows of A d
+    for (int64_t c = 0; c < kOut; ++c) {
+      __m256 col[kIn];
+      gradientRow(d[c], col);
+      for (int64_t r = 0; r < kIn; ++r)
+        ad[r][c] = col[r];
+    }
+    for (int64_t r = 0; r < kIn; ++r) {
+      __m256 row[kIn];
+      gradientRow(ad[r], row);
+      for (int64_t c = 0; c < kIn; ++c)
+        _mm256_storeu_ps(dm + (r * kIn + c) * positionStride + kb * kLanes,
+                         row[c]);
+    }
+  }
+}
+
+/// One position's products for R input channels and a panel of 16 output
+/// channels, summed over `count` tiles into du: du[r * kp + 0..16) +=
+/// sum over j of v[j * c + r] * dm[j * kp + 0..16).
+template <int R>
+AVX2 void gradientProduct(const float *v, int64_t c, const float *dm,
+                          int64_t kp, int64_t count, float *du) {
+  __m256 lo[R], hi[R];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    lo[r] = _mm256_loadu_ps(du + r * kp);
+    hi[r] = _mm256_loadu_ps(du + r * kp + kLanes);
+  }
+  for (int64_t j = 0; j < count; ++j) {
+    __m256 d0 = _mm256_loadu_ps(dm + j * kp),
+           d1 = _mm256_loadu_ps(dm + j * kp + kLanes);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      __m256 a = _mm256_broadcast_ss(v + j * c + r);
+      lo[r] = _mm256_fmadd_ps(a, d0, lo[r]);
+      hi[r] = _mm256_fmadd_ps(a, d1, hi[r]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_ps(du + r * kp, lo[r]);
+    _mm256_storeu_ps(du + r * kp + kLanes, hi[r]);
+  }
+}
+
+using GradientProductFn = void (*)(const float *, int64_t, const float *,
+                                   int64_t, int64_t, float *);
+constexpr GradientProductFn kGradientProducts[kRows + 1] = {nullptr,
+                                                            gradientProduct<1>,
+                                                            gradientProduct<2>,
+                                                            gradientProduct<3>,
+                                                            gradientProduct<4>,
+                                                            gradientProduct<5>,
+                                                            gradientProduct<6>};
+
+/// Six values of a transformed weight gradient's column or row times G
+/// (the weight transform, transposed), three out.
+AVX2_INLINE void weightGradientRow(const __m256 (&u)[kIn], __m256 (&g)[3]) {
+  __m256 s12 = _mm256_add_ps(u[1], u[2]), d21 = _mm256_sub_ps(u[2], u[1]);
+  __m256 s34 = _mm256_add_ps(u[3], u[4]), d34 = _mm256_sub_ps(u[3], u[4]);
+  __m256 sixth = _mm256_set1_ps(1.f / 6);
+  g[0] = _mm256_fmadd_ps(u[0], _mm256_set1_ps(1.f / 4),
+                         _mm256_fmsub_ps(s34, _mm256_set1_ps(1.f / 24),
+                                         _mm256_mul_ps(s12, sixth)));
+  g[1] =
+      _mm256_fmadd_ps(d21, sixth, _mm256_mul_ps(d34, _mm256_set1_ps(1.f / 12)));
+  g[2] = _mm256_fmadd_ps(_mm256_sub_ps(s34, s12), sixth, u[5]);
+}
+
+/// Tiles [first, first + count): their transformed inputs into v and
+/// transformed output gradients into dm (per position, kp floats a tile),
+/// then per position and panel the products added to du; on the threads
+/// of the enclosing parallel region.
+AVX2 void addGradientBlock(const float *x, const float *dy,
+                           const WinogradShape &s, const Tiling &t,
+                           int64_t first, int64_t count, float *v, float *dm,
+                           float *du) {
+  int64_t kp = t.panels * kPanel;
+#pragma omp for schedule(static)
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t n, oh0, ow0;
+    t.origin(first + i, n, oh0, ow0);
+    transformInput(x, s, t, n, oh0 - s.padTop, ow0 - s.padLeft, v + i * s.c,
+                   count * s.c);
+    transformGradient(dy, s, t, n, oh0, ow0, dm + i * kp, count * kp);
+  }
+#pragma omp for schedule(static)
+  for (int64_t j = 0; j < kPositions * t.panels; ++j) {
+    int64_t p = j / t.panels, panel = j % t.panels;
+    const float *vp = v + p * count * s.c;
+    const float *dmp = dm + p * count * kp + panel * kPanel;
+    float *dup = du + p * s.c * kp + panel * kPanel;
+    for (int64_t i = 0; i < s.c; i += kRows)
+      kGradientProducts[std::min(kRows, s.c - i)](vp + i, s.c, dmp, kp, count,
+                                                  dup + i * kp);
+  }
+}
+
+/// G^T du G of input channel i and output channels [o, o + 8) into dw
+/// (K, C, 3, 3).
+AVX2 void storeWeightGradient(const float *du, int64_t c, int64_t k, int64_t kp,
+                              int64_t i, int64_t o, float *dw) {
+  __m256 gu[3][kIn]; // rows of G^T du
+  for (int64_t col = 0; col < kIn; ++col) {
+    __m256 u[kIn], g[3];
+    for (int64_t r = 0; r < kIn; ++r)
+      u[r] = _mm256_loadu_ps(du + ((r * kIn + col) * c + i) * kp + o);
+    weightGradientRow(u, g);
+    for (int64_t a = 0; a < 3; ++a)
+      gu[a][col] = g[a];
+  }
+  for (int64_t a = 0; a < 3; ++a) {
+    __m256 g[3];
+    weightGradientRow(gu[a], g);
+    for (int64_t b = 0; b < 3; ++b) {
+      alignas(32) float lanes[kLanes];
+      _mm256_store_ps(lanes, g[b]);
+      for (int64_t l = 0; l < kLanes && o + l < k; ++l)
+        dw[((o + l) * c + i) * 9 + a * 3 + b] = lanes[l];
+    }
+  }
+}
+
+/// db[k] = the sum of dy's channel k, in blocks of 8.
+AVX2 void biasGradient(const float *dy, const WinogradShape &s, const Tiling &t,
+                       float *db) {
+#pragma omp for schedule(static)
+  for (int64_t kb = 0; kb < t.kBlocks; ++kb) {
+    __m256 sum = _mm256_setzero_ps();
+    for (int64_t n = 0; n < s.n; ++n) {
+      const float *plane = dy + (n * t.kBlocks + kb) * s.oh * s.ow * kLanes;
+      for (int64_t q = 0; q < s.oh * s.ow; ++q)
+        sum = _mm256_add_ps(sum, _mm256_loadu_ps(plane + q * kLanes));
+    }
+    _mm256_storeu_ps(db + kb * kLanes, sum);
+  }
+}
+
+} // namespace
+
+void cpu::winogradWeightGradient(const float *x, const float *dy, float *dw,
+                                 float *db, const WinogradShape &s) {
+  Tiling t = tilingOf(s, 1);
+  int64_t kp = t.panels * kPanel;
+  // Tiles per block: their transforms in about 8 MiB; the transformed
+  // weights' gradient (36 C kp floats) read and written once a block.
+  int64_t perBlock = std::min(
+      t.tiles,
+      std::max<int64_t>(64, 8 * 1024 * 1024 / (kPositions * (s.c + kp) * 4)));
+  size_t duFloats = kPositions * s.c * kp,
+         vFloats = kPositions * perBlock * s.c,
+         dmFloats = kPositions * perBlock * kp;
+  // Kept for the next step's call. The sums start at zero, and so do the
+  // output gradients' lanes past K, which the transforms never write.
+  static thread_local std::vector<float> scratch;
+  if (scratch.size() < duFloats + vFloats + dmFloats)
+    scratch.resize(duFloats + vFloats + dmFloats);
+  float *du = scratch.data(), *v = du + duFloats, *dm = v + vFloats;
+  std::fill_n(du, duFloats, 0.f);
+  if (kp != s.k)
+    std::fill_n(dm, dmFloats, 0.f);
+#pragma omp parallel
+  {
+    for (int64_t first = 0; first < t.tiles; first += perBlock)
+      addGradientBlock(x, dy, s, t, first, std::min(perBlock, t.tiles - first),
+                       v, dm, du);
+#pragma omp for schedule(static) collapse(2)
+    for (int64_t i = 0; i < s.c; ++i)
+      for (int64_t o = 0; o < s.k; o += kLanes)
+        storeWeightGradient(du, s.c, s.k, kp, i, o, dw);
+    if (db)
+      biasGradient(dy, s, t, db);
+  }
+}
+
 #else
 
 bool cpu::winogradConvRuns(int64_t, int64_t, ConvEpilogue) { return false; }
@@ -472,6 +681,11 @@ Tensor cpu::packWinogradBackwardWeights(const Tensor &) {
 
 void cpu::winogradConv(const float *, const float *, const float *, float *,
                        const WinogradShape &, ConvEpilogue, bool) {
+  llvm_unreachable("winogradConvRuns is false off x86-64");
+}
+
+void cpu::winogradWeightGradient(const float *, const float *, float *, float *,
+                                 const WinogradShape &) {
   llvm_unreachable("winogradConvRuns is false off x86-64");
 }
 

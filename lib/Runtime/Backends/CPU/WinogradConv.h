@@ -60,6 +60,17 @@ void winogradConv(const float *x, const float *w, const float *bias, float *y,
                   const WinogradShape &shape, ConvEpilogue epilogue,
                   bool accumulate);
 
+/// The weight gradient of winogradConv's convolution of `shape` (no
+/// epilogue): dw (K, C, 3, 3) plain from its input x and output gradient
+/// dy, both in blocks of 8 channels, and the bias gradient db (K floats)
+/// unless null; on the OpenMP threads. Per tile, the output gradient
+/// transformed (A dy A^T) times the transformed input, summed over tiles
+/// a block at a time, is the transformed weights' gradient; G^T of it G
+/// the weights'. The sums' order depends on the shape only, not on the
+/// threads.
+void winogradWeightGradient(const float *x, const float *dy, float *dw,
+                            float *db, const WinogradShape &shape);
+
 } // namespace heterps::runtime::cpu
 
 #endif // HETERPS_LIB_RUNTIME_BACKENDS_CPU_WINOGRADCONV_H

@@ -10,13 +10,12 @@
 // (ResNet-18's 7x7 images at batch 8 on 2 threads: too little work to share
 // out). A rule, not a timing, so training stays deterministic. Where
 // oneDNN has no Winograd (AVX2 hosts), our own (WinogradConv.h) runs the
-// forward and the backward-data of those shapes when oneDNN's direct
+// forward and both backwards of those shapes when oneDNN's direct
 // primitives read and write 8-channel blocks, with the weights transformed
-// each step (their gradient stays oneDNN's direct one); an input or
-// gradient that holds NaN or infinities takes the direct primitives, whose
-// sums keep an infinity an infinity where Winograd's transforms would turn
-// it into NaN over its tile (a diverging step then fails as before). The
-// weight
+// each step and their gradient plain; an input or gradient that holds NaN
+// or infinities takes the direct primitives, whose sums keep an infinity
+// an infinity where Winograd's transforms would turn it into NaN over its
+// tile (a diverging step then fails as before). oneDNN's weight
 // gradient comes back in the forward's weights format, and the optimizer
 // updates the weights in that format (Optimizer::update), so from the
 // second step on the forward reads them as they are; backward-data reorders
@@ -381,11 +380,19 @@ llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
   const CPUContextPtr &ctx = cache.context();
   return cpu::guardDnnl([&]() -> llvm::Error {
     Tensor dOutput = reluGradient(output, dOutputOfRelu);
+    // Our own Winograd's backwards read the gradient in 8-channel blocks,
+    // the forward's destination format; not when it (or, for the weights,
+    // the input: then the forward was oneDNN's) holds NaN or infinities.
+    bool own = false;
+    if (entry->winograd) {
+      dOutput = reorderTo(dOutput, entry->forwardPd.dst_desc(), ctx);
+      own = !hasNonFinite(dOutput);
+    }
     if (needGrad[0]) {
       const auto &pd = entry->backwardDataPd;
       Tensor dy = reorderTo(dOutput, pd.diff_dst_desc(), ctx);
       Tensor dx = allocate(pd.diff_src_desc(), inputs[0]->shape(), ctx);
-      if (entry->winogradBackward && !hasNonFinite(dy)) {
+      if (own) {
         Tensor plain = plainWeights.isNull() ? cpu::plainOf(*inputs[1], ctx)
                                              : plainWeights;
         cpu::winogradConv(dy.data<float>(),
@@ -429,6 +436,18 @@ llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
       depthwiseWeightGrad(*entry->depthwise, entry->depthwiseBlock,
                           src.data<float>(), dy.data<float>(), dw.data<float>(),
                           bias ? db.data<float>() : nullptr);
+      if (needGrad[1])
+        dInputs[1] = std::move(dw);
+      if (bias && needGrad[2])
+        dInputs[2] = std::move(db);
+      return llvm::Error::success();
+    }
+    if (own && !plainWeights.isNull()) {
+      Tensor dw(DType::F32, inputs[1]->shape());
+      Tensor db(DType::F32, {inputs[1]->dim(0)});
+      cpu::winogradWeightGradient(
+          src.data<float>(), dOutput.data<float>(), dw.data<float>(),
+          bias ? db.data<float>() : nullptr, *entry->winograd);
       if (needGrad[1])
         dInputs[1] = std::move(dw);
       if (bias && needGrad[2])
