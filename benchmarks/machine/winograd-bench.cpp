@@ -44,7 +44,9 @@ int main() {
                         {"DenseNet-121 block1", 1, 128, 32, 56},
                         {"ResNet-18 layer1", 16, 64, 64, 56},
                         {"ResNet-18 layer3", 16, 256, 256, 14},
-                        {"ResNet-18 layer4", 16, 512, 512, 7}};
+                        {"ResNet-18 layer4", 16, 512, 512, 7},
+                        {"ResNet-18 layer4", 8, 512, 512, 7},
+                        {"ResNet-18 layer3", 2, 256, 256, 14}};
   std::mt19937 rng(0);
   std::uniform_real_distribution<float> uniform(-1.f, 1.f);
   std::printf(

@@ -34,6 +34,8 @@ int main() {
   const Case cases[] = {{"ResNet-18 layer1", 8, 64, 64, 56},
                         {"ResNet-18 layer2", 8, 128, 128, 28},
                         {"ResNet-18 layer3", 8, 256, 256, 14},
+                        {"ResNet-18 layer4", 8, 512, 512, 7},
+                        {"ResNet-18 layer4", 16, 512, 512, 7},
                         {"ResNet-50 layer1", 8, 64, 64, 56},
                         {"VGG-16 conv1_2", 8, 64, 64, 224},
                         {"VGG-16 conv2_2", 8, 128, 128, 112},

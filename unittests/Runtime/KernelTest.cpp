@@ -534,8 +534,9 @@ TEST_F(KernelTest, OwnDepthwiseConvMatchesItsReference) {
 // Our own Winograd kernel (WinogradConv.h), run alone: each activation it
 // takes in registers and a Swish as a pass, a residual sum, output channels
 // that 16 does not divide (a half-empty panel), uneven images and pads
-// (partial tiles at the edges, a pad of 2), two items, and both ways it
-// runs: a block of tiles a thread and chunks of tiles on all threads.
+// (partial tiles at the edges, a pad of 2), two items, weights whose
+// transform bypasses the cache, and both ways it runs: a block of tiles a
+// thread and chunks of tiles on all threads.
 // Winograd's error follows the sums' magnitude, so the tolerance does too.
 TEST_F(KernelTest, OwnWinogradConvMatchesItsReference) {
   if (!cpu::winogradConvRuns(8, 8, {}))
@@ -556,7 +557,9 @@ TEST_F(KernelTest, OwnWinogradConvMatchesItsReference) {
       {{1, 24, 41, 29}, 24, {1, 1, 1, 1}, "HardSwish", true},
       {{2, 64, 11, 11}, 40, {2, 0, 0, 2}, "Relu"},
       {{1, 32, 24, 24}, 32, {1, 1, 1, 1}, "Swish"},
-      {{1, 512, 16, 15}, 64, {1, 1, 1, 1}, "", true}};
+      {{1, 512, 16, 15}, 64, {1, 1, 1, 1}, "", true},
+      // Transformed weights of 18 MiB, written past the cache.
+      {{1, 512, 8, 8}, 512, {1, 1, 1, 1}, "Relu"}};
   std::set<bool> paths;
   for (const Case &c : cases) {
     Tensor x = random(c.x, -3.f, 3.f), w = random({c.k, c.x[1], 3, 3}),

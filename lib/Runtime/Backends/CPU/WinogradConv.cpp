@@ -305,35 +305,70 @@ AVX2_INLINE void weightRow(const __m256 (&a)[3], __m256 (&t)[kIn]) {
   t[5] = a[2];
 }
 
-/// G f G^T of weights `taps` laid out [tap][c][k] (k contiguous, a multiple
-/// of 8) into `to` as winogradConv reads them; lanes past k stay as they
-/// are (zero).
-AVX2 void packTaps(const float *taps, int64_t c, int64_t k, float *to) {
-  int64_t panels = ceilDiv(k, kPanel);
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < c; ++i)
-    for (int64_t o = 0; o < k; o += kLanes) {
-      // Columns of f, then rows of G f (columns of its transpose).
-      __m256 gf[kIn][3];
-      for (int64_t col = 0; col < 3; ++col) {
-        __m256 f[3], t[kIn];
-        for (int64_t row = 0; row < 3; ++row)
-          f[row] = _mm256_loadu_ps(taps + ((row * 3 + col) * c + i) * k + o);
-        weightRow(f, t);
-        for (int64_t row = 0; row < kIn; ++row)
-          gf[row][col] = t[row];
-      }
-      for (int64_t row = 0; row < kIn; ++row) {
-        __m256 t[kIn];
-        weightRow(gf[row], t);
-        for (int64_t col = 0; col < kIn; ++col)
-          _mm256_storeu_ps(
-              to +
-                  (((row * kIn + col) * panels + o / kPanel) * c + i) * kPanel +
-                  o % kPanel,
-              t[col]);
+/// G f G^T of 8 filters, in the lanes: filter l of input channel i has
+/// its tap t at filters[l * outStride + t] (+ 8 - t when `flip`); g[p] is
+/// position p.
+AVX2_INLINE void transformFilters(const float *filters, __m256i lanes,
+                                  bool flip, __m256 (&g)[kPositions]) {
+  // Columns of f, then rows of G f (columns of its transpose).
+  __m256 gf[kIn][3];
+  for (int64_t col = 0; col < 3; ++col) {
+    __m256 f[3], t[kIn];
+    for (int64_t row = 0; row < 3; ++row) {
+      int64_t tap = row * 3 + col;
+      f[row] = _mm256_i32gather_ps(filters + (flip ? 8 - tap : tap), lanes,
+                                   sizeof(float));
+    }
+    weightRow(f, t);
+    for (int64_t row = 0; row < kIn; ++row)
+      gf[row][col] = t[row];
+  }
+  for (int64_t row = 0; row < kIn; ++row) {
+    __m256 t[kIn];
+    weightRow(gf[row], t);
+    for (int64_t col = 0; col < kIn; ++col)
+      g[row * kIn + col] = t[col];
+  }
+}
+
+/// G f G^T of `ins` x `outs` 3x3 filters (outs a multiple of 8) into `to`
+/// as winogradConv reads them, a panel of 16 output channels (one cache
+/// line) at a time; lanes past `outs` stay as they are (zero). Filter (in,
+/// out) has its tap t at plain[in * inStride + out * outStride + t], or
+/// + 8 - t when `flip` (the filter turned by 180 degrees): read straight
+/// from the plain weights, 8 output channels a gather. Transforms larger
+/// than the last-level cache bypass it (streaming stores): they would
+/// only evict what the convolution reads next.
+AVX2 void packTaps(const float *plain, int64_t ins, int64_t outs,
+                   int64_t inStride, int64_t outStride, bool flip, float *to) {
+  int64_t panels = ceilDiv(outs, kPanel);
+  bool stream =
+      kPositions * panels * ins * kPanel * sizeof(float) > 16 * 1024 * 1024 &&
+      reinterpret_cast<uintptr_t>(to) % 32 == 0;
+  __m256i lanes = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                     _mm256_set1_epi32(int(outStride)));
+#pragma omp parallel for schedule(static) collapse(2)
+  for (int64_t i = 0; i < ins; ++i)
+    for (int64_t panel = 0; panel < panels; ++panel) {
+      const float *filters = plain + i * inStride + panel * kPanel * outStride;
+      bool whole = (panel + 1) * kPanel <= outs;
+      __m256 lo[kPositions], hi[kPositions];
+      transformFilters(filters, lanes, flip, lo);
+      if (whole)
+        transformFilters(filters + kLanes * outStride, lanes, flip, hi);
+      for (int64_t p = 0; p < kPositions; ++p) {
+        float *at = to + ((p * panels + panel) * ins + i) * kPanel;
+        if (stream && whole) {
+          _mm256_stream_ps(at, lo[p]);
+          _mm256_stream_ps(at + kLanes, hi[p]);
+        } else {
+          _mm256_storeu_ps(at, lo[p]);
+          if (whole)
+            _mm256_storeu_ps(at + kLanes, hi[p]);
+        }
       }
     }
+  _mm_sfence();
 }
 
 /// `plain` (K, C, 3, 3) transformed for the convolution itself or, when
@@ -342,22 +377,15 @@ AVX2 void packTaps(const float *taps, int64_t c, int64_t k, float *to) {
 Tensor packWeights(const Tensor &plain, bool backwardData) {
   int64_t k = plain.dim(0), c = plain.dim(1);
   int64_t ins = backwardData ? k : c, outs = backwardData ? c : k;
-  std::vector<float> taps(9 * c * k);
-  const float *from = plain.data<float>();
-#pragma omp parallel for schedule(static)
-  for (int64_t o = 0; o < k; ++o)
-    for (int64_t i = 0; i < c; ++i)
-      for (int64_t t = 0; t < 9; ++t) {
-        float v = from[(o * c + i) * 9 + t];
-        if (backwardData)
-          taps[((8 - t) * k + o) * c + i] = v;
-        else
-          taps[(t * c + i) * k + o] = v;
-      }
   Tensor packed(DType::F32,
                 {kPositions * ceilDiv(outs, kPanel) * ins * kPanel});
-  std::memset(packed.rawData(), 0, packed.bytes());
-  packTaps(taps.data(), ins, outs, packed.data<float>());
+  // Every lane is written but those of a half-empty last panel.
+  if (outs % kPanel)
+    std::memset(packed.rawData(), 0, packed.bytes());
+  if (backwardData)
+    packTaps(plain.data<float>(), k, c, c * 9, 9, true, packed.data<float>());
+  else
+    packTaps(plain.data<float>(), c, k, 9, c * 9, false, packed.data<float>());
   return packed;
 }
 

@@ -12,7 +12,11 @@
 // oneDNN has no Winograd (AVX2 hosts), our own (WinogradConv.h) runs the
 // forward and both backwards of those shapes when oneDNN's direct
 // primitives read and write 8-channel blocks, with the weights transformed
-// each step and their gradient plain; an input or gradient that holds NaN
+// each step and their gradient plain: the forward and the backward-data
+// from 16 tiles per thread (ResNet's 7x7x512 layers at batch 8 on 2
+// threads: 2.3x the direct forward), the weight gradient from 32 (0.84x
+// at 16: its sums over the transformed weights' 36 positions cost more
+// than the few tiles save); an input or gradient that holds NaN
 // or infinities takes the direct primitives, whose sums keep an infinity
 // an infinity where Winograd's transforms would turn it into NaN over its
 // tile (a diverging step then fails as before). oneDNN's weight
@@ -84,6 +88,8 @@ struct ConvGradEntry {
   /// Set when our own Winograd runs the forward and the backward-data in
   /// place of `forward` and `backwardData`: their shapes.
   std::optional<cpu::WinogradShape> winograd, winogradBackward;
+  /// Our own Winograd runs the weight gradient too (more tiles).
+  bool winogradWeights = false;
 };
 
 class ConvGradKernel : public TrainKernel {
@@ -131,13 +137,12 @@ private:
 
 } // namespace
 
-/// Whether a Winograd shape has the 4x4 output tiles per thread to pay
-/// for its transforms (see the file comment).
-static bool winogradPays(const cpu::ConvGeometry &geo) {
-  constexpr int64_t kMinTilesPerThread = 32;
+/// Whether a Winograd shape has at least `perThread` 4x4 output tiles per
+/// thread, to pay for its transforms (see the file comment).
+static bool winogradPays(const cpu::ConvGeometry &geo, int64_t perThread = 32) {
   const Shape &out = geo.outShape;
   int64_t tiles = out[0] * ((out[2] + 3) / 4) * ((out[3] + 3) / 4);
-  return tiles >= kMinTilesPerThread * omp_get_max_threads();
+  return tiles >= perThread * omp_get_max_threads();
 }
 
 llvm::Expected<ConvGradEntry>
@@ -232,7 +237,7 @@ ConvGradKernel::make(const Tensor &x, const Tensor &w, bool bias, bool sum) {
     return memory::desc(toDims(shape), memory::data_type::f32, Tag::nChw8c);
   };
   int64_t c = x.dim(1);
-  if (geo.winogradShape && winogradPays(geo) &&
+  if (geo.winogradShape && winogradPays(geo, 16) &&
       !llvm::StringRef(fwd.impl_info_str()).contains("wino") &&
       cpu::winogradConvRuns(c, m, {}) &&
       fwd.src_desc() == blocked8(x.shape()) &&
@@ -246,6 +251,7 @@ ConvGradKernel::make(const Tensor &x, const Tensor &w, bool bias, bool sum) {
     entry.winogradBackward = cpu::WinogradShape{
         x.dim(0), m,        out[2],          out[3],         c,
         x.dim(2), x.dim(3), 2 - geo.padL[0], 2 - geo.padL[1]};
+    entry.winogradWeights = winogradPays(geo);
   }
   if (relu) {
     auto alg = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
@@ -442,7 +448,7 @@ llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
         dInputs[2] = std::move(db);
       return llvm::Error::success();
     }
-    if (own && !plainWeights.isNull()) {
+    if (own && entry->winogradWeights && !plainWeights.isNull()) {
       Tensor dw(DType::F32, inputs[1]->shape());
       Tensor db(DType::F32, {inputs[1]->dim(0)});
       cpu::winogradWeightGradient(
