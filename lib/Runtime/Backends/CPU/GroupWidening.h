@@ -6,9 +6,10 @@
 // forward and backward-data passes want the activations reordered into
 // 4-channel blocks and back, and on AVX2 hosts even the forward is the
 // gemm fallback. Merging k neighbouring groups into one of 16 (or, in the
-// AVX2 kernels' blocks, 8) channels, whose weights are the k groups' weights on
-// the diagonal and zeros elsewhere, gives the same outputs with the jit kernels
-// and the network's 16-channel blocked format, at k times the multiplications;
+// AVX2 kernels' blocks, 8) channels, whose weights are the k groups'
+// weights on the diagonal and zeros elsewhere, gives the same outputs with
+// the jit kernels and the network's blocked format, at k times the
+// multiplications;
 // the weight gradient is the merged one's diagonal blocks. A non-finite
 // input would reach the neighbouring groups' outputs through the zeros
 // (0 * inf is NaN): inference keeps the groups apart for inputs that hold
