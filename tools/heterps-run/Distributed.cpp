@@ -591,7 +591,8 @@ tools::startJob(const JobShape &shape, const std::string &jobName) {
   if (!transport)
     return transport.takeError();
   job->transport = std::move(*transport);
-  auto replicas = RemoteReplicas::connect(*map, shape.replicas, *sec);
+  auto replicas =
+      RemoteReplicas::connect(*map, shape.replicas, *sec, timeout());
   if (!replicas)
     return replicas.takeError();
   job->replicas = std::move(*replicas);

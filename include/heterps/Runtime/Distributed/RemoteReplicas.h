@@ -25,10 +25,11 @@ public:
   /// heartbeats but never ends its step is hung.
   static constexpr std::chrono::minutes kStepDeadline{10};
 
-  /// Channels to the workers of `map`; `replicas` per stage.
+  /// Channels to the workers of `map`, `replicas` per stage, each
+  /// connected within `timeout`.
   static llvm::Expected<std::unique_ptr<RemoteReplicas>>
   connect(const RegisterResponse &map, std::vector<int> replicas,
-          SecurityOptions security);
+          SecurityOptions security, std::chrono::milliseconds timeout);
   ~RemoteReplicas() override;
 
   llvm::Error runStep(pipeline::StepInputs &step,
