@@ -12,6 +12,7 @@
 #include "../../lib/Runtime/Backends/CPU/DepthwiseDirect.h"
 #include "../../lib/Runtime/Backends/CPU/DnnlUtils.h"
 #include "../../lib/Runtime/Backends/CPU/GroupWidening.h"
+#include "../../lib/Runtime/Backends/CPU/PointwiseConvAVX2.h"
 #include "../../lib/Runtime/Backends/CPU/PointwiseDepthwise.h"
 #include "../../lib/Runtime/Backends/CPU/SwishPass.h"
 #include "../../lib/Runtime/Backends/CPU/WinogradConv.h"
@@ -602,6 +603,64 @@ TEST_F(KernelTest, OwnWinogradConvMatchesItsReference) {
   // tiles each.
   if (std::thread::hardware_concurrency() <= 16)
     EXPECT_EQ(paths.size(), 2u);
+}
+
+// Our own 1x1 kernel in blocks of 8 (PointwiseConvAVX2.h), run alone:
+// each activation it takes in registers and a Swish as a pass, with and
+// without a residual sum; 49 pixels (groups of 6 and 5), a single pixel,
+// two items, channel counts that 16 does not divide (the weights' padded
+// input channels, a half panel of outputs); NaN stays NaN.
+TEST_F(KernelTest, OwnPointwiseConvMatchesItsReference) {
+  if (!cpu::pointwiseConvAVX2Runs(8, 8, {}))
+    GTEST_SKIP() << "no AVX2 and FMA here: the kernel is not offered";
+  struct Case {
+    Shape x;
+    int64_t k;
+    std::string activation;
+    bool sum = false;
+  };
+  const auto &activations = fusedActivations();
+  std::vector<Case> cases = {{{1, 400, 7, 7}, 400, "Relu", true},
+                             {{1, 24, 5, 3}, 40, "Clip"},
+                             {{2, 32, 4, 4}, 16, "HardSwish"},
+                             {{1, 64, 1, 1}, 72, ""},
+                             {{1, 16, 6, 6}, 32, "Swish", true}};
+  for (const Case &c : cases) {
+    Tensor x = random(c.x, -3.f, 3.f), w = random({c.k, c.x[1], 1, 1}),
+           bias = random({c.k});
+    x.data<float>()[0] = std::nanf("");
+    Tensor ref = refConv(x, w, &bias, {{1, 1}, {1, 1}, {0, 0, 0, 0}, 1});
+    Tensor addend = random(ref.shape(), -3.f, 3.f);
+    if (c.sum)
+      ref = refBinary(ref, addend, std::plus<float>());
+    ref = refUnary(ref, activations.at(c.activation));
+    Attrs attrs = Attrs().ints("pads", {0, 0, 0, 0});
+    if (!c.activation.empty())
+      attrs.s("activation", c.activation);
+    if (c.activation == "Clip")
+      attrs.f("activation_min", 0.f).f("activation_max", 6.f);
+    std::string name = "own pointwise nChw8c";
+    if (c.activation == "Swish")
+      name += ", Swish as a pass";
+    SCOPED_TRACE(x.typeString() + " by " + w.typeString() + ", " +
+                 c.activation + (c.sum ? ", summed" : ""));
+    std::vector<const Tensor *> inputs = {&x, &w, &bias};
+    if (c.sum)
+      inputs.push_back(&addend);
+    llvm::Expected<Tensor> y =
+        runOnlyCandidate("Conv", cpu::registerConvKernel, inputs, {0, 3},
+                         ref.shape(), attrs, name);
+    ASSERT_TRUE(static_cast<bool>(y)) << llvm::toString(y.takeError());
+    Tensor plain = llvm::cantFail(y->toPlain());
+    // The first pixel of the first item reads the NaN in every channel.
+    int64_t pixels = c.x[2] * c.x[3];
+    for (int64_t k = 0; k < c.k; ++k) {
+      ASSERT_TRUE(std::isnan(plain.data<float>()[k * pixels])) << k;
+      ASSERT_TRUE(std::isnan(ref.data<float>()[k * pixels])) << k;
+      plain.data<float>()[k * pixels] = ref.data<float>()[k * pixels] = 0.f;
+    }
+    EXPECT_TRUE(allClose(plain, ref, 1e-4f, 1e-4f));
+  }
 }
 
 /// `x` (N, C, H, W) in blocks of 8 channels (C a multiple of 8).

@@ -19,7 +19,9 @@
 // ResNeXt-50 and RegNet-Y 3-7% faster), for depthwise convolutions our
 // own kernel (DepthwiseDirect.h) in blocks of 16 and, when the input is,
 // channels-last, for 3x3 stride-1 convolutions in blocks of 8 our own
-// Winograd (WinogradConv.h; AVX2 hosts, where oneDNN has none);
+// Winograd (WinogradConv.h; AVX2 hosts, where oneDNN has none), for 1x1
+// convolutions on small images our own kernel in blocks of 8
+// (PointwiseConvAVX2.h);
 // where the activation is Swish,
 // each of these again with the Swish as a pass after the convolution
 // instead of oneDNN's post-op (SwishPass.h). Each candidate has a name,
@@ -40,6 +42,8 @@
 #include "ConvKernels.h"
 #include "DepthwiseDirect.h"
 #include "GroupWidening.h"
+#include "PointwiseConvAVX2.h"
+#include "PointwiseDepthwise.h"
 #include "WinogradConv.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -75,6 +79,8 @@ struct ConvEntry {
   std::optional<DepthwiseShape> depthwise;
   /// The same for our own Winograd kernel (WinogradConv.h).
   std::optional<WinogradShape> winograd;
+  /// The same for our own 1x1 kernel in blocks of 8 (PointwiseConvAVX2.h).
+  std::optional<PointwiseShape> pointwise;
   /// What our own kernels apply before their store.
   ConvEpilogue epilogue;
 };
@@ -103,6 +109,10 @@ private:
   std::optional<ConvEntry> ownWinograd(const Tensor &x, const Tensor &w,
                                        const ConvGeometry &geo,
                                        bool swishApart);
+  /// Our own 1x1 kernel for this shape, if it runs it (null else).
+  std::optional<ConvEntry> ownPointwise(const Tensor &x, const Tensor &w,
+                                        const ConvGeometry &geo,
+                                        bool swishApart);
   /// Runs `e` on `src` into `dst` with `packed` weights and plain `bias`,
   /// keeping its memory objects in `args`.
   void execute(const ConvEntry &e, PrimitiveArgs &args, const Tensor &src,
@@ -123,6 +133,8 @@ static Tensor packWeights(const Tensor &w, const ConvEntry &e,
     return packDepthwiseWeights(plain);
   if (e.winograd)
     return packWinogradWeights(plain);
+  if (e.pointwise)
+    return packPointwiseWeights(plain);
   if (e.widening > 1)
     plain = widenGroupWeights(plain, groups, e.widening);
   Tensor packed = allocate(e.weightsMd, plain.shape(), ctx);
@@ -283,6 +295,9 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
       return ownWinograd(x, w, geo, swishApart);
     });
   }
+  considerBuilt("own pointwise nChw8c", 0.9, [&](bool swishApart) {
+    return ownPointwise(x, w, geo, swishApart);
+  });
   // Our own depthwise kernel (DepthwiseDirect.h): in blocks of 16, and
   // channels-last when the input is, weighted as oneDNN's in those.
   considerBuilt("own depthwise nChw16c", 0.9, [&](bool swishApart) {
@@ -341,6 +356,10 @@ void ConvKernel::execute(const ConvEntry &e, PrimitiveArgs &args,
     winogradConv(src.data<float>(), packed.data<float>(),
                  bias ? bias->data<float>() : nullptr, dst.data<float>(),
                  *e.winograd, e.epilogue, params.sum);
+  } else if (e.pointwise) {
+    pointwiseConvAVX2(src.data<float>(), packed.data<float>(),
+                      bias ? bias->data<float>() : nullptr, dst.data<float>(),
+                      *e.pointwise, e.epilogue, params.sum);
   } else {
     const dnnl::engine &engine = ctx->engine;
     args.set(DNNL_ARG_SRC, e.srcMd, src.rawData(), engine);
@@ -414,6 +433,37 @@ std::optional<ConvEntry> ConvKernel::ownWinograd(const Tensor &x,
   e.swishApart = swishApart;
   e.winograd = WinogradShape{x.dim(0), c,      x.dim(2),    x.dim(3),   k,
                              out[2],   out[3], geo.padL[0], geo.padL[1]};
+  e.epilogue = *epilogue;
+  e.weights = packWeights(w, e, cache.context(), params.group);
+  return e;
+}
+
+std::optional<ConvEntry> ConvKernel::ownPointwise(const Tensor &x,
+                                                  const Tensor &w,
+                                                  const ConvGeometry &geo,
+                                                  bool swishApart) {
+  bool oneByOne = params.group == 1 && w.dim(2) == 1 && w.dim(3) == 1 &&
+                  geo.strides[0] == 1 && geo.strides[1] == 1 &&
+                  llvm::all_of(geo.padL, [](int64_t p) { return p == 0; }) &&
+                  llvm::all_of(geo.padR, [](int64_t p) { return p == 0; });
+  if (!oneByOne || !constantWeights)
+    return std::nullopt;
+  std::optional<ConvEpilogue> epilogue = convEpilogueOf(
+      swishApart ? params.postOpsBeforeSwish : params.postOps, params.sum);
+  int64_t c = x.dim(1), k = w.dim(0), pixels = x.dim(2) * x.dim(3);
+  // Larger images than 28x28 at batch 1 ran it no faster than oneDNN's
+  // kernel (benchmarks/machine/pointwise-sgemm.sh): not worth the timing.
+  if (!epilogue || !pointwiseConvAVX2Runs(c, k, *epilogue) ||
+      x.dim(0) * pixels > 28 * 28)
+    return std::nullopt;
+  ConvEntry e;
+  e.srcMd =
+      memory::desc(toDims(x.shape()), memory::data_type::f32, Tag::nChw8c);
+  e.dstMd =
+      memory::desc(toDims(geo.outShape), memory::data_type::f32, Tag::nChw8c);
+  e.outShape = geo.outShape;
+  e.swishApart = swishApart;
+  e.pointwise = PointwiseShape{x.dim(0), c, k, pixels};
   e.epilogue = *epilogue;
   e.weights = packWeights(w, e, cache.context(), params.group);
   return e;
