@@ -1,12 +1,12 @@
 // 1x1 convolutions at batch 1 on small images, where a network's weights
 // stream from memory (RegNet-X, MnasNet): oneDNN's convolution primitive,
 // the kernel the runtime runs, against dnnl_sgemm on the plain layout, the
-// kind of kernel ONNX Runtime's MLAS is, and our own (PointwiseConvAVX2.h)
+// kind of kernel ONNX Runtime's MLAS is, and our own (DirectConvAVX2.h)
 // in oneDNN's blocks of 8. Each is timed over 40 different
 // weight sets in turn, so that the weights come from memory as they do in
 // the network, not from cache. Build and run with pointwise-sgemm.sh.
 #include "BenchTiming.h"
-#include "PointwiseConvAVX2.h"
+#include "DirectConvAVX2.h"
 #include "PointwiseDepthwise.h"
 
 #include <oneapi/dnnl/dnnl.hpp>

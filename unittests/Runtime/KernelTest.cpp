@@ -10,9 +10,9 @@
 
 #include "../../lib/Runtime/Backends/CPU/CPUKernels.h"
 #include "../../lib/Runtime/Backends/CPU/DepthwiseDirect.h"
+#include "../../lib/Runtime/Backends/CPU/DirectConvAVX2.h"
 #include "../../lib/Runtime/Backends/CPU/DnnlUtils.h"
 #include "../../lib/Runtime/Backends/CPU/GroupWidening.h"
-#include "../../lib/Runtime/Backends/CPU/PointwiseConvAVX2.h"
 #include "../../lib/Runtime/Backends/CPU/PointwiseDepthwise.h"
 #include "../../lib/Runtime/Backends/CPU/SwishPass.h"
 #include "../../lib/Runtime/Backends/CPU/WinogradConv.h"
@@ -605,13 +605,13 @@ TEST_F(KernelTest, OwnWinogradConvMatchesItsReference) {
     EXPECT_EQ(paths.size(), 2u);
 }
 
-// Our own 1x1 kernel in blocks of 8 (PointwiseConvAVX2.h), run alone:
+// Our own 1x1 kernel in blocks of 8 (DirectConvAVX2.h), run alone:
 // each activation it takes in registers and a Swish as a pass, with and
 // without a residual sum; 49 pixels (groups of 6 and 5), a single pixel,
 // two items, channel counts that 16 does not divide (the weights' padded
 // input channels, a half panel of outputs); NaN stays NaN.
 TEST_F(KernelTest, OwnPointwiseConvMatchesItsReference) {
-  if (!cpu::pointwiseConvAVX2Runs(8, 8, {}))
+  if (!cpu::directConvAVX2Runs(8, {}))
     GTEST_SKIP() << "no AVX2 and FMA here: the kernel is not offered";
   struct Case {
     Shape x;
@@ -659,6 +659,70 @@ TEST_F(KernelTest, OwnPointwiseConvMatchesItsReference) {
       ASSERT_TRUE(std::isnan(ref.data<float>()[k * pixels])) << k;
       plain.data<float>()[k * pixels] = ref.data<float>()[k * pixels] = 0.f;
     }
+    EXPECT_TRUE(allClose(plain, ref, 1e-4f, 1e-4f));
+  }
+}
+
+// Our own first-convolution kernel (DirectConvAVX2.h), run alone:
+// AlexNet's kernel and stride on a small image and others, uneven pads,
+// one to four input channels, a half panel of outputs, two items, each
+// activation it takes in registers and a Swish as a pass, a residual sum;
+// NaN stays NaN where the reference has it.
+TEST_F(KernelTest, OwnStemConvMatchesItsReference) {
+  if (!cpu::directConvAVX2Runs(8, {}))
+    GTEST_SKIP() << "no AVX2 and FMA here: the kernel is not offered";
+  struct Case {
+    Shape x, w;
+    int64_t stride;
+    std::vector<int64_t> pads;
+    std::string activation;
+    bool sum = false;
+  };
+  const auto &activations = fusedActivations();
+  std::vector<Case> cases = {
+      {{2, 3, 31, 29}, {64, 3, 11, 11}, 4, {2, 2, 2, 2}, "Relu"},
+      {{1, 3, 20, 21}, {24, 3, 7, 7}, 2, {3, 3, 3, 3}, "Clip"},
+      {{1, 1, 9, 9}, {8, 1, 3, 3}, 1, {0, 1, 1, 0}, "HardSwish", true},
+      {{1, 4, 12, 12}, {32, 4, 3, 3}, 2, {1, 1, 1, 1}, "Swish"},
+      {{1, 2, 8, 9}, {16, 2, 2, 3}, 2, {0, 0, 0, 0}, ""}};
+  for (const Case &c : cases) {
+    Tensor x = random(c.x, -3.f, 3.f), w = random(c.w), bias = random({c.w[0]});
+    x.data<float>()[0] = std::nanf("");
+    Tensor ref =
+        refConv(x, w, &bias, {{c.stride, c.stride}, {1, 1}, c.pads, 1});
+    Tensor addend = random(ref.shape(), -3.f, 3.f);
+    if (c.sum)
+      ref = refBinary(ref, addend, std::plus<float>());
+    ref = refUnary(ref, activations.at(c.activation));
+    Attrs attrs =
+        Attrs().ints("pads", c.pads).ints("strides", {c.stride, c.stride});
+    if (!c.activation.empty())
+      attrs.s("activation", c.activation);
+    if (c.activation == "Clip")
+      attrs.f("activation_min", 0.f).f("activation_max", 6.f);
+    std::string name = "own stem nChw8c";
+    if (c.activation == "Swish")
+      name += ", Swish as a pass";
+    SCOPED_TRACE(x.typeString() + " by " + w.typeString() + ", " +
+                 c.activation + (c.sum ? ", summed" : ""));
+    std::vector<const Tensor *> inputs = {&x, &w, &bias};
+    if (c.sum)
+      inputs.push_back(&addend);
+    llvm::Expected<Tensor> y =
+        runOnlyCandidate("Conv", cpu::registerConvKernel, inputs, {0, 3},
+                         ref.shape(), attrs, name);
+    ASSERT_TRUE(static_cast<bool>(y)) << llvm::toString(y.takeError());
+    Tensor plain = llvm::cantFail(y->toPlain());
+    int64_t nans = 0;
+    for (int64_t i = 0; i < ref.numElements(); ++i) {
+      float &a = plain.data<float>()[i], &e = ref.data<float>()[i];
+      ASSERT_EQ(std::isnan(a), std::isnan(e)) << i;
+      if (std::isnan(e)) {
+        a = e = 0.f;
+        ++nans;
+      }
+    }
+    EXPECT_GT(nans, 0);
     EXPECT_TRUE(allClose(plain, ref, 1e-4f, 1e-4f));
   }
 }

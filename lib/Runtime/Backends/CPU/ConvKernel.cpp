@@ -20,8 +20,9 @@
 // own kernel (DepthwiseDirect.h) in blocks of 16 and, when the input is,
 // channels-last, for 3x3 stride-1 convolutions in blocks of 8 our own
 // Winograd (WinogradConv.h; AVX2 hosts, where oneDNN has none), for 1x1
-// convolutions on small images our own kernel in blocks of 8
-// (PointwiseConvAVX2.h);
+// convolutions on small images and for a first convolution (a plain
+// input of up to 4 channels) our own kernels in blocks of 8
+// (DirectConvAVX2.h);
 // where the activation is Swish,
 // each of these again with the Swish as a pass after the convolution
 // instead of oneDNN's post-op (SwishPass.h). Each candidate has a name,
@@ -41,8 +42,8 @@
 
 #include "ConvKernels.h"
 #include "DepthwiseDirect.h"
+#include "DirectConvAVX2.h"
 #include "GroupWidening.h"
-#include "PointwiseConvAVX2.h"
 #include "PointwiseDepthwise.h"
 #include "WinogradConv.h"
 
@@ -79,8 +80,10 @@ struct ConvEntry {
   std::optional<DepthwiseShape> depthwise;
   /// The same for our own Winograd kernel (WinogradConv.h).
   std::optional<WinogradShape> winograd;
-  /// The same for our own 1x1 kernel in blocks of 8 (PointwiseConvAVX2.h).
+  /// The same for our own direct kernels in blocks of 8
+  /// (DirectConvAVX2.h): 1x1, and a first convolution's.
   std::optional<PointwiseShape> pointwise;
+  std::optional<StemShape> stem;
   /// What our own kernels apply before their store.
   ConvEpilogue epilogue;
 };
@@ -113,6 +116,9 @@ private:
   std::optional<ConvEntry> ownPointwise(const Tensor &x, const Tensor &w,
                                         const ConvGeometry &geo,
                                         bool swishApart);
+  /// Our own kernel for a first convolution, if it runs it (null else).
+  std::optional<ConvEntry> ownStem(const Tensor &x, const Tensor &w,
+                                   const ConvGeometry &geo, bool swishApart);
   /// Runs `e` on `src` into `dst` with `packed` weights and plain `bias`,
   /// keeping its memory objects in `args`.
   void execute(const ConvEntry &e, PrimitiveArgs &args, const Tensor &src,
@@ -135,6 +141,8 @@ static Tensor packWeights(const Tensor &w, const ConvEntry &e,
     return packWinogradWeights(plain);
   if (e.pointwise)
     return packPointwiseWeights(plain);
+  if (e.stem)
+    return packStemWeights(plain);
   if (e.widening > 1)
     plain = widenGroupWeights(plain, groups, e.widening);
   Tensor packed = allocate(e.weightsMd, plain.shape(), ctx);
@@ -298,6 +306,9 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   considerBuilt("own pointwise nChw8c", 0.9, [&](bool swishApart) {
     return ownPointwise(x, w, geo, swishApart);
   });
+  considerBuilt("own stem nChw8c", 0.9, [&](bool swishApart) {
+    return ownStem(x, w, geo, swishApart);
+  });
   // Our own depthwise kernel (DepthwiseDirect.h): in blocks of 16, and
   // channels-last when the input is, weighted as oneDNN's in those.
   considerBuilt("own depthwise nChw16c", 0.9, [&](bool swishApart) {
@@ -360,6 +371,10 @@ void ConvKernel::execute(const ConvEntry &e, PrimitiveArgs &args,
     pointwiseConvAVX2(src.data<float>(), packed.data<float>(),
                       bias ? bias->data<float>() : nullptr, dst.data<float>(),
                       *e.pointwise, e.epilogue, params.sum);
+  } else if (e.stem) {
+    stemConvAVX2(src.data<float>(), packed.data<float>(),
+                 bias ? bias->data<float>() : nullptr, dst.data<float>(),
+                 *e.stem, e.epilogue, params.sum);
   } else {
     const dnnl::engine &engine = ctx->engine;
     args.set(DNNL_ARG_SRC, e.srcMd, src.rawData(), engine);
@@ -453,7 +468,7 @@ std::optional<ConvEntry> ConvKernel::ownPointwise(const Tensor &x,
   int64_t c = x.dim(1), k = w.dim(0), pixels = x.dim(2) * x.dim(3);
   // Larger images than 28x28 at batch 1 ran it no faster than oneDNN's
   // kernel (benchmarks/machine/pointwise-sgemm.sh): not worth the timing.
-  if (!epilogue || !pointwiseConvAVX2Runs(c, k, *epilogue) ||
+  if (!epilogue || c % 8 || !directConvAVX2Runs(k, *epilogue) ||
       x.dim(0) * pixels > 28 * 28)
     return std::nullopt;
   ConvEntry e;
@@ -464,6 +479,31 @@ std::optional<ConvEntry> ConvKernel::ownPointwise(const Tensor &x,
   e.outShape = geo.outShape;
   e.swishApart = swishApart;
   e.pointwise = PointwiseShape{x.dim(0), c, k, pixels};
+  e.epilogue = *epilogue;
+  e.weights = packWeights(w, e, cache.context(), params.group);
+  return e;
+}
+
+std::optional<ConvEntry> ConvKernel::ownStem(const Tensor &x, const Tensor &w,
+                                             const ConvGeometry &geo,
+                                             bool swishApart) {
+  bool undilated = geo.dilations[0] == 0 && geo.dilations[1] == 0;
+  if (params.group != 1 || !undilated || geo.strides[0] != geo.strides[1] ||
+      !stemConvAVX2Takes(x.dim(1)) || !constantWeights)
+    return std::nullopt;
+  std::optional<ConvEpilogue> epilogue = convEpilogueOf(
+      swishApart ? params.postOpsBeforeSwish : params.postOps, params.sum);
+  if (!epilogue || !directConvAVX2Runs(w.dim(0), *epilogue))
+    return std::nullopt;
+  const Shape &out = geo.outShape;
+  ConvEntry e;
+  e.srcMd = memory::desc(toDims(x.shape()), memory::data_type::f32, Tag::nchw);
+  e.dstMd = memory::desc(toDims(out), memory::data_type::f32, Tag::nChw8c);
+  e.outShape = out;
+  e.swishApart = swishApart;
+  e.stem = StemShape{x.dim(0),    x.dim(1),    x.dim(2), x.dim(3),
+                     w.dim(0),    w.dim(2),    w.dim(3), geo.strides[0],
+                     geo.padL[0], geo.padL[1], out[2],   out[3]};
   e.epilogue = *epilogue;
   e.weights = packWeights(w, e, cache.context(), params.group);
   return e;
