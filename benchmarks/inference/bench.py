@@ -114,7 +114,7 @@ def main():
                     res = subprocess.run(
                         [run, path, "--batch", str(batch), "--threads",
                          str(a.threads), "--warmup", "3", "--iterations",
-                         str(a.iterations), "--report", report],
+                         str(iterations), "--report", report],
                         capture_output=True, text=True)
                     if res.returncode != 0:
                         error = res.stderr.strip().splitlines()[-1]
