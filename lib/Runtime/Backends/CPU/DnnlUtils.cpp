@@ -278,6 +278,10 @@ llvm::Expected<Shape> cpu::broadcastShapes(llvm::ArrayRef<int64_t> a,
   return out;
 }
 
+int64_t cpu::nativeChannelBlock() {
+  return __builtin_cpu_supports("avx512f") ? 16 : 8;
+}
+
 double cpu::reorderSeconds(const Tensor &x, const memory::desc &md,
                            const CPUContextPtr &ctx) {
   if (descOf(x) == md)

@@ -223,6 +223,10 @@ template <typename Fn> double bestSeconds(Fn &&body) {
   return best;
 }
 
+/// The channel block of this host's fastest oneDNN kernels: 16 with
+/// AVX-512, else 8.
+int64_t nativeChannelBlock();
+
 /// Seconds to reorder `x` into `md` (0 when it is in `md` already): part of
 /// an autotuning candidate's cost when the run would pay it every time.
 double reorderSeconds(const Tensor &x, const memory::desc &md,

@@ -8,10 +8,6 @@
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
 
-int64_t cpu::nativeChannelBlock() {
-  return __builtin_cpu_supports("avx512f") ? 16 : 8;
-}
-
 int64_t cpu::groupWidening(int64_t groups, const Shape &weightShape,
                            int64_t mergedChannels) {
   if (groups <= 1 || weightShape.size() != 4)

@@ -28,10 +28,6 @@
 
 namespace heterps::runtime::cpu {
 
-/// The channel block of this host's fastest oneDNN kernels: 16 with
-/// AVX-512, else 8.
-int64_t nativeChannelBlock();
-
 /// How many neighbouring groups of a 2-D convolution with `groups` groups
 /// and weights `weightShape` ([M, C/groups, kh, kw]) to merge into groups
 /// of `mergedChannels` channels: 1 (none) unless a group's input and

@@ -50,9 +50,9 @@ llvm::Expected<PoolEntry> PoolKernel::make(const Tensor &x) {
   memory::desc dstMd(toDims(g->outShape), memory::data_type::f32, Tag::any);
   memory::desc srcMd = descOf(x);
   if (x.isPlain() && x.rank() == 4 && x.dim(1) >= 8)
-    srcMd = memory::desc(toDims(x.shape()), memory::data_type::f32,
-                         __builtin_cpu_supports("avx512f") ? Tag::nChw16c
-                                                           : Tag::nChw8c);
+    srcMd =
+        memory::desc(toDims(x.shape()), memory::data_type::f32,
+                     nativeChannelBlock() == 16 ? Tag::nChw16c : Tag::nChw8c);
   dnnl::pooling_v2_forward::desc d(
       dnnl::prop_kind::forward_inference, poolAlgorithm(params.kind), srcMd,
       dstMd, g->strides, g->kernel, g->dilations, g->padL, g->padR);
