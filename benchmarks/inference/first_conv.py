@@ -18,7 +18,7 @@ from onnx import utils
 
 def main():
     if len(sys.argv) < 3:
-        sys.exit(__doc__.strip().splitlines()[2])
+        sys.exit([l for l in __doc__.splitlines() if l.startswith("Usage")][0])
     outdir, models = sys.argv[1], sys.argv[2:]
     os.makedirs(outdir, exist_ok=True)
     names = []

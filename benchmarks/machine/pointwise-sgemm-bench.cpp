@@ -123,9 +123,9 @@ int main() {
   row(96, 480, 14);   // MnasNet, layers.11 projection
   row(480, 96, 14);   // MnasNet, layers.11 expansion
   row(1024, 256, 14); // ResNet-50, layer3 expansion
-  row(512, 2048, 7);  // ResNet-50, layer4 expansion
-  row(2048, 512, 7);  // ResNet-50, layer4 reduction
-  row(512, 128, 28);  // ResNet-50, layer2 reduction
-  row(64, 256, 56);   // ResNet-50, layer1 expansion
+  row(512, 2048, 7);  // ResNet-50, layer4 reduction
+  row(2048, 512, 7);  // ResNet-50, layer4 expansion
+  row(512, 128, 28);  // ResNet-50, layer2 expansion
+  row(64, 256, 56);   // ResNet-50, layer1 reduction (ours not offered)
   return 0;
 }

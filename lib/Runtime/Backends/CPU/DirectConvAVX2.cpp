@@ -233,6 +233,8 @@ void cpu::pointwiseConvAVX2(const float *x, const float *w, const float *bias,
 void cpu::stemConvAVX2(const float *x, const float *w, const float *bias,
                        float *y, const StemShape &s, ConvEpilogue epilogue,
                        bool accumulate) {
+  if (s.n == 0 || s.oh <= 0 || s.ow <= 0)
+    return;
   auto tiles = tileFnsFor<StemTiles>(epilogue.kind, accumulate);
   // The input rows and columns the windows cover, zero outside the image:
   // the tiles then read without bounds checks.
