@@ -605,72 +605,17 @@ TEST_F(KernelTest, OwnWinogradConvMatchesItsReference) {
     EXPECT_EQ(paths.size(), 2u);
 }
 
-// Our own 1x1 kernel in blocks of 8 (DirectConvAVX2.h), run alone:
-// each activation it takes in registers and a Swish as a pass, with and
-// without a residual sum; 49 pixels (groups of 6 and 5), a single pixel,
-// two items, channel counts that 16 does not divide (the weights' padded
-// input channels, a half panel of outputs); NaN stays NaN.
-TEST_F(KernelTest, OwnPointwiseConvMatchesItsReference) {
-  if (!cpu::directConvAVX2Runs(8, {}))
-    GTEST_SKIP() << "no AVX2 and FMA here: the kernel is not offered";
-  struct Case {
-    Shape x;
-    int64_t k;
-    std::string activation;
-    bool sum = false;
-  };
-  const auto &activations = fusedActivations();
-  std::vector<Case> cases = {{{1, 400, 7, 7}, 400, "Relu", true},
-                             {{1, 24, 5, 3}, 40, "Clip"},
-                             {{2, 32, 4, 4}, 16, "HardSwish"},
-                             {{1, 64, 1, 1}, 72, ""},
-                             {{1, 16, 6, 6}, 32, "Swish", true}};
-  for (const Case &c : cases) {
-    Tensor x = random(c.x, -3.f, 3.f), w = random({c.k, c.x[1], 1, 1}),
-           bias = random({c.k});
-    x.data<float>()[0] = std::nanf("");
-    Tensor ref = refConv(x, w, &bias, {{1, 1}, {1, 1}, {0, 0, 0, 0}, 1});
-    Tensor addend = random(ref.shape(), -3.f, 3.f);
-    if (c.sum)
-      ref = refBinary(ref, addend, std::plus<float>());
-    ref = refUnary(ref, activations.at(c.activation));
-    Attrs attrs = Attrs().ints("pads", {0, 0, 0, 0});
-    if (!c.activation.empty())
-      attrs.s("activation", c.activation);
-    if (c.activation == "Clip")
-      attrs.f("activation_min", 0.f).f("activation_max", 6.f);
-    std::string name = "own pointwise nChw8c";
-    if (c.activation == "Swish")
-      name += ", Swish as a pass";
-    SCOPED_TRACE(x.typeString() + " by " + w.typeString() + ", " +
-                 c.activation + (c.sum ? ", summed" : ""));
-    std::vector<const Tensor *> inputs = {&x, &w, &bias};
-    if (c.sum)
-      inputs.push_back(&addend);
-    llvm::Expected<Tensor> y =
-        runOnlyCandidate("Conv", cpu::registerConvKernel, inputs, {0, 3},
-                         ref.shape(), attrs, name);
-    ASSERT_TRUE(static_cast<bool>(y)) << llvm::toString(y.takeError());
-    Tensor plain = llvm::cantFail(y->toPlain());
-    // The first pixel of the first item reads the NaN in every channel.
-    int64_t pixels = c.x[2] * c.x[3];
-    for (int64_t k = 0; k < c.k; ++k) {
-      ASSERT_TRUE(std::isnan(plain.data<float>()[k * pixels])) << k;
-      ASSERT_TRUE(std::isnan(ref.data<float>()[k * pixels])) << k;
-      plain.data<float>()[k * pixels] = ref.data<float>()[k * pixels] = 0.f;
-    }
-    EXPECT_TRUE(allClose(plain, ref, 1e-4f, 1e-4f));
-  }
-}
-
-// Our own first-convolution kernel (DirectConvAVX2.h), run alone:
-// AlexNet's kernel and stride on a small image and others, uneven pads,
-// one to four input channels, a half panel of outputs, two items, each
-// activation it takes in registers and a Swish as a pass, a residual sum;
+// Our own direct kernels in blocks of 8 (DirectConvAVX2.h), each run
+// alone. The 1x1 kernel ("own pointwise"): 49 pixels (tiles of 6 and 5), a
+// single pixel, two items, input channels that 16 does not divide (the
+// weights' padding). The first-convolution kernel ("own stem"): AlexNet's
+// kernel and stride on a small image and others, uneven pads, one to four
+// input channels, a non-square kernel. Both: a half panel of outputs, each
+// activation they take in registers and a Swish as a pass, residual sums;
 // NaN stays NaN where the reference has it.
-TEST_F(KernelTest, OwnStemConvMatchesItsReference) {
+TEST_F(KernelTest, OwnDirectConvsMatchTheirReferences) {
   if (!cpu::directConvAVX2Runs(8, {}))
-    GTEST_SKIP() << "no AVX2 and FMA here: the kernel is not offered";
+    GTEST_SKIP() << "no AVX2 and FMA here: the kernels are not offered";
   struct Case {
     Shape x, w;
     int64_t stride;
@@ -679,12 +624,18 @@ TEST_F(KernelTest, OwnStemConvMatchesItsReference) {
     bool sum = false;
   };
   const auto &activations = fusedActivations();
+  std::vector<int64_t> none = {0, 0, 0, 0};
   std::vector<Case> cases = {
+      {{1, 400, 7, 7}, {400, 400, 1, 1}, 1, none, "Relu", true},
+      {{1, 24, 5, 3}, {40, 24, 1, 1}, 1, none, "Clip"},
+      {{2, 32, 4, 4}, {16, 32, 1, 1}, 1, none, "HardSwish"},
+      {{1, 64, 1, 1}, {72, 64, 1, 1}, 1, none, ""},
+      {{1, 16, 6, 6}, {32, 16, 1, 1}, 1, none, "Swish", true},
       {{2, 3, 31, 29}, {64, 3, 11, 11}, 4, {2, 2, 2, 2}, "Relu"},
       {{1, 3, 20, 21}, {24, 3, 7, 7}, 2, {3, 3, 3, 3}, "Clip"},
       {{1, 1, 9, 9}, {8, 1, 3, 3}, 1, {0, 1, 1, 0}, "HardSwish", true},
       {{1, 4, 12, 12}, {32, 4, 3, 3}, 2, {1, 1, 1, 1}, "Swish"},
-      {{1, 2, 8, 9}, {16, 2, 2, 3}, 2, {0, 0, 0, 0}, ""}};
+      {{1, 2, 8, 9}, {16, 2, 2, 3}, 2, none, ""}};
   for (const Case &c : cases) {
     Tensor x = random(c.x, -3.f, 3.f), w = random(c.w), bias = random({c.w[0]});
     x.data<float>()[0] = std::nanf("");
@@ -700,7 +651,8 @@ TEST_F(KernelTest, OwnStemConvMatchesItsReference) {
       attrs.s("activation", c.activation);
     if (c.activation == "Clip")
       attrs.f("activation_min", 0.f).f("activation_max", 6.f);
-    std::string name = "own stem nChw8c";
+    std::string name =
+        c.w[2] * c.w[3] == 1 ? "own pointwise nChw8c" : "own stem nChw8c";
     if (c.activation == "Swish")
       name += ", Swish as a pass";
     SCOPED_TRACE(x.typeString() + " by " + w.typeString() + ", " +
