@@ -188,7 +188,7 @@ template <typename T> TileFns<T> tileFnsFor(Kind kind, bool accumulate) {
 } // namespace
 
 bool cpu::directConvAVX2Runs(int64_t k, ConvEpilogue epilogue) {
-  return k % kLanes == 0 && epilogue.kind != Kind::Swish &&
+  return k > 0 && k % kLanes == 0 && epilogue.kind != Kind::Swish &&
          __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 

@@ -31,7 +31,8 @@
 namespace heterps::runtime::cpu {
 
 /// Whether the kernels run on this CPU (AVX2 and FMA) for `k` output
-/// channels (whole blocks of 8) and `epilogue` (any but Swish).
+/// channels (whole blocks of 8, at least one) and `epilogue` (any but
+/// Swish).
 bool directConvAVX2Runs(int64_t k, ConvEpilogue epilogue);
 
 /// A 1x1 convolution's sizes: images, input and output channels, pixels
