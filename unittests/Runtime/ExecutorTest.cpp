@@ -444,8 +444,11 @@ TEST(Executor, ResidualAddendReadLaterKeepsItsValues) {
   b.output("later", later);
   ExecutorOptions plain;
   plain.fuse = false;
-  auto unfused = llvm::cantFail(Executor::create(b.build(), plain));
-  auto fused = llvm::cantFail(Executor::create(b.build()));
+  auto unfusedOr = Executor::create(b.build(), plain);
+  ASSERT_TRUE(bool(unfusedOr)) << llvm::toString(unfusedOr.takeError());
+  auto fusedOr = Executor::create(b.build());
+  ASSERT_TRUE(bool(fusedOr)) << llvm::toString(fusedOr.takeError());
+  auto unfused = std::move(*unfusedOr), fused = std::move(*fusedOr);
   ASSERT_EQ(fused->plan().ops(1).inputs_size(), 4);
   Tensor in = randomTensor({2, 8, 5, 5}, rng);
   for (int run = 0; run < 2; ++run) {
@@ -751,8 +754,11 @@ void expectFusion(PlanBuilder &b, llvm::StringRef type, int count,
                   float tolerance = 1e-5f) {
   ExecutorOptions plain;
   plain.fuse = false;
-  auto unfused = llvm::cantFail(Executor::create(b.build(), plain));
-  auto fused = llvm::cantFail(Executor::create(b.build()));
+  auto unfusedOr = Executor::create(b.build(), plain);
+  ASSERT_TRUE(bool(unfusedOr)) << llvm::toString(unfusedOr.takeError());
+  auto fusedOr = Executor::create(b.build());
+  ASSERT_TRUE(bool(fusedOr)) << llvm::toString(fusedOr.takeError());
+  auto unfused = std::move(*unfusedOr), fused = std::move(*fusedOr);
   EXPECT_EQ(
       llvm::count_if(fused->plan().ops(),
                      [&](const plan::Op &op) { return op.type() == type; }),
@@ -847,6 +853,83 @@ TEST(Executor, FusesChannelShuffles) {
     for (int64_t batch : {1, 3})
       runs.push_back({randomTensor({batch, C / 2, H, W}, rng, -2.f, 2.f)});
     expectFusion(b, "ConcatShuffle", c == Shuffle ? 1 : 0, runs, 0.f);
+  }
+}
+
+// The two channel halves the next ShuffleNet block slices the shuffled
+// tensor into become the ConcatShuffle's two outputs (the Slices go), with
+// the bounds in each of ONNX's forms; other ranges, a Slice of another
+// axis, and a shuffled tensor read elsewhere too keep the Slices.
+TEST(Executor, FusesShuffleChunks) {
+  std::mt19937 rng(28);
+  const int64_t C = 24, H = 5, W = 4;
+  auto longs = [](std::vector<int64_t> v) {
+    Tensor t(DType::I64, {static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), t.data<int64_t>());
+    return t;
+  };
+  enum Case {
+    Halves,
+    HalvesFromEnd,
+    HalvesAsAttributes,
+    Thirds,
+    OtherAxis,
+    ReadElsewhere
+  };
+  for (Case c : {Halves, HalvesFromEnd, HalvesAsAttributes, Thirds, OtherAxis,
+                 ReadElsewhere}) {
+    SCOPED_TRACE(c);
+    PlanBuilder b;
+    int x = b.input("x", {-1, C / 2, H, W});
+    int conv = b.op("Conv",
+                    {x, b.weight("w", randomTensor({C / 2, C / 2, 1, 1}, rng))},
+                    {-1, C / 2, H, W});
+    int cat = b.op("Concat", {x, conv}, {-1, C, H, W}, Attrs().i("axis", 1));
+    int split =
+        b.op("Reshape", {cat, b.weight("to5", longs({-1, 2, C / 2, H, W}))},
+             {-1, 2, C / 2, H, W});
+    int t = b.op("Transpose", {split}, {-1, C / 2, 2, H, W},
+                 Attrs().ints("perm", {0, 2, 1, 3, 4}));
+    int y = b.op("Reshape", {t, b.weight("to4", longs({-1, C, H, W}))},
+                 {-1, C, H, W});
+    // Bounds [from, to) of the second slice's axis; the first takes the
+    // rest of that axis before `from`.
+    int64_t axis = c == OtherAxis ? 2 : 1, n = c == OtherAxis ? H : C;
+    int64_t from = c == Thirds ? C / 3 : n / 2;
+    auto sliced = [&](int64_t count) {
+      Shape shape = {-1, C, H, W};
+      shape[axis] = count;
+      return shape;
+    };
+    // Bounds as weights (inputs 1 to 4), or as attributes (opset 1's
+    // form, and constant folding's for computed ones).
+    auto slice = [&](std::string name, std::vector<int64_t> bounds,
+                     int64_t count) {
+      if (c == HalvesAsAttributes)
+        return b.op("Slice", {y}, sliced(count),
+                    Attrs()
+                        .ints("starts", {bounds[0]})
+                        .ints("ends", {bounds[1]})
+                        .ints("axes", {bounds[2]}));
+      std::vector<int> inputs = {y};
+      for (auto [k, v] : llvm::enumerate(bounds))
+        inputs.push_back(b.weight(name + std::to_string(k), longs({v})));
+      return b.op("Slice", inputs, sliced(count));
+    };
+    int lo = slice("lo", {0, from, axis}, from);
+    // From the end: a negative start, an end past the axis, and a step.
+    int hi = c == HalvesFromEnd
+                 ? slice("hi", {-(n - from), INT64_MAX, -3, 1}, n - from)
+                 : slice("hi", {from, n, axis}, n - from);
+    b.output("lo", lo);
+    b.output("hi", b.op("Relu", {hi}, sliced(n - from)));
+    if (c == ReadElsewhere)
+      b.output("shuffled", y);
+    std::vector<std::vector<Tensor>> runs;
+    for (int64_t batch : {1, 3})
+      runs.push_back({randomTensor({batch, C / 2, H, W}, rng, -2.f, 2.f)});
+    bool fuses = c == Halves || c == HalvesFromEnd || c == HalvesAsAttributes;
+    expectFusion(b, "Slice", fuses ? 0 : 2, runs, 0.f);
   }
 }
 

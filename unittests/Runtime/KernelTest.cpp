@@ -677,6 +677,9 @@ TEST_F(KernelTest, OwnDirectConvsMatchTheirReferences) {
     EXPECT_GT(nans, 0);
     EXPECT_TRUE(allClose(plain, ref, 1e-4f, 1e-4f));
   }
+  // Zero output channels: no kernel (the stem weights' packing divides by
+  // them).
+  EXPECT_FALSE(cpu::directConvAVX2Runs(0, {}));
 }
 
 /// `x` (N, C, H, W) in blocks of 8 channels (C a multiple of 8).
@@ -2417,31 +2420,49 @@ TEST_F(KernelTest, ShuffleAndChannelSlicesKeepChannelsLast) {
   shuffleOp.set_type("ConcatShuffle");
   shuffleOp.add_inputs(0);
   shuffleOp.add_inputs(1);
-  auto shuffle = kernelOf(shuffleOp, {nullptr, nullptr});
+  // Whole, and as two halves (fuseShuffleChunks: the output's first and
+  // second c channels, each from c / 2 channels of a and of b).
+  plan::Op halvesOp = shuffleOp;
+  halvesOp.add_outputs(8);
   Tensor a = random({n, c, h, w}), b = random({n, c, h, w});
-  for (auto [tagA, tagB] : {std::pair{Tag::acdb, Tag::acdb},
-                            {Tag::abcd, Tag::abcd},
-                            {Tag::acdb, Tag::abcd},
-                            {Tag::aBcd8b, Tag::aBcd8b}}) {
-    SCOPED_TRACE("ConcatShuffle of " + std::to_string(int(tagA)) + " and " +
-                 std::to_string(int(tagB)));
-    Tensor la = laid(a, tagA), lb = laid(b, tagB);
-    std::vector<Tensor> out(1);
-    const Tensor *args[] = {&la, &lb};
-    ASSERT_FALSE(bool(shuffle->run(args, out)));
-    EXPECT_EQ(cpu::isChannelsLast(out[0]),
-              tagA == Tag::acdb && tagB == Tag::acdb);
-    Tensor got = llvm::cantFail(out[0].toPlain());
-    ASSERT_EQ(got.shape(), (Shape{n, 2 * c, h, w}));
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t k = 0; k < c; ++k)
-        for (int64_t p = 0; p < hw; ++p) {
-          int64_t from = (i * c + k) * hw + p;
-          ASSERT_EQ(got.data<float>()[(i * 2 * c + 2 * k) * hw + p],
-                    a.data<float>()[from]);
-          ASSERT_EQ(got.data<float>()[(i * 2 * c + 2 * k + 1) * hw + p],
-                    b.data<float>()[from]);
-        }
+  for (int64_t parts : {1, 2}) {
+    auto shuffle =
+        kernelOf(parts == 1 ? shuffleOp : halvesOp, {nullptr, nullptr});
+    int64_t width = c / parts;
+    for (auto [tagA, tagB] : {std::pair{Tag::acdb, Tag::acdb},
+                              {Tag::abcd, Tag::abcd},
+                              {Tag::acdb, Tag::abcd},
+                              {Tag::aBcd8b, Tag::aBcd8b}}) {
+      SCOPED_TRACE("ConcatShuffle of " + std::to_string(int(tagA)) + " and " +
+                   std::to_string(int(tagB)) + " in " + std::to_string(parts));
+      Tensor la = laid(a, tagA), lb = laid(b, tagB);
+      std::vector<Tensor> out(parts);
+      const Tensor *args[] = {&la, &lb};
+      ASSERT_FALSE(bool(shuffle->run(args, out)));
+      for (int64_t part = 0; part < parts; ++part) {
+        EXPECT_EQ(cpu::isChannelsLast(out[part]),
+                  tagA == Tag::acdb && tagB == Tag::acdb);
+        Tensor got = llvm::cantFail(out[part].toPlain());
+        ASSERT_EQ(got.shape(), (Shape{n, 2 * width, h, w}));
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t k = 0; k < width; ++k)
+            for (int64_t p = 0; p < hw; ++p) {
+              int64_t from = (i * c + width * part + k) * hw + p,
+                      to = (i * 2 * width + 2 * k) * hw + p;
+              ASSERT_EQ(got.data<float>()[to], a.data<float>()[from]);
+              ASSERT_EQ(got.data<float>()[to + hw], b.data<float>()[from]);
+            }
+      }
+    }
+  }
+  {
+    Tensor odd = random({1, 3, 2, 2});
+    std::vector<Tensor> out(2);
+    const Tensor *args[] = {&odd, &odd};
+    EXPECT_EQ(
+        llvm::toString(kernelOf(halvesOp, {nullptr, nullptr})->run(args, out)),
+        "ConcatShuffle of two f32[1, 3, 2, 2] cannot give its output as "
+        "two halves of whole channels of each");
   }
 
   struct SliceCase {

@@ -37,6 +37,15 @@ struct SliceGeometry {
     }
   }
 
+  /// Whether the slice takes a range of channels (axis 1, step 1) and
+  /// every index of the other axes of `shape`.
+  bool takesChannelRange(const Shape &shape) const {
+    for (size_t a = 0; a < shape.size(); ++a)
+      if (step[a] != 1 || (a != 1 && (first[a] != 0 || count[a] != shape[a])))
+        return false;
+    return shape.size() > 1;
+  }
+
   /// The input offset of the slice's first element when the slice is one
   /// run of consecutive input elements (a view could stand for it).
   std::optional<int64_t> singleRun(const Shape &shape) const {

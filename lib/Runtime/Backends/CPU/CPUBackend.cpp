@@ -54,6 +54,7 @@ void CPUBackend::rewriteForInference(plan::Plan &plan, WeightMap &weights,
   fuseActivations(plan, mine);
   fuseConcatBatchNorms(plan, weights, mine);
   fuseChannelShuffles(plan, mine);
+  fuseShuffleChunks(plan, weights, mine);
   fuseDepthwiseConvs(plan, weights, mine);
   fuseSqueezeExcites(plan, weights, mine);
   fuseProjections(plan, weights, mine);

@@ -368,8 +368,10 @@ private:
 /// interleaved, a's first: ShuffleNet's concat and two-group channel
 /// shuffle (fuseChannelShuffles) as one pass, where the exported graph
 /// concatenates, makes the result plain for the 5-D Reshape, and
-/// transposes it. Channels-last inputs (the convolutions' choice in
-/// ShuffleNet) give a channels-last output, each position's two channel
+/// transposes it. With two outputs, the first and the second half of those
+/// channels (fuseShuffleChunks: the chunk the next block splits them into),
+/// each written directly. Channels-last inputs (the convolutions' choice
+/// in ShuffleNet) give channels-last outputs, each position's two channel
 /// rows interleaved, so that neither side of the shuffle reorders; other
 /// layouts go through plain ones.
 class ConcatShuffleKernel : public Kernel {
@@ -382,46 +384,59 @@ public:
     if (llvm::Error e = checkF32(inputs))
       return e;
     const Tensor &a = *inputs[0], &b = *inputs[1];
+    int64_t parts = static_cast<int64_t>(outputs.size());
     if (a.shape() != b.shape() || a.rank() < 2)
       return kernelError("ConcatShuffle interleaves two tensors of one shape "
                          "of rank 2 or more, not " +
                          a.typeString() + " and " + b.typeString());
+    if (a.dim(1) % parts)
+      return kernelError("ConcatShuffle of two " + a.typeString() +
+                         " cannot give its output as two halves of whole "
+                         "channels of each");
+    // Each output interleaves `width` channels of each input, from
+    // channel `width * part` on.
+    int64_t batch = a.dim(0), half = a.dim(1), width = half / parts;
     Shape shape = a.shape();
-    int64_t batch = shape[0], half = shape[1];
-    shape[1] *= 2;
+    shape[1] = 2 * width;
     if (a.numElements() > 0 && isChannelsLast(a) && isChannelsLast(b)) {
-      Tensor y = allocate(channelsLastDesc(shape), shape, ctx);
-      interleaveRows(a.data<float>(), b.data<float>(), y.data<float>(),
-                     a.numElements() / half, half);
-      outputs[0] = std::move(y);
+      for (int64_t part = 0; part < parts; ++part) {
+        Tensor y = allocate(channelsLastDesc(shape), shape, ctx);
+        interleaveRows(a.data<float>() + width * part,
+                       b.data<float>() + width * part, y.data<float>(),
+                       a.numElements() / half, width, half);
+        outputs[part] = std::move(y);
+      }
       return llvm::Error::success();
     }
     Tensor pa = plainOf(a, ctx), pb = plainOf(b, ctx);
-    Tensor y(DType::F32, shape);
     size_t run = numElements(llvm::ArrayRef(shape).drop_front(2));
     const float *fa = pa.data<float>(), *fb = pb.data<float>();
-    float *py = y.data<float>();
+    for (int64_t part = 0; part < parts; ++part) {
+      Tensor y(DType::F32, shape);
+      float *py = y.data<float>();
 #pragma omp parallel for collapse(2) schedule(static)                          \
     num_threads(threadsFor(y.numElements()))
-    for (int64_t n = 0; n < batch; ++n)
-      for (int64_t c = 0; c < half; ++c) {
-        size_t from = (n * half + c) * run, to = (n * 2 * half + 2 * c) * run;
-        std::memcpy(py + to, fa + from, run * sizeof(float));
-        std::memcpy(py + to + run, fb + from, run * sizeof(float));
-      }
-    outputs[0] = std::move(y);
+      for (int64_t n = 0; n < batch; ++n)
+        for (int64_t c = 0; c < width; ++c) {
+          size_t from = (n * half + width * part + c) * run,
+                 to = (n * 2 * width + 2 * c) * run;
+          std::memcpy(py + to, fa + from, run * sizeof(float));
+          std::memcpy(py + to + run, fb + from, run * sizeof(float));
+        }
+      outputs[part] = std::move(y);
+    }
     return llvm::Error::success();
   }
 
 private:
-  /// y's row r is a's row r and b's row r interleaved (a first); rows of
-  /// `width` floats in a and b.
+  /// y's row r is `width` floats of a's row r and of b's interleaved (a
+  /// first); rows `stride` floats apart in a and b.
   static void interleaveRows(const float *a, const float *b, float *y,
-                             int64_t rows, int64_t width) {
+                             int64_t rows, int64_t width, int64_t stride) {
 #pragma omp parallel for schedule(static)                                      \
     num_threads(threadsFor(rows *width * 2))
     for (int64_t r = 0; r < rows; ++r) {
-      const float *ra = a + r * width, *rb = b + r * width;
+      const float *ra = a + r * stride, *rb = b + r * stride;
       float *ry = y + r * width * 2;
       for (int64_t c = 0; c < width; ++c) {
         ry[2 * c] = ra[c];
@@ -439,7 +454,9 @@ void cpu::registerConcatKernel(KernelRegistry &registry, CPUContextPtr ctx) {
   registry.add(
       "ConcatShuffle",
       [ctx](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
-        if (llvm::Error e = info.checkArity(2, 2))
+        // One output, or its two halves (fuseShuffleChunks).
+        if (llvm::Error e =
+                info.checkArity(2, 2, info.numOutputs() == 2 ? 2 : 1))
           return e;
         return std::make_unique<ConcatShuffleKernel>(ctx);
       });

@@ -389,6 +389,19 @@ void ConvKernel::execute(const ConvEntry &e, PrimitiveArgs &args,
   swishIfApart(e.swishApart, dst, e.dstMd);
 }
 
+/// An entry for one of our own kernels, from `x` in `srcTag` to `out` in
+/// `dstTag`; the caller sets the kernel's shape and packs the weights.
+static ConvEntry ownEntry(const Tensor &x, const Shape &out, Tag srcTag,
+                          Tag dstTag, bool swishApart, ConvEpilogue epilogue) {
+  ConvEntry e;
+  e.srcMd = memory::desc(toDims(x.shape()), memory::data_type::f32, srcTag);
+  e.dstMd = memory::desc(toDims(out), memory::data_type::f32, dstTag);
+  e.outShape = out;
+  e.swishApart = swishApart;
+  e.epilogue = epilogue;
+  return e;
+}
+
 std::optional<ConvEntry> ConvKernel::ownDepthwise(const Tensor &x,
                                                   const Tensor &w,
                                                   const ConvGeometry &geo,
@@ -406,16 +419,11 @@ std::optional<ConvEntry> ConvKernel::ownDepthwise(const Tensor &x,
   if (!epilogue)
     return std::nullopt;
   const Shape &out = geo.outShape;
-  ConvEntry e;
   Tag tag = channelsLast ? Tag::nhwc : Tag::nChw16c;
-  e.srcMd = memory::desc(toDims(x.shape()), memory::data_type::f32, tag);
-  e.dstMd = memory::desc(toDims(out), memory::data_type::f32, tag);
-  e.outShape = out;
-  e.swishApart = swishApart;
+  ConvEntry e = ownEntry(x, out, tag, tag, swishApart, *epilogue);
   e.depthwise = DepthwiseShape{
       x.dim(0),       c,           x.dim(2),    x.dim(3),    out[2], out[3], k,
       geo.strides[0], geo.padL[0], geo.padL[1], channelsLast};
-  e.epilogue = *epilogue;
   if (constantWeights)
     e.weights = packWeights(w, e, cache.context(), params.group);
   return e;
@@ -440,15 +448,10 @@ std::optional<ConvEntry> ConvKernel::ownWinograd(const Tensor &x,
   const Shape &out = geo.outShape;
   if (out[0] * out[2] * out[3] * k * c * 9 < kMinMultiplyAdds)
     return std::nullopt;
-  ConvEntry e;
-  e.srcMd =
-      memory::desc(toDims(x.shape()), memory::data_type::f32, Tag::nChw8c);
-  e.dstMd = memory::desc(toDims(out), memory::data_type::f32, Tag::nChw8c);
-  e.outShape = out;
-  e.swishApart = swishApart;
+  ConvEntry e =
+      ownEntry(x, out, Tag::nChw8c, Tag::nChw8c, swishApart, *epilogue);
   e.winograd = WinogradShape{x.dim(0), c,      x.dim(2),    x.dim(3),   k,
                              out[2],   out[3], geo.padL[0], geo.padL[1]};
-  e.epilogue = *epilogue;
   e.weights = packWeights(w, e, cache.context(), params.group);
   return e;
 }
@@ -471,15 +474,9 @@ std::optional<ConvEntry> ConvKernel::ownPointwise(const Tensor &x,
   if (!epilogue || c % 8 || !directConvAVX2Runs(k, *epilogue) ||
       x.dim(0) * pixels > 28 * 28)
     return std::nullopt;
-  ConvEntry e;
-  e.srcMd =
-      memory::desc(toDims(x.shape()), memory::data_type::f32, Tag::nChw8c);
-  e.dstMd =
-      memory::desc(toDims(geo.outShape), memory::data_type::f32, Tag::nChw8c);
-  e.outShape = geo.outShape;
-  e.swishApart = swishApart;
+  ConvEntry e = ownEntry(x, geo.outShape, Tag::nChw8c, Tag::nChw8c, swishApart,
+                         *epilogue);
   e.pointwise = PointwiseShape{x.dim(0), c, k, pixels};
-  e.epilogue = *epilogue;
   e.weights = packWeights(w, e, cache.context(), params.group);
   return e;
 }
@@ -496,15 +493,10 @@ std::optional<ConvEntry> ConvKernel::ownStem(const Tensor &x, const Tensor &w,
   if (!epilogue || !directConvAVX2Runs(w.dim(0), *epilogue))
     return std::nullopt;
   const Shape &out = geo.outShape;
-  ConvEntry e;
-  e.srcMd = memory::desc(toDims(x.shape()), memory::data_type::f32, Tag::nchw);
-  e.dstMd = memory::desc(toDims(out), memory::data_type::f32, Tag::nChw8c);
-  e.outShape = out;
-  e.swishApart = swishApart;
+  ConvEntry e = ownEntry(x, out, Tag::nchw, Tag::nChw8c, swishApart, *epilogue);
   e.stem = StemShape{x.dim(0),    x.dim(1),    x.dim(2), x.dim(3),
                      w.dim(0),    w.dim(2),    w.dim(3), geo.strides[0],
                      geo.padL[0], geo.padL[1], out[2],   out[3]};
-  e.epilogue = *epilogue;
   e.weights = packWeights(w, e, cache.context(), params.group);
   return e;
 }

@@ -3,11 +3,13 @@
 #include "Fusion.h"
 
 #include "heterps/Runtime/Plan.h"
+#include "heterps/Runtime/SliceGeometry.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
+#include <limits>
 #include <optional>
 
 using namespace heterps::runtime;
@@ -1407,6 +1409,88 @@ int heterps::runtime::fuseChannelShuffles(plan::Plan &plan, OpFilter mine) {
     shuffle.add_inputs(concat.inputs(0));
     shuffle.add_inputs(concat.inputs(1));
     dead[i] = dead[split] = dead[transpose] = true;
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}
+
+/// The channels [first, first + count) that `slice` takes of its input of
+/// `shape`, if it takes a channel range; bounds from its attributes (where
+/// constant folding put computed ones) or from `weights`.
+static std::optional<std::pair<int64_t, int64_t>>
+channelRangeOf(const plan::Op &slice, const Shape &shape,
+               const WeightMap &weights) {
+  SliceParams fromAttributes{intsOf(slice, "starts"), intsOf(slice, "ends"),
+                             intsOf(slice, "axes"), intsOf(slice, "steps")};
+  std::vector<const Tensor *> inputs = {nullptr};
+  for (int k = 1; k < slice.inputs_size(); ++k) {
+    const Tensor *bound = weightInput(weights, slice, k);
+    if (!bound && slice.inputs(k) >= 0)
+      return std::nullopt;
+    inputs.push_back(bound);
+  }
+  llvm::Expected<std::optional<SliceParams>> fromInputs =
+      sliceParamsOfInputs(inputs);
+  llvm::Expected<SliceParams> params =
+      !fromInputs ? fromInputs.takeError()
+                  : checkCounts(*fromInputs ? std::move(**fromInputs)
+                                            : std::move(fromAttributes));
+  if (!params) {
+    llvm::consumeError(params.takeError());
+    return std::nullopt;
+  }
+  llvm::Expected<SliceGeometry> g = sliceGeometry(shape, *params);
+  if (!g) {
+    llvm::consumeError(g.takeError());
+    return std::nullopt;
+  }
+  if (!g->takesChannelRange(shape))
+    return std::nullopt;
+  return std::pair(g->first[1], g->count[1]);
+}
+
+int heterps::runtime::fuseShuffleChunks(plan::Plan &plan,
+                                        const WeightMap &weights,
+                                        OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    const plan::Op &shuffle = plan.ops(i);
+    if (shuffle.type() != "ConcatShuffle" || shuffle.outputs_size() != 1)
+      continue;
+    int32_t whole = shuffle.outputs(0);
+    const std::vector<int> &readers = uses.readers[whole];
+    const auto &dims = plan.values(whole).dims();
+    Shape shape(dims.begin(), dims.end());
+    // Each output half interleaves half of each input's channels. A
+    // dynamic batch stands as a size no Slice bound of a real one meets.
+    if (uses.isOutput[whole] || readers.size() != 2 || shape.size() != 4 ||
+        shape[1] <= 0 || shape[1] % 4 || shape[2] <= 0 || shape[3] <= 0)
+      continue;
+    if (shape[0] < 0)
+      shape[0] = std::numeric_limits<int32_t>::max();
+    int halves[2] = {-1, -1};
+    for (int j : readers) {
+      const plan::Op &slice = plan.ops(j);
+      if (slice.type() != "Slice" || dead[j] || slice.inputs(0) != whole ||
+          slice.outputs_size() != 1 || !fusable(mine, shuffle, slice))
+        break;
+      auto range = channelRangeOf(slice, shape, weights);
+      if (range && range->second == shape[1] / 2 &&
+          (range->first == 0 || range->first == shape[1] / 2))
+        halves[range->first == 0 ? 0 : 1] = j;
+    }
+    if (halves[0] < 0 || halves[1] < 0)
+      continue;
+    plan::Op &rewritten = *plan.mutable_ops(i);
+    rewritten.clear_outputs();
+    for (int j : halves) {
+      rewritten.add_outputs(plan.ops(j).outputs(0));
+      dead[j] = true;
+    }
     ++fused;
   }
   if (fused)

@@ -168,6 +168,15 @@ int fuseConcatBatchNorms(plan::Plan &plan, const WeightMap &weights,
 /// two inputs' channels interleaved. Returns the number of fused patterns.
 int fuseChannelShuffles(plan::Plan &plan, OpFilter mine = anyOp);
 
+/// Gives a ConcatShuffle whose output only two Slices read, one taking the
+/// first half of its channels and one the second (ShuffleNet's chunk of
+/// the shuffled tensor into its block's two branches; bounds that are
+/// weights), the Slices' outputs as two outputs of its own, which it
+/// writes directly instead of the whole; the Slices go. Returns the number
+/// of rewritten shuffles.
+int fuseShuffleChunks(plan::Plan &plan, const WeightMap &weights,
+                      OpFilter mine = anyOp);
+
 /// Folds a Pad with zeros on the spatial axes (constant mode, pads a
 /// weight) into the Conv or AveragePool that is its only reader, as extra
 /// `pads` (an AveragePool then counts them: count_include_pad = 1; not in

@@ -80,16 +80,6 @@ private:
   std::vector<int64_t> sizes;
 };
 
-/// Whether `g` takes a range of channels (axis 1, step 1) and every index
-/// of the other axes of `shape`.
-bool takesChannelRange(const SliceGeometry &g, const Shape &shape) {
-  for (size_t a = 0; a < shape.size(); ++a)
-    if (g.step[a] != 1 ||
-        (a != 1 && (g.first[a] != 0 || g.count[a] != shape[a])))
-      return false;
-  return true;
-}
-
 class SliceKernel : public Kernel {
 public:
   SliceKernel(CPUContextPtr ctx, SliceParams params)
@@ -105,7 +95,7 @@ public:
     if (!g)
       return g.takeError();
     if (numElements(g->count) > 0 && isChannelsLast(*inputs[0]) &&
-        takesChannelRange(*g, inputs[0]->shape())) {
+        g->takesChannelRange(inputs[0]->shape())) {
       outputs[0] = channelsLastRange(*inputs[0], g->first[1], g->count[1]);
       return llvm::Error::success();
     }
