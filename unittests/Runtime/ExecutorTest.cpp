@@ -815,37 +815,51 @@ TEST(Executor, FusesBatchNormsIntoConcats) {
   }
 }
 
+/// A 1-D i64 tensor of `v`.
+static Tensor longs(std::vector<int64_t> v) {
+  Tensor t(DType::I64, {static_cast<int64_t>(v.size())});
+  std::copy(v.begin(), v.end(), t.data<int64_t>());
+  return t;
+}
+
+/// ShuffleNet's concat and channel shuffle as exported, of input `x`
+/// ([N, C/2, H, W]) and a 1x1 Conv of it: Concat, Reshape to
+/// [N, 2, C/2, H, W], Transpose by `perm`, Reshape back to [N, C, H, W].
+/// Returns the last Reshape's output; the Concat's in `cat` if given.
+static int channelShuffle(PlanBuilder &b, std::mt19937 &rng, int x, int64_t C,
+                          int64_t H, int64_t W, std::vector<int64_t> perm,
+                          int *cat = nullptr) {
+  int conv =
+      b.op("Conv", {x, b.weight("w", randomTensor({C / 2, C / 2, 1, 1}, rng))},
+           {-1, C / 2, H, W});
+  int joined = b.op("Concat", {x, conv}, {-1, C, H, W}, Attrs().i("axis", 1));
+  if (cat)
+    *cat = joined;
+  Shape grouped = {-1, 2, C / 2, H, W}, swapped(5);
+  for (size_t a = 0; a < 5; ++a)
+    swapped[a] = grouped[perm[a]];
+  int split =
+      b.op("Reshape", {joined, b.weight("to5", longs(grouped))}, grouped);
+  int t = b.op("Transpose", {split}, swapped, Attrs().ints("perm", perm));
+  return b.op("Reshape", {t, b.weight("to4", longs({-1, C, H, W}))},
+              {-1, C, H, W});
+}
+
 // ShuffleNet's concat and two-group channel shuffle (Concat, Reshape to 5-D,
 // Transpose, Reshape back) become one ConcatShuffle; with another perm, or
 // the concat read elsewhere, the ops stay.
 TEST(Executor, FusesChannelShuffles) {
   std::mt19937 rng(27);
   const int64_t C = 24, H = 5, W = 4;
-  auto longs = [](std::vector<int64_t> v) {
-    Tensor t(DType::I64, {static_cast<int64_t>(v.size())});
-    std::copy(v.begin(), v.end(), t.data<int64_t>());
-    return t;
-  };
   enum Case { Shuffle, OtherPerm, ConcatRead };
   for (Case c : {Shuffle, OtherPerm, ConcatRead}) {
     SCOPED_TRACE(c);
     PlanBuilder b;
-    int x = b.input("x", {-1, C / 2, H, W});
-    int conv = b.op("Conv",
-                    {x, b.weight("w", randomTensor({C / 2, C / 2, 1, 1}, rng))},
-                    {-1, C / 2, H, W});
-    int cat = b.op("Concat", {x, conv}, {-1, C, H, W}, Attrs().i("axis", 1));
-    int split =
-        b.op("Reshape", {cat, b.weight("to5", longs({-1, 2, C / 2, H, W}))},
-             {-1, 2, C / 2, H, W});
-    std::vector<int64_t> perm = c == OtherPerm
-                                    ? std::vector<int64_t>{0, 2, 1, 4, 3}
-                                    : std::vector<int64_t>{0, 2, 1, 3, 4};
-    Shape swapped =
-        c == OtherPerm ? Shape{-1, C / 2, 2, W, H} : Shape{-1, C / 2, 2, H, W};
-    int t = b.op("Transpose", {split}, swapped, Attrs().ints("perm", perm));
-    int y = b.op("Reshape", {t, b.weight("to4", longs({-1, C, H, W}))},
-                 {-1, C, H, W});
+    int x = b.input("x", {-1, C / 2, H, W}), cat;
+    int y = channelShuffle(b, rng, x, C, H, W,
+                           c == OtherPerm ? std::vector<int64_t>{0, 2, 1, 4, 3}
+                                          : std::vector<int64_t>{0, 2, 1, 3, 4},
+                           &cat);
     b.output("y", b.op("Relu", {y}, {-1, C, H, W}));
     if (c == ConcatRead)
       b.output("concat", cat);
@@ -863,11 +877,6 @@ TEST(Executor, FusesChannelShuffles) {
 TEST(Executor, FusesShuffleChunks) {
   std::mt19937 rng(28);
   const int64_t C = 24, H = 5, W = 4;
-  auto longs = [](std::vector<int64_t> v) {
-    Tensor t(DType::I64, {static_cast<int64_t>(v.size())});
-    std::copy(v.begin(), v.end(), t.data<int64_t>());
-    return t;
-  };
   enum Case {
     Halves,
     HalvesFromEnd,
@@ -881,17 +890,7 @@ TEST(Executor, FusesShuffleChunks) {
     SCOPED_TRACE(c);
     PlanBuilder b;
     int x = b.input("x", {-1, C / 2, H, W});
-    int conv = b.op("Conv",
-                    {x, b.weight("w", randomTensor({C / 2, C / 2, 1, 1}, rng))},
-                    {-1, C / 2, H, W});
-    int cat = b.op("Concat", {x, conv}, {-1, C, H, W}, Attrs().i("axis", 1));
-    int split =
-        b.op("Reshape", {cat, b.weight("to5", longs({-1, 2, C / 2, H, W}))},
-             {-1, 2, C / 2, H, W});
-    int t = b.op("Transpose", {split}, {-1, C / 2, 2, H, W},
-                 Attrs().ints("perm", {0, 2, 1, 3, 4}));
-    int y = b.op("Reshape", {t, b.weight("to4", longs({-1, C, H, W}))},
-                 {-1, C, H, W});
+    int y = channelShuffle(b, rng, x, C, H, W, {0, 2, 1, 3, 4});
     // Bounds [from, to) of the second slice's axis; the first takes the
     // rest of that axis before `from`.
     int64_t axis = c == OtherAxis ? 2 : 1, n = c == OtherAxis ? H : C;
