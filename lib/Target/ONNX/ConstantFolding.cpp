@@ -11,6 +11,7 @@
 #include "GraphImporter.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::hps::onnx_import;
@@ -363,10 +364,9 @@ std::optional<ConstTensor> foldReshape(NodeImporter &n, const ConstTensor &in) {
       if (inferred >= 0)
         return std::nullopt;
       inferred = i;
-    } else if (d < 0) {
+    } else if (d < 0 || llvm::MulOverflow(known, d, known)) {
+      // Negative, or a product past int64: left unfolded.
       return std::nullopt;
-    } else {
-      known *= d;
     }
     shape.push_back(d);
   }

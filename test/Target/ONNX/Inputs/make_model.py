@@ -531,6 +531,18 @@ def untyped_layers():
                  inits, "untyped_layers")
 
 
+def reshape_overflow():
+    """A Reshape of the known shape of x to a shape whose product passes
+    int64 (a fuzzer's find: the constant folding multiplied it out)."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shp"], name="shape1"),
+        const_node("const_to", "to", [216172782113783807, 255]),
+        helper.make_node("Reshape", ["shp", "to"], ["y"], name="reshape1"),
+    ]
+    return model(nodes, [vi("x", [2, 4, 3, 3])], [vi("y", [None, None], INT64)],
+                 13, [], "reshape_overflow")
+
+
 def computed_bounds():
     """Inputs that only fail at run time: a Reshape to the shape input `s`,
     a Range from `start` to `limit`, and an Add of two [batch, seq, 4]
@@ -706,6 +718,7 @@ MODELS = {
     "matmul_gather": _proto(matmul_gather),
     "dynamic_shapes": _proto(dynamic_shapes),
     "computed_bounds": _proto(computed_bounds),
+    "reshape_overflow": _proto(reshape_overflow),
     "window_mask": _proto(window_mask),
     "untyped_layers": _proto(untyped_layers),
     "external_data": lambda out: _write_external(out, keep_data=True),
