@@ -764,8 +764,10 @@ void expectFusion(PlanBuilder &b, llvm::StringRef type, int count,
                      [&](const plan::Op &op) { return op.type() == type; }),
       count);
   for (const std::vector<Tensor> &in : runs) {
-    std::vector<Tensor> want = llvm::cantFail(unfused->run(in));
-    std::vector<Tensor> got = llvm::cantFail(fused->run(in));
+    auto wantOr = unfused->run(in), gotOr = fused->run(in);
+    ASSERT_TRUE(bool(wantOr)) << llvm::toString(wantOr.takeError());
+    ASSERT_TRUE(bool(gotOr)) << llvm::toString(gotOr.takeError());
+    std::vector<Tensor> &want = *wantOr, &got = *gotOr;
     ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < want.size(); ++k)
       EXPECT_TRUE(allClose(got[k], want[k], tolerance, tolerance)) << k;
@@ -1061,6 +1063,148 @@ TEST(Executor, FusesAttention) {
     expectFusion(b, "Attention", c == Gpt || c == Mha || c == Plain ? 1 : 0,
                  {in});
   }
+}
+
+// Swin's window attention: q, k and v three Gathers of one transposed
+// tensor, a relative-position bias added to the scores and, in shifted
+// windows, a shift mask added with the scores seen per window, an
+// inference Dropout on the probabilities. One Attention reads the
+// untransposed tensor, and the Transpose goes; read elsewhere too, it
+// stays. Heads of 37 tokens of 20 dimensions (several vectors a row, the
+// last partial) and of 70 tokens (past the small-head products: sgemm)
+// too. A bias that varies along the (dynamic) batch keeps the ops apart.
+TEST(Executor, FusesWindowAttention) {
+  std::mt19937 rng(22);
+  const int64_t W = 4, H = 2; // windows, heads
+  auto index = [](int64_t i) {
+    Tensor t(DType::I64, {});
+    t.data<int64_t>()[0] = i;
+    return t;
+  };
+  Tensor scale(DType::F32, {});
+  scale.data<float>()[0] = 0.5f;
+  enum Case { Plain, Shifted, Wide, Long, QkvReadElsewhere, BiasAlongBatch };
+  for (Case c :
+       {Plain, Shifted, Wide, Long, QkvReadElsewhere, BiasAlongBatch}) {
+    SCOPED_TRACE(c);
+    // Tokens and dimensions of a head.
+    int64_t N = c == Wide ? 37 : c == Long ? 70 : 5;
+    int64_t D = c == Wide ? 20 : c == Long ? 8 : 3;
+    bool shifted = c == Shifted || c == Wide || c == Long;
+    PlanBuilder b;
+    int x = b.input("x", {-1, N, 3, H, D});
+    int qkv = b.op("Transpose", {x}, {3, -1, H, N, D},
+                   Attrs().ints("perm", {2, 0, 3, 1, 4}));
+    int q = b.op("Gather", {qkv, b.weight("i0", index(0))}, {-1, H, N, D});
+    int k = b.op("Gather", {qkv, b.weight("i1", index(1))}, {-1, H, N, D});
+    int v = b.op("Gather", {qkv, b.weight("i2", index(-1))}, {-1, H, N, D});
+    int qs = b.op("Mul", {q, b.weight("scale", scale)}, {-1, H, N, D});
+    int kt = b.op("Transpose", {k}, {-1, H, D, N},
+                  Attrs().ints("perm", {0, 1, 3, 2}));
+    int s = b.op("MatMul", {qs, kt}, {-1, H, N, N});
+    Shape biasShape = c == BiasAlongBatch ? Shape{W, H, N, N} : Shape{H, N, N};
+    s = b.op("Add", {s, b.weight("bias", randomTensor(biasShape, rng))},
+             {-1, H, N, N});
+    if (shifted) {
+      int windows = b.op("Reshape", {s}, {-1, W, H, N, N},
+                         Attrs().ints("shape", {-1, W, H, N, N}));
+      Tensor mask = randomTensor({1, W, 1, N, N}, rng, -100.f, 0.f);
+      int masked =
+          b.op("Add", {b.weight("mask", mask), windows}, {-1, W, H, N, N});
+      s = b.op("Reshape", {masked}, {-1, H, N, N},
+               Attrs().ints("shape", {-1, H, N, N}));
+    }
+    int p = b.op("Softmax", {s}, {-1, H, N, N}, Attrs().i("axis", -1));
+    int dropped = b.op("Dropout", {p}, {-1, H, N, N});
+    int o = b.op("MatMul", {dropped, v}, {-1, H, N, D});
+    b.output("y", b.op("Transpose", {o}, {-1, N, H, D},
+                       Attrs().ints("perm", {0, 2, 1, 3})));
+    if (c == QkvReadElsewhere)
+      b.output("qkv", qkv);
+    std::vector<std::vector<Tensor>> runs;
+    // Two batches, but one where the bias fixes it.
+    for (int64_t batch : {W, c == BiasAlongBatch ? W : 3 * W})
+      runs.push_back({randomTensor({batch, N, 3, H, D}, rng, -2.f, 2.f)});
+    expectFusion(b, "Attention", c == BiasAlongBatch ? 0 : 1, runs);
+    auto fused = Executor::create(b.build());
+    ASSERT_TRUE(bool(fused)) << llvm::toString(fused.takeError());
+    EXPECT_EQ(llvm::count_if(
+                  (*fused)->plan().ops(),
+                  [](const plan::Op &op) { return op.type() == "Transpose"; }),
+              c == QkvReadElsewhere ? 1
+              : c == BiasAlongBatch ? 3
+                                    : 0);
+  }
+}
+
+// torch.roll as PyTorch exports it, two Slices and a Concat per axis,
+// becomes one Roll: along two axes (bounds as attributes, from the end, as
+// Swin's cyclic shift has them; and as weights), one Roll for both;
+// along one. Slices that are not the two ends swapped (the halves in
+// order, a gap) or read elsewhere stay.
+TEST(Executor, FusesRolls) {
+  std::mt19937 rng(24);
+  const int64_t H = 6, W = 5, C = 4;
+  auto ints = [](std::vector<int64_t> v) {
+    return Tensor::fromInts({static_cast<int64_t>(v.size())}, v);
+  };
+  enum Case { TwoAxes, OneAxis, InOrder, Gap, SliceReadElsewhere };
+  for (Case c : {TwoAxes, OneAxis, InOrder, Gap, SliceReadElsewhere}) {
+    SCOPED_TRACE(c);
+    PlanBuilder b;
+    int x = b.input("x", {-1, H, W, C});
+    // Along H as Swin's shift has it: [-2, end) then [0, -2) (InOrder: the
+    // other way round; Gap: [0, 3)).
+    Attrs head = Attrs()
+                     .ints("starts", {c == InOrder ? 0 : -2})
+                     .ints("ends", {c == InOrder ? -2 : INT64_MAX})
+                     .ints("axes", {1});
+    Attrs tail = Attrs()
+                     .ints("starts", {c == InOrder ? -2 : 0})
+                     .ints("ends", {c == InOrder ? INT64_MAX
+                                    : c == Gap   ? 3
+                                                 : -2})
+                     .ints("axes", {1});
+    int64_t first = c == InOrder ? H - 2 : 2, second = c == Gap       ? 3
+                                                       : c == InOrder ? 2
+                                                                      : H - 2;
+    int s1 = b.op("Slice", {x}, {-1, first, W, C}, head);
+    int s2 = b.op("Slice", {x}, {-1, second, W, C}, tail);
+    int y = b.op("Concat", {s1, s2}, {-1, first + second, W, C},
+                 Attrs().i("axis", 1));
+    if (c == SliceReadElsewhere)
+      b.output("s1", s1);
+    if (c == TwoAxes) {
+      // Along W by 1, bounds as weights: [1, 5) then [0, 1).
+      int s3 = b.op("Slice",
+                    {y, b.weight("st3", ints({1})), b.weight("en3", ints({W})),
+                     b.weight("ax3", ints({2}))},
+                    {-1, H, W - 1, C});
+      int s4 = b.op("Slice",
+                    {y, b.weight("st4", ints({0})), b.weight("en4", ints({1})),
+                     b.weight("ax4", ints({-2}))},
+                    {-1, H, 1, C});
+      y = b.op("Concat", {s3, s4}, {-1, H, W, C}, Attrs().i("axis", -2));
+    }
+    b.output("y", y);
+    std::vector<std::vector<Tensor>> runs = {{randomTensor({1, H, W, C}, rng)},
+                                             {randomTensor({3, H, W, C}, rng)}};
+    expectFusion(b, "Roll", c == TwoAxes || c == OneAxis ? 1 : 0, runs, 0.f);
+  }
+  // The two rolls give torch.roll's output, here by (-2, -1) over (H, W).
+  PlanBuilder b;
+  int x = b.input("x", {1, H, W, C});
+  b.output("y", b.op("Roll", {x}, {1, H, W, C},
+                     Attrs().ints("offsets", {0, 2, -4, 0})));
+  auto roll = Executor::create(b.build());
+  ASSERT_TRUE(bool(roll)) << llvm::toString(roll.takeError());
+  Tensor in = randomTensor({1, H, W, C}, rng);
+  Tensor out = llvm::cantFail((*roll)->run({in}))[0];
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t w = 0; w < W; ++w)
+      for (int64_t k = 0; k < C; ++k)
+        EXPECT_EQ(out.data<float>()[(h * W + w) * C + k],
+                  in.data<float>()[(((h + 2) % H) * W + (w + 1) % W) * C + k]);
 }
 
 /// x -> Pad(pads, value) -> `next` (AveragePool 3x3 or Conv 3x3, with

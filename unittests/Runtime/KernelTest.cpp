@@ -1983,7 +1983,39 @@ TEST_F(KernelTest, NewKernelsRejectWhatTheyCannotDo) {
                            .ints("out_perm", {0, 1, 2}),
                        {random({2, 5, 4})}),
                "Attention: q_perm, k_perm, v_perm and out_perm must be "
-               "permutations of one rank of 2 or more");
+               "permutations of one rank of 2 or more (of one more where an "
+               "index fixes an axis)");
+  // Swin's form: q, k and v slices of one [3, 2, 3, 4] tensor; a bias
+  // after the mask seen as a view of the [2, 3, 3] scores.
+  auto sliced = [](int64_t vIndex) {
+    return Attrs()
+        .ints("q_perm", {0, 1, 2, 3})
+        .ints("k_perm", {0, 1, 3, 2})
+        .ints("v_perm", {0, 1, 2, 3})
+        .ints("out_perm", {0, 1, 2})
+        .i("q_index", 0)
+        .i("k_index", 1)
+        .i("v_index", vIndex);
+  };
+  Tensor qkv = random({3, 2, 3, 4});
+  EXPECT_PRED2(endsWith,
+               opError("Attention", {qkv, qkv, qkv}, {2, 3, 4}, sliced(3)),
+               "Attention: v_index 3 is past the 3 slices of v f32[3, 2, 3, "
+               "4]");
+  Tensor keepAll(DType::Bool, {3});
+  std::fill_n(keepAll.data<uint8_t>(), 3, 1);
+  EXPECT_PRED2(
+      endsWith,
+      opError("Attention", {qkv, qkv, qkv, keepAll}, {2, 3, 4},
+              sliced(2).ints("bias_ranks", {3}).ints("bias_views", {-1, 3, 3}),
+              {random({2, 1, 2})}),
+      "Attention: the bias f32[2, 1, 2] does not broadcast to the "
+      "scores [2, 3, 3] seen as [-1, 3, 3]");
+  EXPECT_PRED2(
+      endsWith,
+      opError("Attention", {qkv, qkv, qkv, keepAll}, {2, 3, 4},
+              sliced(2).ints("bias_ranks", {2}).ints("bias_views", {3, 3, 1})),
+      "Attention: bias_views has entries past its bias_ranks");
   EXPECT_PRED2(endsWith,
                opError("SkipLayerNormalization",
                        {random({2, 3}), random({3, 2})}, {2, 3}, Attrs(),

@@ -595,6 +595,68 @@ LogicalResult convertFlatten(NodeImporter &n) {
   return success();
 }
 
+/// The entries of a 1-D i64 shape operand that are known at import time,
+/// kDynamic for the others: those of constants, also inside a Concat along
+/// axis 0 of constants and computed parts. Swin's window reshapes build
+/// their targets so, the batch divided by the window count before constant
+/// window, head and token counts.
+std::optional<Ints> knownEntries(Value shape) {
+  auto type = dyn_cast<RankedTensorType>(shape.getType());
+  if (!type || type.getRank() != 1 || type.isDynamicDim(0))
+    return std::nullopt;
+  auto append = [](Value part, Ints &entries) {
+    auto t = dyn_cast<RankedTensorType>(part.getType());
+    if (!t || t.getRank() != 1 || t.isDynamicDim(0))
+      return false;
+    auto constant = part.getDefiningOp<ConstantOp>();
+    if (!constant) {
+      entries.append(t.getDimSize(0), ShapedType::kDynamic);
+      return true;
+    }
+    auto values = dyn_cast<DenseIntElementsAttr>(constant.getValue());
+    if (!values)
+      return false;
+    for (const APInt &v : values)
+      entries.push_back(v.getSExtValue());
+    return true;
+  };
+  Ints entries;
+  auto concat = shape.getDefiningOp<ConcatOp>();
+  if (concat && concat.getAxis() == 0) {
+    for (Value part : concat.getInputs())
+      if (!append(part, entries))
+        return std::nullopt;
+  } else if (!append(shape, entries)) {
+    return std::nullopt;
+  }
+  if (static_cast<int64_t>(entries.size()) != type.getDimSize(0))
+    return std::nullopt;
+  return entries;
+}
+
+/// `type` (the result type of a reshape of `input` to `shape`, computed at
+/// run time) with the dimensions that the known entries of `shape` fix: a
+/// positive entry is the dimension, a 0 copies the input's (unless
+/// `allowzero`). Later ops, and the runtime's fusions, then see the window
+/// and head counts of a reshape whose only unknown is the batch.
+Type refineReshapeType(Type type, Value input, Value shape, bool allowzero) {
+  auto ranked = dyn_cast<RankedTensorType>(type);
+  std::optional<Ints> entries = knownEntries(shape);
+  if (!ranked || !entries || ranked.getRank() != (int64_t)entries->size())
+    return type;
+  auto in = dyn_cast<RankedTensorType>(input.getType());
+  Ints dims(ranked.getShape());
+  for (auto [i, e] : llvm::enumerate(*entries)) {
+    if (!ShapedType::isDynamic(dims[i]))
+      continue;
+    if (e > 0 || (e == 0 && allowzero))
+      dims[i] = e;
+    else if (e == 0 && in && (int64_t)i < in.getRank())
+      dims[i] = in.getDimSize(i);
+  }
+  return RankedTensorType::get(dims, ranked.getElementType());
+}
+
 LogicalResult convertReshape(NodeImporter &n) {
   FailureOr<Value> x = n.input(0);
   if (failed(x))
@@ -625,6 +687,7 @@ LogicalResult convertReshape(NodeImporter &n) {
       type = RankedTensorType::get(
           Ints(length.getDimSize(0), ShapedType::kDynamic),
           getElementTypeOrSelf(x->getType()));
+    type = refineReshapeType(type, *x, *computed, allowzero);
     n.setOutput(0, n.create<DynamicReshapeOp>(type, *x, *computed,
                                               boolean(n, allowzero)));
     return success();

@@ -23,6 +23,7 @@ CPUBackend::CPUBackend(BackendOptions options)
   registerConvTransposeKernel(registry, context);
   registerLayerNormKernel(registry, context);
   registerReduceKernels(registry, context);
+  registerRollKernel(registry, context);
   registerSliceKernels(registry, context);
   registerMatMulKernels(registry, context);
   registerNormKernels(registry, context);
@@ -44,6 +45,7 @@ void CPUBackend::rewriteForInference(plan::Plan &plan, WeightMap &weights,
   if (!options.fuse || options.propagateNaN)
     return;
   fusePads(plan, weights, mine);
+  fuseRolls(plan, weights, mine);
   fuseGelus(plan, weights, mine);
   fuseLayerNorms(plan, weights, mine);
   fuseMatMulBiases(plan, weights, mine);

@@ -1134,6 +1134,78 @@ int heterps::runtime::fuseAttention(plan::Plan &plan, const WeightMap &weights,
     v = plan.ops(t).inputs(0);
     return t;
   };
+  auto dimsOf = [&](int32_t v) {
+    const auto &dims = plan.values(v).dims();
+    return std::vector<int64_t>(dims.begin(), dims.end());
+  };
+  // The operand `v` of `reader` as the kernel reads it: through a Transpose
+  // (taken over, its perm in `perm`), and from there through a Gather of
+  // one index along axis 0 of a Transpose that may have other readers
+  // (Swin's q, k and v are three such Gathers of one): `v` then becomes
+  // that Transpose's input, `perm` its axes in the order read, the first
+  // fixed at `index`. The ops taken over go to `taken`, the Transpose read
+  // through to `shared`.
+  std::vector<int> shared;
+  auto operand = [&](int32_t &v, int reader, std::vector<int64_t> &perm,
+                     int64_t &index, std::vector<int> &taken) {
+    index = -1;
+    int outer = transposed(v, reader, perm);
+    if (outer >= 0)
+      taken.push_back(outer);
+    int g = feeding(v, outer >= 0 ? outer : reader, "Gather");
+    if (g < 0 || plan.ops(g).inputs_size() != 2)
+      return;
+    const plan::Op &gather = plan.ops(g);
+    std::vector<int64_t> axis = intsOf(gather, "axis");
+    const Tensor *at = weightInput(weights, gather, 1);
+    int t = uses.definedBy[gather.inputs(0)];
+    if ((!axis.empty() && axis[0] != 0) || !at || at->dtype() != DType::I64 ||
+        at->rank() != 0 || t < 0 || dead[t] ||
+        plan.ops(t).type() != "Transpose" || plan.ops(t).outputs_size() != 1 ||
+        !fusable(mine, plan.ops(t), gather))
+      return;
+    int32_t x = plan.ops(t).inputs(0);
+    std::vector<int64_t> inner = intsOf(plan.ops(t), "perm");
+    if (inner.empty())
+      for (int d = rankOf(x) - 1; d >= 0; --d)
+        inner.push_back(d);
+    if (inner.size() != perm.size() + 1 || rankOf(x) != int(inner.size()))
+      return;
+    int64_t n = plan.values(x).dims(inner[0]), i = at->data<int64_t>()[0];
+    i += i < 0 ? n : 0;
+    if (n <= 0 || i < 0 || i >= n)
+      return;
+    std::vector<int64_t> composed = {inner[0]};
+    for (int64_t a : perm)
+      composed.push_back(inner[1 + a]);
+    perm = std::move(composed);
+    index = i;
+    v = x;
+    taken.push_back(g);
+    shared.push_back(t);
+  };
+  // Whether `reshape` keeps the last two axes of its input, both known.
+  auto keepsMatrices = [&](const plan::Op &reshape) {
+    std::vector<int64_t> in = dimsOf(reshape.inputs(0)),
+                         out = dimsOf(reshape.outputs(0));
+    size_t a = in.size(), b = out.size();
+    return a >= 2 && b >= 2 && in[a - 1] > 0 && in[a - 2] > 0 &&
+           in[a - 1] == out[b - 1] && in[a - 2] == out[b - 2];
+  };
+  // Whether a bias of `shape` broadcasts to scores seen as `view`, whose
+  // last two axes are known and which has at most one unknown size.
+  auto biasFits = [](llvm::ArrayRef<int64_t> shape,
+                     llvm::ArrayRef<int64_t> view) {
+    size_t r = view.size();
+    if (r < 2 || shape.size() > r || view[r - 1] <= 0 || view[r - 2] <= 0 ||
+        llvm::count_if(view, [](int64_t d) { return d < 0; }) > 1)
+      return false;
+    for (size_t i = 1; i <= shape.size(); ++i)
+      if (shape[shape.size() - i] != 1 &&
+          shape[shape.size() - i] != view[r - i])
+        return false;
+    return true;
+  };
 
   int fused = 0;
   for (int s = 0; s < plan.ops_size(); ++s) {
@@ -1168,6 +1240,35 @@ int heterps::runtime::fuseAttention(plan::Plan &plan, const WeightMap &weights,
       chain.push_back(w);
       reader = w;
     }
+    // Additive biases: Adds of the scores and an f32 weight, seen through
+    // Reshapes that keep the matrices (Swin's relative-position bias and
+    // shift mask); each bias with the scores' shape where it is added.
+    std::vector<std::pair<int32_t, std::vector<int64_t>>> biases;
+    for (bool more = true; more;) {
+      more = false;
+      if (int r = feeding(scores, reader, "Reshape");
+          r >= 0 && keepsMatrices(plan.ops(r))) {
+        scores = plan.ops(r).inputs(0);
+        chain.push_back(r);
+        reader = r;
+        more = true;
+      } else if (int a = feeding(scores, reader, "Add");
+                 a >= 0 && plan.ops(a).inputs_size() == 2) {
+        const plan::Op &add = plan.ops(a);
+        int k = weightInput(weights, add, 1) ? 1 : 0;
+        const Tensor *bias = weightInput(weights, add, k);
+        int32_t other = add.inputs(1 - k);
+        std::vector<int64_t> view = dimsOf(other);
+        if (!bias || bias->dtype() != DType::F32 || weights.count(other) ||
+            !biasFits(bias->shape(), view))
+          break;
+        biases.push_back({add.inputs(k), view});
+        scores = other;
+        chain.push_back(a);
+        reader = a;
+        more = true;
+      }
+    }
     if (int m = scaling(scores, reader, scale); m >= 0) {
       scores = scaled(m);
       chain.push_back(m);
@@ -1184,19 +1285,31 @@ int heterps::runtime::fuseAttention(plan::Plan &plan, const WeightMap &weights,
       chain.push_back(m);
       qReader = m;
     }
-    // The probabilities' one reader: the MatMul by V.
-    int pv = uses.soleReader(softmax.outputs(0));
+    // The probabilities' one reader: the MatMul by V, or an inference
+    // Dropout (Swin's) read only by it.
+    int32_t probabilities = softmax.outputs(0);
+    int pv = uses.soleReader(probabilities);
+    if (pv >= 0 && !dead[pv] && plan.ops(pv).type() == "Dropout" &&
+        plan.ops(pv).outputs_size() == 1 &&
+        fusable(mine, softmax, plan.ops(pv))) {
+      chain.push_back(pv);
+      probabilities = plan.ops(pv).outputs(0);
+      pv = uses.soleReader(probabilities);
+    }
     if (pv < 0 || dead[pv] || plan.ops(pv).type() != "MatMul" ||
         plan.ops(pv).inputs_size() != 2 ||
-        plan.ops(pv).inputs(0) != softmax.outputs(0) ||
+        plan.ops(pv).inputs(0) != probabilities ||
         plan.ops(pv).outputs_size() != 1 ||
         !fusable(mine, softmax, plan.ops(pv)))
       continue;
     int32_t v = plan.ops(pv).inputs(1);
     std::vector<int64_t> qPerm, kPerm, vPerm, outPerm = identity(rank);
-    int qt = transposed(q, qReader, qPerm);
-    int kt = transposed(k, qk, kPerm);
-    int vt = transposed(v, pv, vPerm);
+    int64_t qIndex, kIndex, vIndex;
+    size_t sharedBefore = shared.size();
+    std::vector<int> taken;
+    operand(q, qReader, qPerm, qIndex, taken);
+    operand(k, qk, kPerm, kIndex, taken);
+    operand(v, pv, vPerm, vIndex, taken);
     int last = pv;
     int32_t out = plan.ops(pv).outputs(0);
     if (int j = uses.soleReader(out);
@@ -1209,19 +1322,26 @@ int heterps::runtime::fuseAttention(plan::Plan &plan, const WeightMap &weights,
         last = j;
       }
     }
-    // Every operand of rank `rank`, f32, and the matrices' rows contiguous:
-    // Q's and V's last logical axis is their source's last, one of Kt's
-    // last two is, and the output's last stays last.
-    auto f32 = [&](int32_t x) {
-      return plan.values(x).dtype() == static_cast<int32_t>(DType::F32);
+    // Every operand f32 of the rank its perm covers (`rank`, one more with
+    // an index), and the matrices' rows contiguous: Q's and V's last
+    // logical axis is their source's last, one of Kt's last two is, and the
+    // output's last stays last.
+    auto fits = [&](int32_t x, llvm::ArrayRef<int64_t> perm, int64_t index) {
+      return plan.values(x).dtype() == static_cast<int32_t>(DType::F32) &&
+             perm.size() == size_t(rank + (index >= 0)) &&
+             rankOf(x) == int(perm.size());
     };
-    if (rankOf(q) != rank || rankOf(k) != rank || rankOf(v) != rank ||
-        !f32(q) || !f32(k) || !f32(v) || qPerm.size() != size_t(rank) ||
-        kPerm.size() != size_t(rank) || vPerm.size() != size_t(rank) ||
-        outPerm.size() != size_t(rank) || qPerm[rank - 1] != rank - 1 ||
-        (kPerm[rank - 2] != rank - 1 && kPerm[rank - 1] != rank - 1) ||
-        vPerm[rank - 1] != rank - 1 || outPerm[rank - 1] != rank - 1)
+    auto lastIsLast = [](llvm::ArrayRef<int64_t> perm, size_t from) {
+      return perm.back() == int64_t(perm.size() - 1) ||
+             (from == 2 && perm[perm.size() - 2] == int64_t(perm.size() - 1));
+    };
+    if (!fits(q, qPerm, qIndex) || !fits(k, kPerm, kIndex) ||
+        !fits(v, vPerm, vIndex) || outPerm.size() != size_t(rank) ||
+        !lastIsLast(qPerm, 1) || !lastIsLast(kPerm, 2) ||
+        !lastIsLast(vPerm, 1) || outPerm[rank - 1] != rank - 1) {
+      shared.resize(sharedBefore);
       continue;
+    }
     plan::Op &attention = *plan.mutable_ops(last);
     attention.set_type("Attention");
     attention.clear_attributes();
@@ -1233,6 +1353,21 @@ int heterps::runtime::fuseAttention(plan::Plan &plan, const WeightMap &weights,
     setInts(attention, "k_perm", kPerm);
     setInts(attention, "v_perm", vPerm);
     setInts(attention, "out_perm", outPerm);
+    for (auto [name, index] :
+         {std::pair{"q_index", qIndex}, std::pair{"k_index", kIndex},
+          std::pair{"v_index", vIndex}})
+      if (index >= 0)
+        attributeOf(attention, name).set_i(index);
+    if (!biases.empty()) {
+      std::vector<int64_t> ranks, views;
+      for (auto &[bias, view] : biases) {
+        attention.add_inputs(bias);
+        ranks.push_back(static_cast<int64_t>(view.size()));
+        views.insert(views.end(), view.begin(), view.end());
+      }
+      setInts(attention, "bias_ranks", ranks);
+      setInts(attention, "bias_views", views);
+    }
     attributeOf(attention, "scale").set_f(scale);
     if (mask >= 0) {
       attributeOf(attention, "mask_fill").set_f(fill);
@@ -1240,11 +1375,19 @@ int heterps::runtime::fuseAttention(plan::Plan &plan, const WeightMap &weights,
     }
     for (int j : chain)
       dead[j] = true;
-    for (int j : {s, pv, qt, kt, vt})
-      if (j >= 0 && j != last)
+    for (int j : taken)
+      dead[j] = true;
+    for (int j : {s, pv})
+      if (j != last)
         dead[j] = true;
     ++fused;
   }
+  // A Transpose read through goes once no op reads its copy.
+  for (int t : shared)
+    if (!uses.isOutput[plan.ops(t).outputs(0)] &&
+        llvm::all_of(uses.readers[plan.ops(t).outputs(0)],
+                     [&](int j) { return dead[j]; }))
+      dead[t] = true;
   if (fused)
     eraseOps(plan, dead);
   return fused;
@@ -1416,12 +1559,12 @@ int heterps::runtime::fuseChannelShuffles(plan::Plan &plan, OpFilter mine) {
   return fused;
 }
 
-/// The channels [first, first + count) that `slice` takes of its input of
-/// `shape`, if it takes a channel range; bounds from its attributes (where
-/// constant folding put computed ones) or from `weights`.
-static std::optional<std::pair<int64_t, int64_t>>
-channelRangeOf(const plan::Op &slice, const Shape &shape,
-               const WeightMap &weights) {
+/// What `slice` takes of its input of `shape`, if its bounds are known:
+/// from its attributes (where constant folding put computed ones) or from
+/// `weights`.
+static std::optional<SliceGeometry> sliceGeometryOf(const plan::Op &slice,
+                                                    const Shape &shape,
+                                                    const WeightMap &weights) {
   SliceParams fromAttributes{intsOf(slice, "starts"), intsOf(slice, "ends"),
                              intsOf(slice, "axes"), intsOf(slice, "steps")};
   std::vector<const Tensor *> inputs = {nullptr};
@@ -1446,7 +1589,16 @@ channelRangeOf(const plan::Op &slice, const Shape &shape,
     llvm::consumeError(g.takeError());
     return std::nullopt;
   }
-  if (!g->takesChannelRange(shape))
+  return *g;
+}
+
+/// The channels [first, first + count) that `slice` takes of its input of
+/// `shape`, if it takes a channel range.
+static std::optional<std::pair<int64_t, int64_t>>
+channelRangeOf(const plan::Op &slice, const Shape &shape,
+               const WeightMap &weights) {
+  std::optional<SliceGeometry> g = sliceGeometryOf(slice, shape, weights);
+  if (!g || !g->takesChannelRange(shape))
     return std::nullopt;
   return std::pair(g->first[1], g->count[1]);
 }
@@ -1491,6 +1643,86 @@ int heterps::runtime::fuseShuffleChunks(plan::Plan &plan,
       rewritten.add_outputs(plan.ops(j).outputs(0));
       dead[j] = true;
     }
+    ++fused;
+  }
+  if (fused)
+    eraseOps(plan, dead);
+  return fused;
+}
+
+int heterps::runtime::fuseRolls(plan::Plan &plan, const WeightMap &weights,
+                                OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  int fused = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    const plan::Op &concat = plan.ops(i);
+    if (concat.type() != "Concat" || concat.inputs_size() != 2 ||
+        concat.outputs_size() != 1)
+      continue;
+    int head = uses.definedBy[concat.inputs(0)],
+        tail = uses.definedBy[concat.inputs(1)];
+    if (head < 0 || tail < 0 || dead[head] || dead[tail] ||
+        plan.ops(head).type() != "Slice" || plan.ops(tail).type() != "Slice" ||
+        plan.ops(head).inputs(0) != plan.ops(tail).inputs(0) ||
+        uses.soleReader(concat.inputs(0)) != i ||
+        uses.soleReader(concat.inputs(1)) != i ||
+        !fusable(mine, plan.ops(head), concat) ||
+        !fusable(mine, plan.ops(tail), concat))
+      continue;
+    int32_t x = plan.ops(head).inputs(0);
+    const auto &dims = plan.values(x).dims();
+    Shape shape(dims.begin(), dims.end());
+    int64_t rank = static_cast<int64_t>(shape.size());
+    std::vector<int64_t> axisAttr = intsOf(concat, "axis");
+    int64_t axis = axisAttr.empty() ? 0 : axisAttr[0];
+    axis += axis < 0 ? rank : 0;
+    if (axis < 0 || axis >= rank || shape[axis] <= 0 ||
+        plan.values(x).dtype() != static_cast<int32_t>(DType::F32))
+      continue;
+    // A dynamic size stands as one no bound of a real one meets.
+    for (int64_t &d : shape)
+      if (d < 0)
+        d = std::numeric_limits<int32_t>::max();
+    std::optional<SliceGeometry> h = sliceGeometryOf(plan.ops(head), shape,
+                                                     weights),
+                                 t = sliceGeometryOf(plan.ops(tail), shape,
+                                                     weights);
+    // The head [k, d) and the tail [0, k) of `axis`, every other index.
+    auto wholeElsewhere = [&](const SliceGeometry &g) {
+      for (int64_t a = 0; a < rank; ++a)
+        if (g.step[a] != 1 ||
+            (a != axis && (g.first[a] != 0 || g.count[a] != shape[a])))
+          return false;
+      return true;
+    };
+    int64_t d = shape[axis];
+    if (!h || !t || !wholeElsewhere(*h) || !wholeElsewhere(*t) ||
+        t->first[axis] != 0 || h->first[axis] != t->count[axis] ||
+        h->first[axis] + h->count[axis] != d || t->count[axis] == 0 ||
+        h->count[axis] == 0)
+      continue;
+    std::vector<int64_t> offsets(rank, 0);
+    offsets[axis] = h->first[axis];
+    // A Roll of a Roll read only here is one Roll of both offsets.
+    int before = uses.definedBy[x];
+    if (before >= 0 && dead[before] == false &&
+        plan.ops(before).type() == "Roll" && !uses.isOutput[x] &&
+        uses.readers[x].size() == 2 &&
+        fusable(mine, plan.ops(before), concat)) {
+      std::vector<int64_t> earlier = intsOf(plan.ops(before), "offsets");
+      for (int64_t a = 0; a < rank; ++a)
+        offsets[a] = (offsets[a] + earlier[a]) % shape[a];
+      x = plan.ops(before).inputs(0);
+      dead[before] = true;
+    }
+    plan::Op &roll = *plan.mutable_ops(i);
+    roll.set_type("Roll");
+    roll.clear_attributes();
+    roll.clear_inputs();
+    roll.add_inputs(x);
+    setInts(roll, "offsets", offsets);
+    dead[head] = dead[tail] = true;
     ++fused;
   }
   if (fused)

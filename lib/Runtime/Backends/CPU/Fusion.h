@@ -125,16 +125,23 @@ int fuseSelfGates(plan::Plan &plan, OpFilter mine = anyOp);
 int fuseSqueezeExcites(plan::Plan &plan, const WeightMap &weights,
                        OpFilter mine = anyOp);
 
-/// Replaces scaled dot-product attention, Softmax(mask(scale * Q x Kt)) x V
-/// along the last axis, with one op of type Attention (AttentionKernel.cpp):
-/// Q, Kt and V each the output of a Transpose read only here or the value
-/// itself, a Mul or Div by a one-element weight on Q or on the scores
-/// (`scale`), an optional Where between the scores and a one-element fill
-/// by a bool mask (`mask_fill`, `mask_fill_where` = 1 when the fill is
-/// taken where the mask is true), and a Transpose of the result read only
-/// there. The Attention reads the Transposes' inputs (`q_perm`, `k_perm`,
-/// `v_perm`) and writes the result transposed (`out_perm`), so that none of
-/// the four transposed copies is made; every matrix row must stay
+/// Replaces scaled dot-product attention, Softmax(mask(scale * Q x Kt +
+/// biases)) x V along the last axis, with one op of type Attention
+/// (AttentionKernel.cpp): Q, Kt and V each the output of a Transpose read
+/// only here or the value itself, and each of those either itself or a
+/// Gather of one index along axis 0 of a Transpose (Swin's q, k and v, three
+/// slices of one transposed tensor); a Mul or Div by a one-element weight on
+/// Q or on the scores (`scale`); Adds of f32 weights that broadcast to the
+/// scores, through Reshapes that keep their last two axes (`bias_ranks`,
+/// `bias_views`: Swin's relative-position bias and shift mask); an optional
+/// Where between the scores and a one-element fill by a bool mask
+/// (`mask_fill`, `mask_fill_where` = 1 when the fill is taken where the
+/// mask is true); an inference Dropout on the probabilities; and a
+/// Transpose of the result read only there. The Attention reads the
+/// Transposes' inputs (`q_perm`, `k_perm`, `v_perm`, with `q_index`, ...
+/// for a Gather's index) and writes the result transposed (`out_perm`), so
+/// that none of the transposed copies is made; a Transpose under Gathers
+/// goes once all its readers are fused. Every matrix row must stay
 /// contiguous (the head dimension last in the sources of Q, V and the
 /// result, and K's or Kt's last axis last in its source). Returns the number
 /// of fused patterns.
@@ -176,6 +183,16 @@ int fuseChannelShuffles(plan::Plan &plan, OpFilter mine = anyOp);
 /// of rewritten shuffles.
 int fuseShuffleChunks(plan::Plan &plan, const WeightMap &weights,
                       OpFilter mine = anyOp);
+
+/// Replaces Concat(Slice(x, [k, d) of an axis), Slice(x, [0, k) of it)),
+/// torch.roll as PyTorch exports it (Swin's cyclic shift of the windows;
+/// static d, bounds that are weights or attributes, each Slice read only
+/// there), with one op of type Roll (`offsets` per axis: element j of an
+/// axis is element (j + offset) mod d of x); a Roll of a Roll read only by
+/// it takes both offsets. Two copies of every element become one. Returns
+/// the number of Concats replaced.
+int fuseRolls(plan::Plan &plan, const WeightMap &weights,
+              OpFilter mine = anyOp);
 
 /// Folds a Pad with zeros on the spatial axes (constant mode, pads a
 /// weight) into the Conv or AveragePool that is its only reader, as extra
