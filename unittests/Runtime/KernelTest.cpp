@@ -1844,6 +1844,33 @@ bool endsWith(const std::string &text, const std::string &tail) {
 
 } // namespace
 
+// MatMul with `trans_b` (training's foldWeightTransposes: nn.Linear's
+// x W^T with W read in place): a 2-D W as an input and as a weight, under
+// a 3-D A, with a bias; any other B is one clear error.
+TEST_F(KernelTest, MatMulByATransposedWeight) {
+  Tensor a = random({2, 3, 6}), w = random({5, 6}), bias = random({5});
+  Tensor wT(DType::F32, {6, 5});
+  for (int64_t n = 0; n < 5; ++n)
+    for (int64_t k = 0; k < 6; ++k)
+      wT.data<float>()[k * 5 + n] = w.data<float>()[n * 6 + k];
+  Tensor want = refMatMul(a, wT);
+  for (bool constant : {false, true})
+    EXPECT_TRUE(allClose(runOp("MatMul", {in(a), constant ? wt(w) : in(w)},
+                               {2, 3, 5}, Attrs().i("trans_b", 1)),
+                         want))
+        << "constant W " << constant;
+  Tensor biased = runOp("MatMul", {in(a), wt(w), wt(bias)}, {2, 3, 5},
+                        Attrs().i("trans_b", 1));
+  for (int64_t i = 0; i < want.numElements(); ++i)
+    want.data<float>()[i] += bias.data<float>()[i % 5];
+  EXPECT_TRUE(allClose(biased, want));
+  EXPECT_PRED2(endsWith,
+               opError("MatMul", {a, random({2, 5, 6})}, {2, 3, 5},
+                       Attrs().i("trans_b", 1)),
+               "MatMul by the transpose of f32[2, 5, 6]: trans_b needs a 2-D "
+               "B");
+}
+
 // The fused ops' kernels (fuseDepthwiseConvs, fuseProjections) reject
 // inputs those passes never make, each with one line saying what they need.
 TEST_F(KernelTest, FusedConvKernelsRejectWhatTheyCannotDo) {

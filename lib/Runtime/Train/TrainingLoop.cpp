@@ -4,6 +4,7 @@
 #include "heterps/Runtime/Data/BatchLoader.h"
 #include "heterps/Support/NestingDepth.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -344,12 +345,21 @@ double train::trainingFlopsPerSample(const plan::Plan &plan) {
       n *= std::max<int64_t>(shape[i], 1);
     return n;
   };
+  // Elements of one sample's part of a value: the dynamic dimension is the
+  // batch, wherever it is (a transformer's [tokens, batch, channels] has it
+  // second); a value of fixed shape has it first. A dynamic dimension that
+  // merges the batch with heads (attention's [batch * heads, tokens, d])
+  // counts one head.
+  auto perSample = [&](const std::vector<int64_t> &shape) {
+    bool dynamic = llvm::any_of(shape, [](int64_t d) { return d < 0; });
+    return count(shape, dynamic ? 0 : 1);
+  };
   double flops = 0;
   for (const plan::Op &op : plan.ops()) {
     if (op.type() == "Conv") {
       std::vector<int64_t> w = dims(op.inputs(1));
       // out elements per sample x (C/g x kernel) multiply-adds.
-      flops += 2 * count(dims(op.outputs(0)), 1) * count(w, 1);
+      flops += 2 * perSample(dims(op.outputs(0))) * count(w, 1);
     } else if (op.type() == "Gemm" || op.type() == "MatMul") {
       std::vector<int64_t> a = dims(op.inputs(0));
       int64_t k = 1;
@@ -358,7 +368,7 @@ double train::trainingFlopsPerSample(const plan::Plan &plan) {
           k = a.front();
       if (k == 1)
         k = a.back();
-      flops += 2 * count(dims(op.outputs(0)), 1) * std::max<int64_t>(k, 1);
+      flops += 2 * perSample(dims(op.outputs(0))) * std::max<int64_t>(k, 1);
     }
   }
   // Forward, backward-data and backward-weights.

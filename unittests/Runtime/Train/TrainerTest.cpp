@@ -329,6 +329,51 @@ TEST(Trainer, ZeroPadsTrainFoldedIntoTheirReaders) {
   EXPECT_EQ(rewritten.ops(0).type(), "Pad");
 }
 
+// nn.Linear as PyTorch's training export leaves it, MatMul(x, Transpose(W)),
+// trains with the MatMul reading W in place (foldWeightTransposes in the
+// CPU backend's training rewrites): the same losses and weights as with
+// an Identity after each Transpose, which keeps it apart. Between the two
+// layers, per-sample outer products (a batched MatMul of activations, as
+// attention's heads) train as one sgemm per sample in parallel.
+TEST(Trainer, TransposedWeightsTrainInPlace) {
+  TempDir dir;
+  std::string path = dir.file("linear.onnx");
+  std::mt19937 rng(26);
+  writeInitializers(path, {{"w1", randomTensor({5, 6}, rng, -0.8f, 0.8f)},
+                           {"w2", randomTensor({3, 25}, rng, -0.5f, 0.5f)}});
+  auto build = [&](bool barrier) {
+    PlanBuilder b;
+    auto linear = [&](int v, const char *w, Shape wShape, Shape out) {
+      Shape tShape = {wShape[1], wShape[0]};
+      int t = b.op("Transpose", {b.weightRef(w, wShape)}, tShape,
+                   Attrs().ints("perm", {1, 0}));
+      if (barrier)
+        t = b.op("Identity", {t}, tShape);
+      return b.op("MatMul", {v, t}, out);
+    };
+    int x = b.input("x", {-1, 6});
+    int h = b.op("Relu", {linear(x, "w1", {5, 6}, {-1, 5})}, {-1, 5});
+    int column =
+        b.op("Reshape", {h, b.weight("col", Tensor::fromInts({3}, {0, 5, 1}))},
+             {-1, 5, 1});
+    int row =
+        b.op("Reshape", {h, b.weight("row", Tensor::fromInts({3}, {0, 1, 5}))},
+             {-1, 1, 5});
+    int outer = b.op("MatMul", {column, row}, {-1, 5, 5});
+    int flat = b.op("Flatten", {outer}, {-1, 25});
+    b.output("logits", linear(flat, "w2", {3, 25}, {-1, 3}));
+    return finish(b, path);
+  };
+  MLP folded = build(false);
+  plan::Plan rewritten = folded.plan;
+  CPUBackend().rewriteForTraining(rewritten, folded.weights, everyOp);
+  for (const plan::Op &op : rewritten.ops())
+    EXPECT_NE(op.type(), "Transpose");
+  auto [first, last] = expectSameTraining(
+      folded, build(true), threeClasses(randomTensor({12, 6}, rng)), 15);
+  EXPECT_LT(last, first);
+}
+
 /// x [-1, 8] -> MatMul -> LayerNorm and GELU as PyTorch exports them ->
 /// MatMul -> 3 logits. `barrier` puts an Identity inside each pattern so
 /// that neither fuses; `trainedHalf` makes GELU's 0.5 an initializer (a

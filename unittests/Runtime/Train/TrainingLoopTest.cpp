@@ -228,3 +228,21 @@ TEST(TrainingLoop, ADivergingRunSavesNothing) {
 }
 
 } // namespace
+
+// The FLOPs a training step does per sample (forward and two backward
+// passes of every Conv, Gemm and MatMul), with the batch where the dynamic
+// dimension is: first in a Conv's output, second in a transformer's
+// [tokens, batch, channels].
+TEST(TrainingLoop, FlopsPerSampleFindTheBatch) {
+  PlanBuilder b;
+  int x = b.input("x", {-1, 3, 4, 4});
+  int y = b.op("Conv", {x, b.weight("w", Tensor(DType::F32, {2, 3, 3, 3}))},
+               {-1, 2, 4, 4}, Attrs().ints("pads", {1, 1, 1, 1}));
+  int tokens =
+      b.op("Reshape", {y}, {4, -1, 8}, Attrs().ints("shape", {4, -1, 8}));
+  b.output("y",
+           b.op("MatMul", {tokens, b.weight("m", Tensor(DType::F32, {8, 5}))},
+                {4, -1, 5}));
+  double conv = 2.0 * (2 * 4 * 4) * (3 * 3 * 3), matmul = 2.0 * (4 * 5) * 8;
+  EXPECT_DOUBLE_EQ(trainingFlopsPerSample(b.build()), 3 * (conv + matmul));
+}

@@ -79,13 +79,15 @@ static WeightMap withoutScalarParameters(const plan::Plan &plan,
 
 void CPUBackend::rewriteForTraining(plan::Plan &plan, const WeightMap &weights,
                                     OpFilter mine) const {
-  // Zero Pads are the padding of the pool or Conv reading them;
+  // Zero Pads are the padding of the pool or Conv reading them; a
+  // MatMul reads its transposed weight in place;
   // convolutions read the parts of a Concat instead of copies; GELU,
   // LayerNorm, SiLU and HardSwish are one op each (one pass forward and
   // back instead of a chain of element-wise ops); Relus run inside the Conv
   // or batch norm before them, and their gradient masks after a MaxPool.
   WeightMap constants = withoutScalarParameters(plan, weights);
   fusePads(plan, constants, mine);
+  foldWeightTransposes(plan, mine);
   splitConcatConvs(plan, mine);
   fuseGelus(plan, constants, mine);
   fuseLayerNorms(plan, constants, mine);

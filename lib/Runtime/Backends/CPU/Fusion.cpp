@@ -1729,3 +1729,33 @@ int heterps::runtime::fuseRolls(plan::Plan &plan, const WeightMap &weights,
     eraseOps(plan, dead);
   return fused;
 }
+
+int heterps::runtime::foldWeightTransposes(plan::Plan &plan, OpFilter mine) {
+  Uses uses(plan);
+  std::vector<bool> dead(plan.ops_size(), false);
+  int folded = 0;
+  for (int i = 0; i < plan.ops_size(); ++i) {
+    const plan::Op &matmul = plan.ops(i);
+    if (matmul.type() != "MatMul" || matmul.inputs_size() != 2 ||
+        intsOf(matmul, "trans_b") == std::vector<int64_t>{1})
+      continue;
+    int t = uses.definedBy[matmul.inputs(1)];
+    if (t < 0 || dead[t] || plan.ops(t).type() != "Transpose" ||
+        uses.soleReader(matmul.inputs(1)) != i ||
+        !fusable(mine, plan.ops(t), matmul))
+      continue;
+    const plan::Op &transpose = plan.ops(t);
+    std::vector<int64_t> perm = intsOf(transpose, "perm");
+    if (plan.values(transpose.inputs(0)).dims_size() != 2 ||
+        (!perm.empty() && perm != std::vector<int64_t>{1, 0}))
+      continue;
+    plan::Op &rewritten = *plan.mutable_ops(i);
+    rewritten.set_inputs(1, transpose.inputs(0));
+    setFlag(rewritten, "trans_b");
+    dead[t] = true;
+    ++folded;
+  }
+  if (folded)
+    eraseOps(plan, dead);
+  return folded;
+}

@@ -41,6 +41,14 @@ int fuseTrainableActivations(plan::Plan &plan, OpFilter mine = anyOp);
 /// Returns the number of MaxPools.
 int moveReluMasksToMaxPools(plan::Plan &plan, OpFilter mine = anyOp);
 
+/// For training: a MatMul by the Transpose of a 2-D value (nn.Linear's
+/// x W^T, which PyTorch's training export leaves as Transpose(W)), the
+/// Transpose read only there, reads the value itself with `trans_b` = 1.
+/// The weight is then not copied transposed in every forward pass, nor its
+/// gradient back in every backward pass (ViT-B/16: 0.2 s of a 5 s step at
+/// batch 8). Returns the number of Transposes removed.
+int foldWeightTransposes(plan::Plan &plan, OpFilter mine = anyOp);
+
 /// For training, before fuseTrainableActivations: an ungrouped Conv reading
 /// a channel Concat of 4-D values, directly or through MaxPools,
 /// AveragePools and Dropouts that are the only readers of what they read,

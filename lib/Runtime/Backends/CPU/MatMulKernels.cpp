@@ -7,7 +7,9 @@
 // broadcast); an N-D A times a 2-D B is one 2-D product of A's rows, which
 // takes a bias (third input, fuseMatMulBiases) and an activation after it
 // (attribute `activation`, fuseActivations: the GELU of a transformer's
-// MLP as oneDNN's post-op instead of a pass over the product). A constant
+// MLP as oneDNN's post-op instead of a pass over the product); with
+// `trans_b` = 1 it multiplies by the transpose of its 2-D B, read through
+// strides (foldWeightTransposes, training's nn.Linear). A constant
 // B is reordered once into the format oneDNN prefers; where that format is
 // plain (the gemm-based matmul of hosts without AVX-512), its rows are
 // padded when their length is a multiple of 1 KiB (see paddedRows).
@@ -286,7 +288,10 @@ private:
 
 class MatMulKernel : public MatMulBase {
 public:
-  using MatMulBase::MatMulBase;
+  MatMulKernel(CPUContextPtr ctx, bool constantB, dnnl::post_ops activation,
+               bool transB)
+      : MatMulBase(std::move(ctx), constantB, std::move(activation)),
+        transB(transB) {}
 
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override {
@@ -297,12 +302,17 @@ public:
     const Tensor *bias = inputs.size() > 2 ? inputs[2] : nullptr;
     if (a.rank() == 0 || b.rank() == 0)
       return kernelError("MatMul operands must have rank >= 1");
+    if (transB && b.rank() != 2)
+      return kernelError("MatMul by the transpose of " + b.typeString() +
+                         ": trans_b needs a 2-D B");
+    // B as multiplied: [K, N].
+    Shape sb = transB ? Shape{b.dim(1), b.dim(0)} : b.shape();
     if (bias &&
-        (b.rank() != 2 || a.rank() < 2 || bias->numElements() != b.dim(1)))
+        (sb.size() != 2 || a.rank() < 2 || bias->numElements() != sb.back()))
       return kernelError("MatMul bias " + bias->typeString() + " of " +
                          a.typeString() + " x " + b.typeString() +
                          ": a bias needs a 2-D B and one value per column");
-    Shape sa = a.shape(), sb = b.shape();
+    Shape sa = a.shape();
     bool promoteA = sa.size() == 1, promoteB = sb.size() == 1;
     if (promoteA)
       sa.insert(sa.begin(), 1);
@@ -345,7 +355,8 @@ public:
       auto entry = cache.get(shapeKey(inputs), [&] {
         MatMulEntry e;
         e.srcMd = plainDesc(sa);
-        e.plainWeightsMd = plainDesc(sb);
+        e.plainWeightsMd =
+            transB ? matrixDesc(sb[0], sb[1], true) : plainDesc(sb);
         e.dstMd = plainDesc(dstDims);
         e.outShape = out;
         if (bias)
@@ -357,6 +368,9 @@ public:
       return execute(**entry, a, b, bias, outputs);
     });
   }
+
+private:
+  bool transB;
 };
 
 } // namespace
@@ -381,7 +395,11 @@ void cpu::registerMatMulKernels(KernelRegistry &registry, CPUContextPtr ctx) {
         dnnl::post_ops activation;
         if (llvm::Error e = appendFusedActivation(info.attrs, activation))
           return std::move(e);
+        auto transB = info.attrs.getInt("trans_b", 0);
+        if (!transB)
+          return transB.takeError();
         return std::make_unique<MatMulKernel>(ctx, info.constants[1] != nullptr,
-                                              std::move(activation));
+                                              std::move(activation),
+                                              *transB != 0);
       });
 }
