@@ -860,6 +860,17 @@ TEST(DropoutTraining, MasksAndScalesConsistently) {
   auto different = llvm::cantFail(other->createKernel(info, 0));
   ASSERT_FALSE(bool(different->forward({&x}, y2)));
   EXPECT_NE(0, std::memcmp(y.rawData(), y2.rawData(), y.bytes()));
+
+  // A ratio of 0 passes the input and the gradient on unchanged, and still
+  // counts its draws (checkpoints record them).
+  plan::Op none = makeOp("Dropout", 1, {x}, Attrs().f("ratio", 0.f));
+  OpInfo noneInfo(none, {nullptr});
+  auto passing = llvm::cantFail(backend.createKernel(noneInfo, 0));
+  ASSERT_FALSE(bool(passing->forward({&x}, y)));
+  ASSERT_FALSE(bool(passing->backward({&x}, y, dy, need, dx)));
+  EXPECT_EQ(0, std::memcmp(y.rawData(), x.rawData(), x.bytes()));
+  EXPECT_EQ(0, std::memcmp(dx[0].rawData(), dy.rawData(), dy.bytes()));
+  EXPECT_EQ(passing->randomDraws(), 1u);
 }
 
 TEST(TrainBackend, UntrainableOpIsNamed) {
