@@ -638,7 +638,9 @@ std::optional<Ints> knownEntries(Value shape) {
 /// run time) with the dimensions that the known entries of `shape` fix: a
 /// positive entry is the dimension, a 0 copies the input's (unless
 /// `allowzero`). Later ops, and the runtime's fusions, then see the window
-/// and head counts of a reshape whose only unknown is the batch.
+/// and head counts of a reshape whose only unknown is the batch. Entries
+/// past 2^31 stay unknown: no real model has them, and a hostile one's
+/// would only feed overflowing products to later shape checks.
 Type refineReshapeType(Type type, Value input, Value shape, bool allowzero) {
   auto ranked = dyn_cast<RankedTensorType>(type);
   std::optional<Ints> entries = knownEntries(shape);
@@ -649,7 +651,8 @@ Type refineReshapeType(Type type, Value input, Value shape, bool allowzero) {
   for (auto [i, e] : llvm::enumerate(*entries)) {
     if (!ShapedType::isDynamic(dims[i]))
       continue;
-    if (e > 0 || (e == 0 && allowzero))
+    if ((e > 0 && e <= std::numeric_limits<int32_t>::max()) ||
+        (e == 0 && allowzero))
       dims[i] = e;
     else if (e == 0 && in && (int64_t)i < in.getRank())
       dims[i] = in.getDimSize(i);

@@ -1331,9 +1331,10 @@ int heterps::runtime::fuseAttention(plan::Plan &plan, const WeightMap &weights,
              perm.size() == size_t(rank + (index >= 0)) &&
              rankOf(x) == int(perm.size());
     };
-    auto lastIsLast = [](llvm::ArrayRef<int64_t> perm, size_t from) {
+    // Whether the source's last axis is among the last `places` of perm.
+    auto lastIsLast = [](llvm::ArrayRef<int64_t> perm, size_t places) {
       return perm.back() == int64_t(perm.size() - 1) ||
-             (from == 2 && perm[perm.size() - 2] == int64_t(perm.size() - 1));
+             (places == 2 && perm[perm.size() - 2] == int64_t(perm.size() - 1));
     };
     if (!fits(q, qPerm, qIndex) || !fits(k, kPerm, kIndex) ||
         !fits(v, vPerm, vIndex) || outPerm.size() != size_t(rank) ||
