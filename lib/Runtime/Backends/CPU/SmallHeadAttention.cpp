@@ -109,8 +109,8 @@ __attribute__((target("avx512f"))) void
 scores(const float *q, int64_t qRow, const float *packed, int64_t rowLength,
        int64_t T, int64_t D, float scale, float *out) {
   __m512 s = _mm512_set1_ps(scale);
-  // Four rows a step keeps 4V accumulators, V Kt vectors and a broadcast
-  // in the 32 registers.
+  // R rows a step keep R * V accumulators, V Kt vectors and a broadcast
+  // within the 32 registers.
   constexpr int R = V <= 2 ? 6 : 4;
   int64_t t = 0;
   for (; t + R <= T; t += R)
