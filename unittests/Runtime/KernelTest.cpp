@@ -2043,6 +2043,31 @@ TEST_F(KernelTest, NewKernelsRejectWhatTheyCannotDo) {
       opError("Attention", {qkv, qkv, qkv, keepAll}, {2, 3, 4},
               sliced(2).ints("bias_ranks", {2}).ints("bias_views", {3, 3, 1})),
       "Attention: bias_views has entries past its bias_ranks");
+  // The result's value columns must stay its last axis; a bias must be f32.
+  EXPECT_PRED2(
+      endsWith,
+      opError("Attention",
+              {random({2, 3, 4}), random({2, 5, 4}), random({2, 5, 4})},
+              {4, 3, 2},
+              Attrs()
+                  .ints("q_perm", {0, 1, 2})
+                  .ints("k_perm", {0, 2, 1})
+                  .ints("v_perm", {0, 1, 2})
+                  .ints("out_perm", {2, 1, 0})),
+      "Attention: out_perm [2, 1, 0] moves the value columns off the last "
+      "axis");
+  Tensor intBias = Tensor::fromInts({3, 3}, {0, 0, 0, 0, 0, 0, 0, 0, 0});
+  EXPECT_PRED2(
+      endsWith,
+      opError("Attention", {qkv, qkv, qkv, keepAll}, {2, 3, 4},
+              sliced(2).ints("bias_ranks", {3}).ints("bias_views", {-1, 3, 3}),
+              {intBias}),
+      "Attention: a bias is not an f32 tensor");
+  // Roll (fuseRolls' op): an offset per axis.
+  EXPECT_PRED2(
+      endsWith,
+      opError("Roll", {random({2, 3})}, {2, 3}, Attrs().ints("offsets", {1})),
+      "Roll of f32[2, 3] has offsets [1] for another rank");
   EXPECT_PRED2(endsWith,
                opError("SkipLayerNormalization",
                        {random({2, 3}), random({3, 2})}, {2, 3}, Attrs(),

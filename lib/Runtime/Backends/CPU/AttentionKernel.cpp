@@ -196,11 +196,9 @@ public:
           llvm::joinErrors(qView.takeError(), kView.takeError()),
           vView.takeError());
     const View &Q = *qView, &K = *kView, &V = *vView;
+    // The factory checked that each perm, less its index, has out_perm's
+    // rank.
     size_t r = p.outPerm.size();
-    if (Q.dims.size() != r || K.dims.size() != r || V.dims.size() != r)
-      return kernelError("Attention: q, k and v of " + q.typeString() + ", " +
-                         k.typeString() + " and " + v.typeString() +
-                         " do not give matrices of rank " + llvm::Twine(r));
     int64_t T = Q.dims[r - 2], D = Q.dims[r - 1], S = K.dims[r - 1],
             Dv = V.dims[r - 1];
     bool batchesAgree = true;
@@ -365,10 +363,8 @@ private:
   llvm::Expected<std::vector<Bias>>
   biasesOf(llvm::ArrayRef<const Tensor *> inputs,
            llvm::ArrayRef<int64_t> leading, int64_t S) const {
-    if (inputs.size() != p.biasViews.size())
-      return kernelError("Attention: " + llvm::Twine(inputs.size()) +
-                         " biases for " + llvm::Twine(p.biasViews.size()) +
-                         " bias views");
+    // The factory checked one bias input per view.
+    assert(inputs.size() == p.biasViews.size());
     Shape scores(leading.begin(), leading.end());
     scores.push_back(S);
     std::vector<Bias> biases;

@@ -13,6 +13,7 @@ using namespace heterps::runtime::cpu;
 #include <immintrin.h>
 
 #include <cmath>
+#include <type_traits>
 
 namespace {
 
@@ -195,39 +196,39 @@ bool cpu::smallHeadsRun(int64_t S, int64_t Dv) {
          __builtin_cpu_supports("avx512f");
 }
 
+/// fn(std::integral_constant<int, V>()) for `vectors` = V in 1..4: the
+/// kernels keep that many vectors a row in registers.
+template <typename Fn> static void withVectors(int64_t vectors, Fn fn) {
+  switch (vectors) {
+  case 1:
+    return fn(std::integral_constant<int, 1>());
+  case 2:
+    return fn(std::integral_constant<int, 2>());
+  case 3:
+    return fn(std::integral_constant<int, 3>());
+  case 4:
+    return fn(std::integral_constant<int, 4>());
+  }
+  llvm_unreachable("a small head of more than 64 keys or value columns");
+}
+
 void cpu::smallHeadScores(const float *q, int64_t qRow, const float *k,
                           int64_t kD, int64_t kS, int64_t T, int64_t S,
                           int64_t D, float scale, float *packed, float *out) {
   int64_t rowLength = smallHeadRowLength(S);
   packKt(k, kD, kS, S, D, rowLength, packed);
-  switch (rowLength / 16) {
-  case 1:
-    return scores<1>(q, qRow, packed, rowLength, T, D, scale, out);
-  case 2:
-    return scores<2>(q, qRow, packed, rowLength, T, D, scale, out);
-  case 3:
-    return scores<3>(q, qRow, packed, rowLength, T, D, scale, out);
-  case 4:
-    return scores<4>(q, qRow, packed, rowLength, T, D, scale, out);
-  }
-  llvm_unreachable("smallHeadScores of more than 64 keys");
+  withVectors(rowLength / 16, [&](auto V) {
+    scores<V()>(q, qRow, packed, rowLength, T, D, scale, out);
+  });
 }
 
 void cpu::smallHeadOutput(const float *p, const float *v, int64_t vRow,
                           int64_t T, int64_t S, int64_t Dv, float *o,
                           int64_t oRow) {
   int64_t rowLength = smallHeadRowLength(S);
-  switch ((Dv + 15) / 16) {
-  case 1:
-    return output<1>(p, rowLength, v, vRow, T, S, Dv, o, oRow);
-  case 2:
-    return output<2>(p, rowLength, v, vRow, T, S, Dv, o, oRow);
-  case 3:
-    return output<3>(p, rowLength, v, vRow, T, S, Dv, o, oRow);
-  case 4:
-    return output<4>(p, rowLength, v, vRow, T, S, Dv, o, oRow);
-  }
-  llvm_unreachable("smallHeadOutput of more than 64 value columns");
+  withVectors((Dv + 15) / 16, [&](auto V) {
+    output<V()>(p, rowLength, v, vRow, T, S, Dv, o, oRow);
+  });
 }
 
 #else // not x86-64: the kernel's sgemm path only
