@@ -10,7 +10,7 @@
 #include "../PlanBuilder.h"
 #include "../Reference.h"
 
-#include "../../../lib/Runtime/Backends/CPU/DnnlUtils.h"
+#include "../../../lib/Runtime/Backends/CPU/CPUKernels.h"
 #include "heterps/Runtime/Train/TrainKernel.h"
 
 #include "llvm/ADT/ScopeExit.h"
@@ -295,6 +295,33 @@ TEST(GradCheck, BatchedMatMul) {
             {0, 1});
 }
 
+// Attention (fuseTrainableAttention) through its perms: ViT's
+// [tokens, batch * heads, d] sources, K read as K^T (perm 1, 2, 0) and the
+// result written back to [tokens, batch * heads, d]; then plain operands,
+// K^T with its own rows contiguous.
+TEST(GradCheck, Attention) {
+  Attrs vit = Attrs()
+                  .ints("q_perm", {1, 0, 2})
+                  .ints("k_perm", {1, 2, 0})
+                  .ints("v_perm", {1, 0, 2})
+                  .ints("out_perm", {1, 0, 2})
+                  .f("scale", 0.45f);
+  gradCheck(
+      "Attention",
+      {random({4, 3, 5}, 80), random({6, 3, 5}, 81), random({6, 3, 2}, 82)},
+      {0, 1, 2}, vit);
+  Attrs plain = Attrs()
+                    .ints("q_perm", {0, 1, 2})
+                    .ints("k_perm", {0, 1, 2})
+                    .ints("v_perm", {0, 1, 2})
+                    .ints("out_perm", {0, 1, 2})
+                    .f("scale", 1.3f);
+  gradCheck(
+      "Attention",
+      {random({2, 4, 5}, 83), random({2, 5, 6}, 84), random({2, 6, 3}, 85)},
+      {0, 1, 2}, plain);
+}
+
 // Where passes each element's gradient to the side it came from; the mask
 // and the other side broadcast.
 TEST(GradCheck, WhereMaskedFill) {
@@ -514,6 +541,43 @@ TEST(BinaryGrad, SameShapeInABlockedLayout) {
         ASSERT_NEAR(d.data<float>()[k], want, 1e-5f) << i << " " << k;
       }
     }
+  }
+}
+
+// ConvNeXt's permutes between channels-last [N, C, H, W] and [N, H, W, C]
+// are views in both passes: the gradient of [N, H, W, C] -> [N, C, H, W]
+// from a channels-last gradient is that gradient's buffer, and of
+// [N, C, H, W] -> [N, H, W, C] a channels-last view of the plain one.
+TEST(TransposeGrad, ChannelsLastPermutesAreViews) {
+  LayoutCase setup;
+  TrainBackend &backend = *setup.backend;
+  gradCheck("Transpose", {random({2, 3, 4, 5}, 86)}, {0},
+            Attrs().ints("perm", {0, 2, 3, 1}));
+  gradCheck("Transpose", {random({2, 4, 5, 3}, 87)}, {0},
+            Attrs().ints("perm", {0, 3, 1, 2}));
+  for (auto [perm, in, g] :
+       {std::tuple{std::vector<int64_t>{0, 3, 1, 2}, random({2, 4, 5, 3}, 88),
+                   setup.blocked(random({2, 3, 4, 5}, 89), cpu::Tag::acdb)},
+        std::tuple{std::vector<int64_t>{0, 2, 3, 1}, random({2, 3, 4, 5}, 90),
+                   random({2, 4, 5, 3}, 91)}}) {
+    plan::Op op = makeOp("Transpose", 1, {in}, Attrs().ints("perm", perm));
+    OpInfo info(op, {nullptr});
+    auto kernel = llvm::cantFail(backend.createKernel(info, 0));
+    std::vector<const Tensor *> args = {&in};
+    Tensor out;
+    ASSERT_FALSE(bool(kernel->forward(args, out)));
+    std::vector<Tensor> grads(1);
+    ASSERT_FALSE(bool(kernel->backward(args, out, g, {true}, grads)));
+    EXPECT_EQ(grads[0].rawData(), g.rawData());
+    EXPECT_EQ(grads[0].shape(), in.shape());
+    // Output axis i is input axis perm[i]: the gradient's element at input
+    // index [a0, a1, a2, a3] is g's at [a_perm[0], ..., a_perm[3]].
+    Tensor want = llvm::cantFail(
+        cpu::transposePlain(llvm::cantFail(g.toPlain()),
+                            perm[1] == 3 ? std::vector<int64_t>{0, 2, 3, 1}
+                                         : std::vector<int64_t>{0, 3, 1, 2},
+                            setup.ctx));
+    EXPECT_TRUE(allClose(llvm::cantFail(grads[0].toPlain()), want, 0.f, 0.f));
   }
 }
 
@@ -919,6 +983,20 @@ TEST(TrainBackend, UnsupportedFormsAreNamed) {
   EXPECT_EQ(y.data<int64_t>()[1], 2);
   EXPECT_EQ(llvm::toString(modKernel->forward({&x, &x}, y)),
             "Mod of floats cannot be trained yet (no gradient)");
+
+  // Attention trains without a mask only.
+  Tensor mask(DType::Bool, {3, 3});
+  plan::Op attention = makeOp("Attention", 4, {x, x, x, mask},
+                              Attrs()
+                                  .ints("q_perm", {0, 1})
+                                  .ints("k_perm", {1, 0})
+                                  .ints("v_perm", {0, 1})
+                                  .ints("out_perm", {0, 1}));
+  OpInfo attentionInfo(attention, {nullptr, nullptr, nullptr, nullptr});
+  auto attentionKernel = backend.createKernel(attentionInfo, 0);
+  ASSERT_FALSE(bool(attentionKernel));
+  EXPECT_EQ(llvm::toString(attentionKernel.takeError()),
+            "Attention with a mask cannot be trained");
 
   Tensor rows = Tensor::fromInts({1, 1}, {0});
   plan::Op scatter = makeOp("ScatterND", 3, {x, rows, random({1, 4}, 74)},

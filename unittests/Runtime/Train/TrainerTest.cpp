@@ -374,6 +374,83 @@ TEST(Trainer, TransposedWeightsTrainInPlace) {
   EXPECT_LT(last, first);
 }
 
+/// x [-1, 4 tokens, 6 channels] -> self-attention of 2 heads of 3 as
+/// PyTorch exports it (per-head Reshapes and Transposes of Q, K and V, Q
+/// divided by sqrt(3), the result transposed back) -> Flatten -> MatMul to
+/// 3 logits. `barrier` puts an Identity after the Softmax so that nothing
+/// fuses; `bias` adds a constant to the scores, which a trainable attention
+/// does not take.
+static MLP attentionModel(const std::string &path, bool barrier,
+                          bool bias = false) {
+  PlanBuilder b;
+  Shape tokens = {-1, 4, 6}, heads = {-1, 4, 2, 3}, perHead = {-1, 2, 4, 3},
+        scores = {-1, 2, 4, 4};
+  int x = b.input("x", tokens);
+  int split = b.weight("split", Tensor::fromInts({4}, {0, 4, 2, 3}));
+  auto project = [&](const char *w, std::vector<int64_t> perm, Shape out) {
+    int y = b.op("MatMul", {x, b.weightRef(w, {6, 6})}, tokens);
+    y = b.op("Reshape", {y, split}, heads);
+    return b.op("Transpose", {y}, out, Attrs().ints("perm", perm));
+  };
+  int q = project("wq", {0, 2, 1, 3}, perHead);
+  q = b.op("Div", {q, b.weight("root", Tensor::fromFloats({}, {1.7320508f}))},
+           perHead);
+  int kt = project("wk", {0, 2, 3, 1}, {-1, 2, 3, 4});
+  int v = project("wv", {0, 2, 1, 3}, perHead);
+  int z = b.op("MatMul", {q, kt}, scores);
+  if (bias)
+    z = b.op("Add", {z, b.weight("bias", Tensor::fromFloats({}, {0.25f}))},
+             scores);
+  int p = b.op("Softmax", {z}, scores, Attrs().i("axis", -1));
+  if (barrier)
+    p = b.op("Identity", {p}, scores);
+  int o = b.op("MatMul", {p, v}, perHead);
+  o = b.op("Transpose", {o}, heads, Attrs().ints("perm", {0, 2, 1, 3}));
+  int flat = b.op("Flatten", {o}, {-1, 24});
+  b.output("logits",
+           b.op("MatMul", {flat, b.weightRef("w2", {24, 3})}, {-1, 3}));
+  return finish(b, path);
+}
+
+// Self-attention trains as one Attention op (fuseTrainableAttention in the
+// CPU backend's training rewrites), reading Q, K and V through the
+// Transposes' perms and writing the result transposed: the same losses and
+// weights as the ops kept apart. Scores with a bias stay apart in training
+// (the fused op has no bias gradient) and fuse for inference.
+TEST(Trainer, AttentionTrainsAsOneOp) {
+  TempDir dir;
+  std::string path = dir.file("attention.onnx");
+  std::mt19937 rng(27);
+  writeInitializers(path, {{"wq", randomTensor({6, 6}, rng, -0.9f, 0.9f)},
+                           {"wk", randomTensor({6, 6}, rng, -0.9f, 0.9f)},
+                           {"wv", randomTensor({6, 6}, rng, -0.9f, 0.9f)},
+                           {"w2", randomTensor({24, 3}, rng, -0.5f, 0.5f)}});
+  auto typesAfter = [](const MLP &model, bool training) {
+    plan::Plan plan = model.plan;
+    WeightMap weights = model.weights;
+    if (training)
+      CPUBackend().rewriteForTraining(plan, weights, everyOp);
+    else
+      CPUBackend().rewriteForInference(plan, weights, everyOp);
+    std::vector<std::string> types;
+    for (const plan::Op &op : plan.ops())
+      if (op.type() != "MatMul" && op.type() != "Reshape")
+        types.push_back(op.type());
+    return types;
+  };
+  MLP fused = attentionModel(path, false);
+  EXPECT_EQ(typesAfter(fused, true),
+            (std::vector<std::string>{"Attention", "Flatten"}));
+  auto [first, last] =
+      expectSameTraining(fused, attentionModel(path, true),
+                         threeClasses(randomTensor({12, 4, 6}, rng)), 15);
+  EXPECT_LT(last, first);
+
+  MLP biased = attentionModel(path, false, /*bias=*/true);
+  EXPECT_EQ(llvm::count(typesAfter(biased, true), "Softmax"), 1);
+  EXPECT_EQ(llvm::count(typesAfter(biased, false), "Attention"), 1);
+}
+
 /// x [-1, 8] -> MatMul -> LayerNorm and GELU as PyTorch exports them ->
 /// MatMul -> 3 logits. `barrier` puts an Identity inside each pattern so
 /// that neither fuses; `trainedHalf` makes GELU's 0.5 an initializer (a

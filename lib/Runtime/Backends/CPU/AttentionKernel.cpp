@@ -25,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionViews.h"
 #include "Broadcast.h"
 #include "CPUKernels.h"
 #include "ExpPolynomial.h"
@@ -63,10 +64,12 @@ inline float expNonPositive(float x) {
   return x < kMinArgument ? 0.f : y * scale;
 }
 
-/// Softmax of one row in place: the exponentials take most of an
-/// attention's time outside its sgemms, so the function is compiled for
-/// AVX-512 and AVX2 as well as the baseline, chosen at load time.
-HETERPS_VECTOR_CLONES void softmaxRow(float *row, int64_t n) {
+} // namespace
+
+// The exponentials take most of an attention's time outside its sgemms, so
+// the softmax is compiled for AVX-512 and AVX2 as well as the baseline,
+// chosen at load time.
+HETERPS_VECTOR_CLONES void cpu::softmaxRow(float *row, int64_t n) {
   float max = row[0];
   for (int64_t j = 1; j < n; ++j)
     max = row[j] > max ? row[j] : max;
@@ -82,24 +85,7 @@ HETERPS_VECTOR_CLONES void softmaxRow(float *row, int64_t n) {
     row[j] *= inverse;
 }
 
-/// A tensor seen through a permutation of its axes: the permuted shape,
-/// each permuted axis's stride in elements, and where element 0 is.
-struct View {
-  std::vector<int64_t> dims, strides;
-  int64_t offset = 0;
-};
-
-View permuted(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> perm) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  View v;
-  for (int64_t p : perm) {
-    v.dims.push_back(shape[p]);
-    v.strides.push_back(strides[p]);
-  }
-  return v;
-}
+namespace {
 
 /// `permuted`, and with `index` >= 0 the slice at that index of the first
 /// permuted axis, which then goes.
@@ -122,18 +108,6 @@ llvm::Expected<View> operandView(const Tensor &t, llvm::ArrayRef<int64_t> perm,
   assert(v.dims.size() == rank);
   (void)rank;
   return v;
-}
-
-bool isPermutation(llvm::ArrayRef<int64_t> perm, size_t rank) {
-  std::vector<bool> seen(rank, false);
-  if (perm.size() != rank)
-    return false;
-  for (int64_t p : perm) {
-    if (p < 0 || p >= static_cast<int64_t>(rank) || seen[p])
-      return false;
-    seen[p] = true;
-  }
-  return true;
 }
 
 /// row[s] += from[s * step] for s < n.
@@ -227,10 +201,7 @@ public:
       outShape.push_back(oDims[a]);
     Tensor out(DType::F32, outShape);
     // O's logical axis j is the output's axis i with outPerm[i] = j.
-    View outView = permuted(outShape, identity(r));
-    std::vector<int64_t> oStrides(r);
-    for (size_t i = 0; i < r; ++i)
-      oStrides[p.outPerm[i]] = outView.strides[i];
+    std::vector<int64_t> oStrides = writtenStrides(outShape, p.outPerm);
     if (oStrides[r - 1] != 1)
       return kernelError("Attention: out_perm " + shapeToString(p.outPerm) +
                          " moves the value columns off the last axis");
@@ -398,13 +369,6 @@ private:
           {bias->data<float>(), view, broadcastStrides(bias->shape(), view)});
     }
     return biases;
-  }
-
-  static std::vector<int64_t> identity(size_t rank) {
-    std::vector<int64_t> perm(rank);
-    for (size_t d = 0; d < rank; ++d)
-      perm[d] = static_cast<int64_t>(d);
-    return perm;
   }
 
   Params p;

@@ -83,7 +83,8 @@ void CPUBackend::rewriteForTraining(plan::Plan &plan, const WeightMap &weights,
   // MatMul reads its transposed weight in place;
   // convolutions read the parts of a Concat instead of copies; GELU,
   // LayerNorm, SiLU and HardSwish are one op each (one pass forward and
-  // back instead of a chain of element-wise ops); Relus run inside the Conv
+  // back instead of a chain of element-wise ops), attention too (no
+  // transposed copies of its operands); Relus run inside the Conv
   // or batch norm before them, and their gradient masks after a MaxPool.
   WeightMap constants = withoutScalarParameters(plan, weights);
   fusePads(plan, constants, mine);
@@ -91,6 +92,7 @@ void CPUBackend::rewriteForTraining(plan::Plan &plan, const WeightMap &weights,
   splitConcatConvs(plan, mine);
   fuseGelus(plan, constants, mine);
   fuseLayerNorms(plan, constants, mine);
+  fuseTrainableAttention(plan, constants, mine);
   fuseSelfGates(plan, mine);
   fuseTrainableActivations(plan, mine);
   moveReluMasksToMaxPools(plan, mine);

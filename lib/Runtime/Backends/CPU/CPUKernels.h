@@ -81,6 +81,13 @@ llvm::Expected<Tensor> transposePlain(const Tensor &x,
                                       llvm::ArrayRef<int64_t> perm,
                                       const CPUContextPtr &ctx);
 
+/// transposePlain of `x` in any layout, except that channels-last
+/// [N, C, S...] to [N, S..., C] and plain [N, S..., C] to [N, C, S...]
+/// (channels-last) are views of x's buffer: the same bytes.
+llvm::Expected<Tensor> transposeOf(const Tensor &x,
+                                   llvm::ArrayRef<int64_t> perm,
+                                   const CPUContextPtr &ctx);
+
 void registerBinaryKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerIndexKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerLogicKernels(KernelRegistry &registry, CPUContextPtr ctx);

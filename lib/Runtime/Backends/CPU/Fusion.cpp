@@ -1079,8 +1079,9 @@ static void setInts(plan::Op &op, llvm::StringRef name,
     a.mutable_ints()->add_values(v);
 }
 
-int heterps::runtime::fuseAttention(plan::Plan &plan, const WeightMap &weights,
-                                    OpFilter mine) {
+/// fuseAttention, and with `trainable` fuseTrainableAttention.
+static int fuseAttentions(plan::Plan &plan, const WeightMap &weights,
+                          OpFilter mine, bool trainable) {
   Uses uses(plan);
   std::vector<bool> dead(plan.ops_size(), false);
   // The op defining `v` if only `reader` reads it, it has `type`, one
@@ -1153,7 +1154,7 @@ int heterps::runtime::fuseAttention(plan::Plan &plan, const WeightMap &weights,
     if (outer >= 0)
       taken.push_back(outer);
     int g = feeding(v, outer >= 0 ? outer : reader, "Gather");
-    if (g < 0 || plan.ops(g).inputs_size() != 2)
+    if (g < 0 || plan.ops(g).inputs_size() != 2 || trainable)
       return;
     const plan::Op &gather = plan.ops(g);
     std::vector<int64_t> axis = intsOf(gather, "axis");
@@ -1225,7 +1226,7 @@ int heterps::runtime::fuseAttention(plan::Plan &plan, const WeightMap &weights,
     int32_t mask = -1;
     float fill = 0.f;
     int64_t fillWhere = 1;
-    if (int w = feeding(scores, reader, "Where");
+    if (int w = trainable ? -1 : feeding(scores, reader, "Where");
         w >= 0 && plan.ops(w).inputs_size() == 3) {
       const plan::Op &where = plan.ops(w);
       int k = scalarWeight(weights, where, 1) ? 1 : 2;
@@ -1244,7 +1245,7 @@ int heterps::runtime::fuseAttention(plan::Plan &plan, const WeightMap &weights,
     // Reshapes that keep the matrices (Swin's relative-position bias and
     // shift mask); each bias with the scores' shape where it is added.
     std::vector<std::pair<int32_t, std::vector<int64_t>>> biases;
-    for (bool more = true; more;) {
+    for (bool more = !trainable; more;) {
       more = false;
       if (int r = feeding(scores, reader, "Reshape");
           r >= 0 && keepsMatrices(plan.ops(r))) {
@@ -1289,8 +1290,8 @@ int heterps::runtime::fuseAttention(plan::Plan &plan, const WeightMap &weights,
     // Dropout (Swin's) read only by it.
     int32_t probabilities = softmax.outputs(0);
     int pv = uses.soleReader(probabilities);
-    if (pv >= 0 && !dead[pv] && plan.ops(pv).type() == "Dropout" &&
-        plan.ops(pv).outputs_size() == 1 &&
+    if (pv >= 0 && !dead[pv] && !trainable &&
+        plan.ops(pv).type() == "Dropout" && plan.ops(pv).outputs_size() == 1 &&
         fusable(mine, softmax, plan.ops(pv))) {
       chain.push_back(pv);
       probabilities = plan.ops(pv).outputs(0);
@@ -1392,6 +1393,17 @@ int heterps::runtime::fuseAttention(plan::Plan &plan, const WeightMap &weights,
   if (fused)
     eraseOps(plan, dead);
   return fused;
+}
+
+int heterps::runtime::fuseAttention(plan::Plan &plan, const WeightMap &weights,
+                                    OpFilter mine) {
+  return fuseAttentions(plan, weights, mine, /*trainable=*/false);
+}
+
+int heterps::runtime::fuseTrainableAttention(plan::Plan &plan,
+                                             const WeightMap &weights,
+                                             OpFilter mine) {
+  return fuseAttentions(plan, weights, mine, /*trainable=*/true);
 }
 
 int heterps::runtime::fuseSkipLayerNorms(plan::Plan &plan, OpFilter mine) {

@@ -156,6 +156,13 @@ int fuseSqueezeExcites(plan::Plan &plan, const WeightMap &weights,
 int fuseAttention(plan::Plan &plan, const WeightMap &weights,
                   OpFilter mine = anyOp);
 
+/// For training: fuseAttention's pattern without a mask, biases, a Dropout
+/// or Gathers, which Train/AttentionGrad.cpp runs forward and back: a
+/// ViT's attention without the transposed copies of its Q, K, V and output
+/// in either pass. Returns the number of fused patterns.
+int fuseTrainableAttention(plan::Plan &plan, const WeightMap &weights,
+                           OpFilter mine = anyOp);
+
 /// Folds an Add of two values of the same declared shape into the
 /// LayerNormalization (over the last axis) of its sum: one op of type
 /// SkipLayerNormalization (a, b, scale[, bias]) that normalises a + b and,

@@ -63,6 +63,47 @@ llvm::Expected<Tensor> cpu::transposePlain(const Tensor &x,
   return y;
 }
 
+/// Whether `p` is [0, 2, ..., rank - 1, 1] (rank 3 to 5): [N, C, S...] to
+/// [N, S..., C].
+static bool isChannelsToLast(llvm::ArrayRef<int64_t> p) {
+  int64_t rank = static_cast<int64_t>(p.size());
+  if (rank < 3 || rank > 5 || p[0] != 0 || p[rank - 1] != 1)
+    return false;
+  for (int64_t i = 1; i < rank - 1; ++i)
+    if (p[i] != i + 1)
+      return false;
+  return true;
+}
+
+/// Whether `p` is [0, rank - 1, 1, ..., rank - 2] (rank 3 to 5):
+/// [N, S..., C] to [N, C, S...].
+static bool isChannelsToFront(llvm::ArrayRef<int64_t> p) {
+  int64_t rank = static_cast<int64_t>(p.size());
+  if (rank < 3 || rank > 5 || p[0] != 0 || p[1] != rank - 1)
+    return false;
+  for (int64_t i = 2; i < rank; ++i)
+    if (p[i] != i - 1)
+      return false;
+  return true;
+}
+
+llvm::Expected<Tensor> cpu::transposeOf(const Tensor &x,
+                                        llvm::ArrayRef<int64_t> perm,
+                                        const CPUContextPtr &ctx) {
+  bool ranked = x.rank() == static_cast<int64_t>(perm.size());
+  bool toLast = ranked && isChannelsToLast(perm) && isChannelsLast(x);
+  bool toFront =
+      ranked && isChannelsToFront(perm) && x.isPlain() && x.numElements() > 0;
+  if (!toLast && !toFront)
+    return transposePlain(plainOf(x, ctx), perm, ctx);
+  Shape shape;
+  for (int64_t axis : perm)
+    shape.push_back(x.dim(axis));
+  return x.part(0, shape,
+                toLast ? nullptr
+                       : layoutOf(channelsLastDesc(shape), shape, ctx));
+}
+
 namespace {
 
 class PassThroughKernel : public Kernel {
@@ -131,30 +172,14 @@ private:
 class TransposeKernel : public Kernel {
 public:
   TransposeKernel(CPUContextPtr ctx, std::vector<int64_t> perm)
-      : ctx(std::move(ctx)), perm(std::move(perm)),
-        channelsToLast(isChannelsToLast(this->perm)),
-        channelsToFront(isChannelsToFront(this->perm)) {}
+      : ctx(std::move(ctx)), perm(std::move(perm)) {}
   bool acceptsLayouts() const override { return true; }
 
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override {
     if (llvm::Error e = checkF32(inputs))
       return e;
-    const Tensor &x = *inputs[0];
-    bool ranked = x.rank() == static_cast<int64_t>(perm.size());
-    bool toLast = ranked && channelsToLast && isChannelsLast(x);
-    bool toFront =
-        ranked && channelsToFront && x.isPlain() && x.numElements() > 0;
-    if (toLast || toFront) {
-      Shape shape;
-      for (int64_t axis : perm)
-        shape.push_back(x.dim(axis));
-      outputs[0] = x.part(
-          0, shape,
-          toLast ? nullptr : layoutOf(channelsLastDesc(shape), shape, ctx));
-      return llvm::Error::success();
-    }
-    llvm::Expected<Tensor> y = transposePlain(plainOf(x, ctx), perm, ctx);
+    llvm::Expected<Tensor> y = transposeOf(*inputs[0], perm, ctx);
     if (!y)
       return y.takeError();
     outputs[0] = std::move(*y);
@@ -162,33 +187,8 @@ public:
   }
 
 private:
-  /// Whether `p` is [0, 2, ..., rank - 1, 1] (rank 3 to 5): [N, C, S...]
-  /// to [N, S..., C].
-  static bool isChannelsToLast(llvm::ArrayRef<int64_t> p) {
-    int64_t rank = static_cast<int64_t>(p.size());
-    if (rank < 3 || rank > 5 || p[0] != 0 || p[rank - 1] != 1)
-      return false;
-    for (int64_t i = 1; i < rank - 1; ++i)
-      if (p[i] != i + 1)
-        return false;
-    return true;
-  }
-  /// Whether `p` is [0, rank - 1, 1, ..., rank - 2] (rank 3 to 5):
-  /// [N, S..., C] to [N, C, S...].
-  static bool isChannelsToFront(llvm::ArrayRef<int64_t> p) {
-    int64_t rank = static_cast<int64_t>(p.size());
-    if (rank < 3 || rank > 5 || p[0] != 0 || p[1] != rank - 1)
-      return false;
-    for (int64_t i = 2; i < rank; ++i)
-      if (p[i] != i - 1)
-        return false;
-    return true;
-  }
-
   CPUContextPtr ctx;
   std::vector<int64_t> perm;
-  /// perm's kind, worked out once: the two that can be views.
-  bool channelsToLast, channelsToFront;
 };
 
 llvm::Expected<Shape>

@@ -32,6 +32,7 @@ public:
     registerConvTransposeGrad(registry);
     registerIndexGrad(registry);
     registerMatMulGrad(registry);
+    registerAttentionGrad(registry);
   }
 
   llvm::Expected<std::unique_ptr<TrainKernel>>

@@ -140,8 +140,8 @@ public:
       std::vector<int64_t> inverse(rank);
       for (int64_t i = 0; i < rank; ++i)
         inverse[p[i]] = i;
-      llvm::Expected<Tensor> dx =
-          cpu::transposePlain(cpu::plainOf(dOutput, ctx), inverse, ctx);
+      // Between channels-last and [N, S..., C] a view, as forward.
+      llvm::Expected<Tensor> dx = cpu::transposeOf(dOutput, inverse, ctx);
       if (!dx)
         return dx.takeError();
       dInputs[0] = std::move(*dx);

@@ -53,6 +53,9 @@ public:
       Tensor dx(DType::F32, y.shape());
       const float *yv = y.data<float>(), *gv = g.data<float>();
       float *out = dx.data<float>();
+      // Attention's scores (Swin's, which keep their Softmax in training)
+      // are 10^5 rows a layer at batch 8: split across the kernel's threads.
+#pragma omp parallel for collapse(2) schedule(static) if (outer * inner > 64)
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t k = 0; k < inner; ++k) {
           auto at = [&](int64_t i) { return (o * n + i) * inner + k; };

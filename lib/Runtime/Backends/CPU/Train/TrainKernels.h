@@ -51,6 +51,7 @@ void registerLRNGrad(TrainRegistry &registry);
 void registerConvTransposeGrad(TrainRegistry &registry);
 void registerIndexGrad(TrainRegistry &registry);
 void registerMatMulGrad(TrainRegistry &registry);
+void registerAttentionGrad(TrainRegistry &registry);
 
 /// Runs an inference kernel as the forward (plain inputs unless it takes
 /// layouts); the backward is the subclass's.
