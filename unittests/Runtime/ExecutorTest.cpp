@@ -989,8 +989,8 @@ TEST(Executor, FusesAttention) {
   inf.data<float>()[0] = -INFINITY;
   Tensor scale(DType::F32, {});
   scale.data<float>()[0] = 0.5f;
-  enum Case { Gpt, Mha, Plain, SoftmaxRead, HeadMoved };
-  for (Case c : {Gpt, Mha, Plain, SoftmaxRead, HeadMoved}) {
+  enum Case { Gpt, Mha, Plain, SharedKey, SoftmaxRead, HeadMoved };
+  for (Case c : {Gpt, Mha, Plain, SharedKey, SoftmaxRead, HeadMoved}) {
     SCOPED_TRACE(c);
     PlanBuilder b;
     std::vector<Tensor> in;
@@ -1012,8 +1012,11 @@ TEST(Executor, FusesAttention) {
                Attrs().ints("perm", {1, 0, 2}));
       for (int i = 0; i < 3; ++i)
         in.push_back(randomTensor({T, B * H, D}, rng, -2.f, 2.f));
-    } else if (c == Plain) {
-      int q = b.input("q", {B, T, D}), kt = b.input("kt", {B, D, T + 2}),
+    } else if (c == Plain || c == SharedKey) {
+      // SharedKey: one K^T for the whole batch (broadcast), which the
+      // Attention kernels do not take.
+      int64_t kb = c == SharedKey ? 1 : B;
+      int q = b.input("q", {B, T, D}), kt = b.input("kt", {kb, D, T + 2}),
           v = b.input("v", {B, T + 2, D + 1});
       // A padding mask, [B, 1, S], that keeps the scores where it is true.
       Tensor keep(DType::Bool, {B, 1, T + 2});
@@ -1028,7 +1031,7 @@ TEST(Executor, FusesAttention) {
       int p = b.op("Softmax", {masked}, {B, T, T + 2});
       y = b.op("MatMul", {p, v}, {B, T, D + 1});
       in = {randomTensor({B, T, D}, rng, -2.f, 2.f),
-            randomTensor({B, D, T + 2}, rng, -2.f, 2.f),
+            randomTensor({kb, D, T + 2}, rng, -2.f, 2.f),
             randomTensor({B, T + 2, D + 1}, rng, -2.f, 2.f)};
     } else {
       // HeadMoved: q is [B, H, D, T], its D not last.

@@ -1337,10 +1337,30 @@ static int fuseAttentions(plan::Plan &plan, const WeightMap &weights,
       return perm.back() == int64_t(perm.size() - 1) ||
              (places == 2 && perm[perm.size() - 2] == int64_t(perm.size() - 1));
     };
+    // The kernels take Q, K and V with the same batch axes: a known size
+    // that differs is a broadcast (one K for all heads), which stays apart.
+    auto batchSizes = [&](int32_t x, llvm::ArrayRef<int64_t> perm,
+                          int64_t index) {
+      std::vector<int64_t> dims = dimsOf(x), sizes;
+      for (int a = index >= 0 ? 1 : 0; a < int(perm.size()) - 2; ++a)
+        sizes.push_back(dims[perm[a]]);
+      return sizes;
+    };
+    auto sameBatches = [&] {
+      std::vector<int64_t> bq = batchSizes(q, qPerm, qIndex),
+                           bk = batchSizes(k, kPerm, kIndex),
+                           bv = batchSizes(v, vPerm, vIndex);
+      for (size_t a = 0; a < bq.size(); ++a)
+        for (int64_t other : {bk[a], bv[a]})
+          if (bq[a] > 0 && other > 0 && bq[a] != other)
+            return false;
+      return true;
+    };
     if (!fits(q, qPerm, qIndex) || !fits(k, kPerm, kIndex) ||
         !fits(v, vPerm, vIndex) || outPerm.size() != size_t(rank) ||
         !lastIsLast(qPerm, 1) || !lastIsLast(kPerm, 2) ||
-        !lastIsLast(vPerm, 1) || outPerm[rank - 1] != rank - 1) {
+        !lastIsLast(vPerm, 1) || outPerm[rank - 1] != rank - 1 ||
+        !sameBatches()) {
       shared.resize(sharedBefore);
       continue;
     }

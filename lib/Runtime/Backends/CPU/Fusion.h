@@ -149,7 +149,8 @@ int fuseSqueezeExcites(plan::Plan &plan, const WeightMap &weights,
 /// Transposes' inputs (`q_perm`, `k_perm`, `v_perm`, with `q_index`, ...
 /// for a Gather's index) and writes the result transposed (`out_perm`), so
 /// that none of the transposed copies is made; a Transpose under Gathers
-/// goes once all its readers are fused. Every matrix row must stay
+/// goes once all its readers are fused. Q, K and V must have the same
+/// batch axes (where both sizes are known), and every matrix row must stay
 /// contiguous (the head dimension last in the sources of Q, V and the
 /// result, and K's or Kt's last axis last in its source). Returns the number
 /// of fused patterns.
