@@ -10,7 +10,7 @@
 // each gradient written through its operand's perm into a tensor of the
 // operand's source shape. Unfused, PyTorch's export copies Q, K, V and O
 // transposed in both passes and scales Q by its own op (ViT-B/16 at batch
-// 8: a 4.8 MB copy each, ten per layer and pass); here those copies go,
+// 8: five 4.8 MB passes per layer each way); here those copies go,
 // and each batch index's scores and their gradient stay in one thread's
 // cache between the products, which are single-threaded sgemms with the
 // batch indices split across threads.
