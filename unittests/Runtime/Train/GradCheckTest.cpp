@@ -997,6 +997,35 @@ TEST(TrainBackend, UnsupportedFormsAreNamed) {
   ASSERT_FALSE(bool(attentionKernel));
   EXPECT_EQ(llvm::toString(attentionKernel.takeError()),
             "Attention with a mask cannot be trained");
+  auto attentionError = [&](Attrs attrs, std::vector<Tensor> in) {
+    plan::Op op = makeOp("Attention", 3, in, attrs);
+    OpInfo info(op, {nullptr, nullptr, nullptr});
+    auto kernel = backend.createKernel(info, 0);
+    if (!kernel)
+      return llvm::toString(kernel.takeError());
+    Tensor out;
+    return llvm::toString((*kernel)->forward({&in[0], &in[1], &in[2]}, out));
+  };
+  auto perms = [](std::vector<int64_t> q) {
+    return Attrs()
+        .ints("q_perm", std::move(q))
+        .ints("k_perm", {0, 1})
+        .ints("v_perm", {0, 1})
+        .ints("out_perm", {0, 1});
+  };
+  Tensor q = random({3, 4}, 92), k = random({4, 5}, 93);
+  EXPECT_EQ(attentionError(perms({0, 1}).i("q_index", 0), {q, k, q}),
+            "Attention with `q_index` cannot be trained");
+  EXPECT_EQ(attentionError(perms({0, 0}), {q, k, q}),
+            "Attention: q_perm, k_perm, v_perm and out_perm must be "
+            "permutations of one rank of 2 or more");
+  EXPECT_EQ(attentionError(perms({0, 1}), {q, k, random({4, 2}, 94)}),
+            "Attention: Q [3, 4], K^T [4, 5] and V [4, 2] do not fit");
+  // Q as q's transpose: its rows are q's columns, strided.
+  EXPECT_EQ(attentionError(perms({1, 0}),
+                           {random({4, 3}, 95), k, random({5, 2}, 96)}),
+            "Attention: a matrix of q, k, v or the result has its rows "
+            "strided");
 
   Tensor rows = Tensor::fromInts({1, 1}, {0});
   plan::Op scatter = makeOp("ScatterND", 3, {x, rows, random({1, 4}, 74)},
