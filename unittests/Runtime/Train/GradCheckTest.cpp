@@ -1063,6 +1063,60 @@ TEST(GradCheck, MoreElementwise) {
             Attrs().f("alpha", 0.2f).f("beta", 0.5f));
 }
 
+// GELU's own kernel (GeluGrad.cpp) against the erf form in double, over the
+// tails and across the spans it splits a tensor into, plain and in a
+// channel-blocked layout whose last block is padded; NaN and +inf pass, and
+// -inf gives NaN as x * (erf(x / sqrt 2) + 1) * 0.5, the exported graph, does.
+TEST(GeluGrad, MatchesTheErfForm) {
+  LayoutCase setup;
+  TrainBackend &backend = *setup.backend;
+  const int64_t c = 20, hw = 45 * 45; // 40,500 elements: three spans
+  Tensor x = random({1, c, 45, 45}, 90, -12.f, 12.f);
+  float *xv = x.data<float>();
+  const float special[] = {0.f,  -0.f,  1e-30f,   -1e-30f,   6.f, -6.f,
+                           1e4f, -1e4f, INFINITY, -INFINITY, NAN};
+  std::copy(std::begin(special), std::end(special), xv);
+  Tensor dy = random(x.shape(), 91);
+  auto exact = [](double v) {
+    double cdf = 0.5 * (1 + std::erf(v / std::sqrt(2.0)));
+    double pdf = std::exp(-v * v / 2) / std::sqrt(2 * M_PI);
+    return std::pair<double, double>(v * cdf, cdf + v * pdf);
+  };
+  for (bool blocked : {false, true}) {
+    SCOPED_TRACE(blocked ? "aBcd16b" : "plain");
+    Tensor in = blocked ? setup.blocked(x, cpu::Tag::aBcd16b) : x;
+    plan::Op op = makeOp("Gelu", 1, {in}, Attrs());
+    OpInfo info(op, {nullptr});
+    auto kernel = backend.createKernel(info, 0);
+    ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+    Tensor y;
+    ASSERT_FALSE(bool((*kernel)->forward({&in}, y)));
+    EXPECT_TRUE(cpu::descOf(y) == cpu::descOf(in));
+    std::vector<Tensor> dx(1);
+    Tensor dyIn = blocked ? setup.blocked(dy, cpu::Tag::aBcd16b) : dy;
+    ASSERT_FALSE(bool((*kernel)->backward({&in}, y, dyIn, {true}, dx)));
+    Tensor yPlain = llvm::cantFail(y.toPlain());
+    Tensor dxPlain = llvm::cantFail(dx[0].toPlain());
+    for (int64_t i = 0; i < c * hw; ++i) {
+      float v = xv[i], got = yPlain.data<float>()[i];
+      if (std::isnan(v) || v == -INFINITY) {
+        EXPECT_TRUE(std::isnan(got)) << "x " << v;
+        continue;
+      }
+      if (v == INFINITY) {
+        EXPECT_EQ(got, INFINITY);
+        continue;
+      }
+      auto [value, slope] = exact(v);
+      double scale = std::max(1.0, std::abs(double(v)));
+      ASSERT_NEAR(got, value, 4e-7 * scale) << "x " << v;
+      ASSERT_NEAR(dxPlain.data<float>()[i], dy.data<float>()[i] * slope,
+                  1e-6 * scale)
+          << "x " << v;
+    }
+  }
+}
+
 TEST(GradCheck, SoftmaxAndLogSoftmax) {
   for (const char *type : {"Softmax", "LogSoftmax"}) {
     gradCheck(type, {random({2, 3, 4}, 50)}, {0}, Attrs().i("axis", 1));

@@ -35,36 +35,9 @@
 
 #include <atomic>
 #include <cmath>
-#include <cstring>
 
 using namespace heterps::runtime;
 using namespace heterps::runtime::cpu;
-
-namespace {
-
-/// e^x for x <= 0 to about 2 ulp (ExpPolynomial.h), and exactly 0 below
-/// -87 (a masked -inf gets probability 0, as with std::exp); n rounded by
-/// the 1.5 * 2^23 trick, 2^n from its bits. Plain arithmetic the compiler
-/// vectorises, unlike std::exp.
-inline float expNonPositive(float x) {
-  using namespace exppoly;
-  constexpr float kRound = 12582912.f;
-  float clamped = x < kMinArgument ? kMinArgument : x;
-  float t = clamped * kLog2e + kRound;
-  float n = t - kRound;
-  float r = clamped - n * kLn2High - n * kLn2Low;
-  const float *c = kCoefficients;
-  float p = ((((c[0] * r + c[1]) * r + c[2]) * r + c[3]) * r + c[4]) * r + c[5];
-  float y = p * r * r + r + 1.f;
-  int32_t tBits, expBits;
-  std::memcpy(&tBits, &t, sizeof t);
-  expBits = (tBits - 0x4B400000 + 127) << 23; // kRound's bits are 0x4B400000
-  float scale;
-  std::memcpy(&scale, &expBits, sizeof scale);
-  return x < kMinArgument ? 0.f : y * scale;
-}
-
-} // namespace
 
 // The exponentials take most of an attention's time outside its sgemms, so
 // the softmax is compiled for AVX-512 and AVX2 as well as the baseline,

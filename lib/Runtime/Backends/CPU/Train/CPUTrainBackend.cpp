@@ -21,6 +21,7 @@ public:
     registerConvGrad(registry);
     registerDropoutGrad(registry);
     registerEltwiseGrad(registry);
+    registerGeluGrad(registry);
     registerGemmGrad(registry);
     registerPoolGrad(registry);
     registerShapeGrad(registry);

@@ -1,7 +1,8 @@
 //===- EltwiseGrad.cpp - activations forward and backward on oneDNN -------===//
 //
 // The activations oneDNN implements (the inference backend's eltwiseSpecFor
-// list), in the input's layout; the backward reads the forward's input.
+// list but GELU, GeluGrad.cpp), in the input's layout; the backward reads
+// the forward's input.
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,9 +92,9 @@ llvm::Error EltwiseGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
 }
 
 void train::registerEltwiseGrad(TrainRegistry &registry) {
-  for (const char *type : {"Relu", "LeakyRelu", "Elu", "Clip", "Sigmoid",
-                           "Tanh", "Abs", "Exp", "Log", "Sqrt", "Softplus",
-                           "Neg", "Reciprocal", "Gelu", "Swish", "HardSwish"})
+  for (const char *type :
+       {"Relu", "LeakyRelu", "Elu", "Clip", "Sigmoid", "Tanh", "Abs", "Exp",
+        "Log", "Sqrt", "Softplus", "Neg", "Reciprocal", "Swish", "HardSwish"})
     registry[type] = [](const OpInfo &info, const TrainKernelEnv &env)
         -> llvm::Expected<std::unique_ptr<TrainKernel>> {
       if (llvm::Error e = info.checkArity(1, 1))

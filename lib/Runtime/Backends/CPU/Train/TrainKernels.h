@@ -37,6 +37,7 @@ using TrainRegistry = llvm::StringMap<TrainKernelFactory>;
 
 void registerConvGrad(TrainRegistry &registry);
 void registerEltwiseGrad(TrainRegistry &registry);
+void registerGeluGrad(TrainRegistry &registry);
 void registerPoolGrad(TrainRegistry &registry);
 void registerGemmGrad(TrainRegistry &registry);
 void registerBinaryGrad(TrainRegistry &registry);
