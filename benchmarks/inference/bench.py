@@ -18,7 +18,11 @@ is ORT ms / heterps ms; GFLOP/s is the model's FLOPs (hps-layer-stats) x
 batch / heterps p50, and "ORT of peak" ORT's rate against this machine's
 sgemm peak: where ORT already runs near the peak, a direct algorithm
 cannot be much faster (only fewer multiplications, Winograd's, can). The
-differences are over the first output, relative to max |ORT|.
+differences are over the first output, relative to max |ORT|. Under the
+table: the geometric mean speedup, over all runs and split by ORT's
+share of the peak, and that bound over the runs (what heterps would give
+with every model's FLOPs at the sgemm peak: 1 / ORT of peak) against
+what the target needs and the runs give.
 """
 
 import argparse
@@ -157,6 +161,14 @@ def main():
                       "geometric mean %.2fx, %d at or above 1.0x" % (
                           len(rows), what, 100 / TARGET, geomean(rows),
                           sum(s >= 1.0 for s in rows)))
+        # A direct algorithm's bound: the speed-up heterps would have with
+        # each model's FLOPs at the sgemm peak, and how close to that the
+        # target needs the runs on (geometric) average.
+        at_peak = geomean([1 / o for o in ort_shares])
+        print("at the sgemm peak on every run heterps would give %.2fx; "
+              "%.2fx needs %.0f%% of that, the runs give %.0f%%" % (
+                  at_peak, TARGET, 100 * TARGET / at_peak,
+                  100 * geomean(speedups) / at_peak))
 
 
 def geomean(values):
