@@ -220,22 +220,10 @@ public:
     // padded to whole vectors; others by sgemm.
     bool small = smallHeadsRun(S, Dv);
     int64_t rowLength = small ? smallHeadRowLength(S) : S;
-    // Batch index b's offset in each operand.
-    struct Offsets {
-      int64_t q = 0, k = 0, v = 0, o = 0, m = 0;
-    };
+    // Batch index b's offsets in Q, K, V, O and the mask.
     auto offsetsOf = [&](int64_t b) {
-      Offsets at;
-      for (int64_t i = static_cast<int64_t>(r) - 3; i >= 0; --i) {
-        int64_t index = b % Q.dims[i];
-        b /= Q.dims[i];
-        at.q += index * Q.strides[i];
-        at.k += index * K.strides[i];
-        at.v += index * V.strides[i];
-        at.o += index * oStrides[i];
-        at.m += index * mStrides[i];
-      }
-      return at;
+      return batchOffsets<5>(
+          b, Q.dims, {Q.strides, K.strides, V.strides, oStrides, mStrides});
     };
 #pragma omp parallel num_threads(std::max(threads, 1))
     {
@@ -250,12 +238,13 @@ public:
         // A small head's rows are few and far apart (Swin's: 128 bytes of
         // 1152): the next head's are fetched while this one computes.
         if (small && b + 1 < batches) {
-          Offsets next = offsetsOf(b + 1);
+          [[maybe_unused]] auto [qNext, kNext, vNext, oNext, mNext] =
+              offsetsOf(b + 1);
           for (int64_t t = 0; t < T; ++t)
-            __builtin_prefetch(qData + next.q + t * Q.strides[r - 2]);
+            __builtin_prefetch(qData + qNext + t * Q.strides[r - 2]);
           for (int64_t s = 0; s < S; ++s) {
-            __builtin_prefetch(kData + next.k + s * K.strides[r - 1]);
-            __builtin_prefetch(vData + next.v + s * V.strides[r - 2]);
+            __builtin_prefetch(kData + kNext + s * K.strides[r - 1]);
+            __builtin_prefetch(vData + vNext + s * V.strides[r - 2]);
           }
         }
         dnnl_status_t status = dnnl_success;

@@ -1,5 +1,4 @@
-//===- AttentionViews.h - attention's operands read through perms -*- C++
-//-*-===//
+//===- AttentionViews.h - attention operands through perms -----*- C++ -*-===//
 //
 // What the Attention kernels for inference (AttentionKernel.cpp) and
 // training (Train/AttentionGrad.cpp) share: an operand read in place
@@ -13,6 +12,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -25,12 +25,18 @@ struct View {
   int64_t offset = 0;
 };
 
-/// The plain tensor of `shape` seen through `perm` (a permutation).
-inline View permuted(llvm::ArrayRef<int64_t> shape,
-                     llvm::ArrayRef<int64_t> perm) {
+/// The strides in elements of a plain tensor of `shape`.
+inline std::vector<int64_t> plainStrides(llvm::ArrayRef<int64_t> shape) {
   std::vector<int64_t> strides(shape.size(), 1);
   for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d)
     strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+/// The plain tensor of `shape` seen through `perm` (a permutation).
+inline View permuted(llvm::ArrayRef<int64_t> shape,
+                     llvm::ArrayRef<int64_t> perm) {
+  std::vector<int64_t> strides = plainStrides(shape);
   View v;
   for (int64_t p : perm) {
     v.dims.push_back(shape[p]);
@@ -44,14 +50,27 @@ inline View permuted(llvm::ArrayRef<int64_t> shape,
 /// Attention's `out_perm`).
 inline std::vector<int64_t> writtenStrides(llvm::ArrayRef<int64_t> shape,
                                            llvm::ArrayRef<int64_t> perm) {
-  std::vector<int64_t> identity(shape.size());
-  for (size_t d = 0; d < shape.size(); ++d)
-    identity[d] = static_cast<int64_t>(d);
-  View plain = permuted(shape, identity);
-  std::vector<int64_t> strides(shape.size());
+  std::vector<int64_t> plain = plainStrides(shape), strides(shape.size());
   for (size_t i = 0; i < shape.size(); ++i)
-    strides[perm[i]] = plain.strides[i];
+    strides[perm[i]] = plain[i];
   return strides;
+}
+
+/// Where batch index `b` starts in each of N operands: b's position in
+/// row-major order over the batch axes (all of `dims` but the last two),
+/// times each operand's `strides` of those axes.
+template <size_t N>
+std::array<int64_t, N>
+batchOffsets(int64_t b, llvm::ArrayRef<int64_t> dims,
+             const std::array<llvm::ArrayRef<int64_t>, N> &strides) {
+  std::array<int64_t, N> at{};
+  for (int64_t i = static_cast<int64_t>(dims.size()) - 3; i >= 0; --i) {
+    int64_t index = b % dims[i];
+    b /= dims[i];
+    for (size_t s = 0; s < N; ++s)
+      at[s] += index * strides[s][i];
+  }
+  return at;
 }
 
 inline bool isPermutation(llvm::ArrayRef<int64_t> perm, size_t rank) {

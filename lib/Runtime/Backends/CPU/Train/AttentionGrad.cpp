@@ -47,16 +47,9 @@ struct Geometry {
     int64_t q = 0, k = 0, v = 0, o = 0;
   };
   Offsets offsetsOf(int64_t b) const {
-    Offsets at;
-    for (int64_t i = static_cast<int64_t>(q.dims.size()) - 3; i >= 0; --i) {
-      int64_t index = b % q.dims[i];
-      b /= q.dims[i];
-      at.q += index * q.strides[i];
-      at.k += index * k.strides[i];
-      at.v += index * v.strides[i];
-      at.o += index * oStrides[i];
-    }
-    return at;
+    auto [qAt, kAt, vAt, oAt] = cpu::batchOffsets<4>(
+        b, q.dims, {q.strides, k.strides, v.strides, oStrides});
+    return {qAt, kAt, vAt, oAt};
   }
   /// Row strides (leading dimensions) of Q, Kt or K, V and O.
   int64_t ldq() const { return q.strides[q.strides.size() - 2]; }
