@@ -1321,6 +1321,59 @@ TEST(Executor, RunsBatchNormsWithAFusedRelu) {
   }
 }
 
+TEST(Executor, RunsAddsWithAFusedRelu) {
+  // x -> Conv -> BatchNorm -> Add(x) -> Relu, a ResNet block's end: after
+  // fuseTrainableActivations the Add holds the Relu, and the inference
+  // rewrites fold the batch norm into the Conv, the Add into the Conv's
+  // sum, and the Add's Relu into the Conv too. x + x -> Relu keeps an Add
+  // with a Relu; an Add that a second op reads keeps its Relu apart.
+  std::mt19937 rng(23);
+  auto channel = [&](float lo, float hi) {
+    std::uniform_real_distribution<float> u(lo, hi);
+    std::vector<float> v(8);
+    for (float &f : v)
+      f = u(rng);
+    return Tensor::fromFloats({8}, v);
+  };
+  PlanBuilder b;
+  Shape shape = {-1, 8, 6, 6};
+  int x = b.input("x", shape);
+  int c = b.op("Conv", {x, b.weight("w", randomTensor({8, 8, 3, 3}, rng))},
+               shape, Attrs().ints("pads", {1, 1, 1, 1}));
+  int bn = b.op("BatchNormalization",
+                {c, b.weight("s", channel(0.5f, 1.5f)),
+                 b.weight("b", channel(-1, 1)), b.weight("m", channel(-1, 1)),
+                 b.weight("v", channel(0.5f, 2))},
+                shape);
+  b.output("block", b.op("Relu", {b.op("Add", {bn, x}, shape)}, shape));
+  b.output("sum", b.op("Relu", {b.op("Add", {x, x}, shape)}, shape));
+  int shared = b.op("Add", {x, x}, shape);
+  b.output("shared", b.op("Relu", {shared}, shape));
+  b.output("also", shared);
+  plan::Plan plain = b.build(), fused = plain;
+  ASSERT_EQ(fuseTrainableActivations(fused), 2);
+  ExecutorOptions unfused;
+  unfused.fuse = false;
+  auto plainExec = Executor::create(plain, unfused),
+       fusedExec = Executor::create(fused);
+  ASSERT_TRUE(static_cast<bool>(plainExec)) << errorOf(plainExec.takeError());
+  ASSERT_TRUE(static_cast<bool>(fusedExec)) << errorOf(fusedExec.takeError());
+  std::vector<std::string> types;
+  for (const plan::Op &op : (*fusedExec)->plan().ops())
+    types.push_back(op.type());
+  EXPECT_EQ(llvm::count(types, "Relu"), 1);
+  EXPECT_EQ(llvm::count(types, "Add"), 2);
+  Tensor in = randomTensor({2, 8, 6, 6}, rng);
+  auto want = (*plainExec)->run({in});
+  auto got = (*fusedExec)->run({in});
+  ASSERT_TRUE(static_cast<bool>(want));
+  ASSERT_TRUE(static_cast<bool>(got));
+  for (size_t i = 0; i < want->size(); ++i) {
+    SCOPED_TRACE("output " + std::to_string(i));
+    EXPECT_TRUE(allClose((*got)[i], (*want)[i], 1e-5f, 1e-6f));
+  }
+}
+
 // moveReluMasksToMaxPools marks a MaxPool over Relu Convs, directly or
 // through a Concat, when nothing else reads what lies between; the kernels'
 // side is GradCheckTest's MovedReluMask.

@@ -13,6 +13,7 @@
 #include "../../lib/Runtime/Backends/CPU/DirectConvAVX2.h"
 #include "../../lib/Runtime/Backends/CPU/DnnlUtils.h"
 #include "../../lib/Runtime/Backends/CPU/GroupWidening.h"
+#include "../../lib/Runtime/Backends/CPU/NarrowGroupConv.h"
 #include "../../lib/Runtime/Backends/CPU/PointwiseDepthwise.h"
 #include "../../lib/Runtime/Backends/CPU/SwishPass.h"
 #include "../../lib/Runtime/Backends/CPU/WinogradConv.h"
@@ -527,6 +528,48 @@ TEST_F(KernelTest, OwnDepthwiseConvMatchesItsReference) {
                            ref.shape(), attrs, name);
       ASSERT_TRUE(static_cast<bool>(y)) << llvm::toString(y.takeError());
       EXPECT_EQ(cpu::isChannelsLast(*y), c.channelsLast);
+      expectCloseWithNaNAtZero(*y, ref);
+    }
+  }
+}
+
+// Our own kernel for groups of 4 or 8 channels (NarrowGroupConv.h), run
+// alone: both widths, each activation it takes in registers and a Swish as
+// a pass, images whose rows split into uneven strips (13 and 11 columns)
+// or none (1), two items; NaN stays NaN, in its own group only.
+TEST_F(KernelTest, OwnNarrowGroupConvMatchesItsReference) {
+  if (!cpu::narrowGroupConvRuns(16, 4))
+    GTEST_SKIP() << "no AVX-512 here: the kernel is not offered";
+  struct Case {
+    Shape x;
+    int64_t width;
+    std::string activation;
+  };
+  const auto &activations = fusedActivations();
+  std::vector<Case> cases = {{{1, 32, 9, 13}, 4, "Relu"},
+                             {{2, 48, 7, 11}, 8, "Swish"},
+                             {{1, 16, 5, 1}, 4, "HardSwish"},
+                             {{2, 32, 6, 6}, 8, ""}};
+  for (const Case &c : cases) {
+    int64_t channels = c.x[1], groups = channels / c.width;
+    Tensor x = random(c.x, -3.f, 3.f);
+    x.data<float>()[0] = std::nanf("");
+    Tensor w = random({channels, c.width, 3, 3}), bias = random({channels});
+    Tensor ref =
+        refUnary(refConv(x, w, &bias, {{1, 1}, {1, 1}, {1, 1, 1, 1}, groups}),
+                 activations.at(c.activation));
+    Attrs attrs = Attrs().i("group", groups).ints("pads", {1, 1, 1, 1});
+    if (!c.activation.empty())
+      attrs.s("activation", c.activation);
+    std::vector<std::string> names = {"own narrow groups nChw16c"};
+    if (c.activation == "Swish")
+      names.push_back(names[0] + ", Swish as a pass");
+    for (const std::string &name : names) {
+      SCOPED_TRACE(x.typeString() + " by " + w.typeString() + ", " +
+                   c.activation + ", " + name);
+      llvm::Expected<Tensor> y =
+          runConvCandidate(x, w, bias, ref.shape(), attrs, name);
+      ASSERT_TRUE(static_cast<bool>(y)) << llvm::toString(y.takeError());
       expectCloseWithNaNAtZero(*y, ref);
     }
   }
@@ -1450,6 +1493,21 @@ TEST_F(KernelTest, BinaryOpsWithBroadcasting) {
       EXPECT_TRUE(allClose(runOp(op.type, {in(a), in(b)}, ref.shape()), ref))
           << op.type << " " << shapeToString(s.a) << ", " << shapeToString(s.b);
     }
+}
+
+// A trained plan's Add with the Relu after it fused (evaluated by the
+// inference executor): same shapes, and a value per channel.
+TEST_F(KernelTest, AddWithAFusedRelu) {
+  auto relu = [](float a, float b) { return std::max(0.f, a + b); };
+  for (auto [sa, sb] : {std::pair{Shape{2, 24, 7, 7}, Shape{2, 24, 7, 7}},
+                        std::pair{Shape{2, 24, 7, 7}, Shape{24, 1, 1}}}) {
+    Tensor a = random(sa), b = random(sb);
+    Tensor ref = refBinary(a, b, relu);
+    EXPECT_TRUE(allClose(runOp("Add", {in(a), in(b)}, ref.shape(),
+                               Attrs().s("activation", "Relu")),
+                         ref))
+        << shapeToString(sa) << ", " << shapeToString(sb);
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -191,24 +191,35 @@ TEST(GradCheck, ConvGroupedDilatedNoBias) {
                 .ints("pads", {2, 2, 2, 2}));
 }
 
-// Groups of 4 and 8 channels (ResNeXt's) run merged into groups of the
-// host's channel block, 16 or 8 (GroupWidening.h): the outputs and
-// gradients are the narrow convolution's.
-TEST(GradCheck, ConvNarrowGroupsMerged) {
+// Groups of 4 and 8 channels (ResNeXt's): 3x3 at stride 1 on our own
+// kernels (NarrowGroupConv.h; 13 columns: strips of 7 and 6, 9: of 5 and
+// 4), else merged into groups of the host's channel block, 16 or 8
+// (GroupWidening.h). The outputs and gradients are the narrow
+// convolution's; with a fused Relu, the outputs (finite differences
+// across its kink would not hold).
+TEST(GradCheck, ConvNarrowGroups) {
   struct Case {
     Shape x, w;
     int64_t groups, stride;
+    bool relu;
   };
-  for (const Case &c : {Case{{2, 32, 6, 6}, {32, 4, 3, 3}, 8, 1},
-                        Case{{2, 32, 7, 7}, {32, 8, 3, 3}, 4, 2}}) {
-    SCOPED_TRACE("groups " + std::to_string(c.groups));
-    std::vector<Tensor> inputs = {random(c.x, 70), random(c.w, 71),
+  for (const Case &c : {Case{{2, 32, 6, 13}, {32, 4, 3, 3}, 8, 1, false},
+                        Case{{2, 32, 5, 9}, {32, 8, 3, 3}, 4, 1, false},
+                        Case{{1, 16, 1, 1}, {16, 4, 3, 3}, 4, 1, false},
+                        Case{{1, 16, 4, 5}, {16, 8, 3, 3}, 2, 1, true},
+                        Case{{2, 32, 7, 7}, {32, 8, 3, 3}, 4, 2, false}}) {
+    SCOPED_TRACE("groups " + std::to_string(c.groups) + ", " +
+                 std::to_string(c.x[3]) + " columns");
+    std::vector<Tensor> inputs = {awayFromZero(c.x, 70), random(c.w, 71),
                                   random({c.w[0]}, 72)};
     Attrs attrs = Attrs()
                       .i("group", c.groups)
                       .ints("pads", {1, 1, 1, 1})
                       .ints("strides", {c.stride, c.stride});
-    gradCheck("Conv", inputs, {0, 1, 2}, attrs);
+    if (c.relu)
+      attrs.s("activation", "Relu");
+    else
+      gradCheck("Conv", inputs, {0, 1, 2}, attrs);
     std::unique_ptr<TrainBackend> own = cpuTrainBackend();
     own->enterThread();
     plan::Op op = makeOp("Conv", 3, inputs, attrs);
@@ -217,10 +228,13 @@ TEST(GradCheck, ConvNarrowGroupsMerged) {
     Tensor y;
     ASSERT_FALSE(
         bool(kernel->forward({&inputs[0], &inputs[1], &inputs[2]}, y)));
-    EXPECT_TRUE(allClose(
-        llvm::cantFail(y.toPlain()),
+    Tensor expected =
         refConv(inputs[0], inputs[1], &inputs[2],
-                {{c.stride, c.stride}, {1, 1}, {1, 1, 1, 1}, c.groups})));
+                {{c.stride, c.stride}, {1, 1}, {1, 1, 1, 1}, c.groups});
+    if (c.relu)
+      for (int64_t i = 0; i < expected.numElements(); ++i)
+        expected.data<float>()[i] = std::max(0.f, expected.data<float>()[i]);
+    EXPECT_TRUE(allClose(llvm::cantFail(y.toPlain()), expected));
   }
 }
 
@@ -793,10 +807,38 @@ TEST(FusedRelu, BatchNormTrainsAsBatchNormThenRelu) {
                  {0, 1, 2}, Attrs());
 }
 
+// A ResNet block's Add and Relu; an Add that broadcasts per channel (in
+// the blocked layout of its first operand) and one that broadcasts
+// otherwise (plain loops, the Relu a pass after them).
+TEST(FusedRelu, AddTrainsAsAddThenRelu) {
+  LayoutCase layouts;
+  auto blocked = [&](const Tensor &t) {
+    return layouts.blocked(t, cpu::Tag::nChw16c);
+  };
+  checkFusedRelu("Add", {random({2, 8, 5, 5}, 40), random({2, 8, 5, 5}, 41)},
+                 {0, 1}, Attrs());
+  checkFusedRelu(
+      "Add",
+      {blocked(random({2, 24, 5, 5}, 42)), blocked(random({2, 24, 5, 5}, 43))},
+      {0, 1}, Attrs());
+  // Three 8-channel blocks: oneDNN 2.6's post-op there wrote past the
+  // output (reluAsPostOp); the Relu is a pass.
+  checkFusedRelu(
+      "Add",
+      {layouts.blocked(random({2, 24, 56, 56}, 48), cpu::Tag::nChw8c),
+       layouts.blocked(random({2, 24, 56, 56}, 49), cpu::Tag::nChw8c)},
+      {0, 1}, Attrs());
+  checkFusedRelu(
+      "Add", {blocked(random({2, 24, 5, 5}, 44)), random({1, 24, 1, 1}, 45)},
+      {0, 1}, Attrs());
+  checkFusedRelu("Add", {random({2, 3, 4}, 46), random({4}, 47)}, {0, 1},
+                 Attrs());
+}
+
 TEST(FusedRelu, OtherActivationsAreRefused) {
   std::unique_ptr<TrainBackend> own = cpuTrainBackend();
   TrainBackend &backend = *own;
-  for (const char *type : {"Conv", "BatchNormalization"}) {
+  for (const char *type : {"Conv", "BatchNormalization", "Add"}) {
     std::vector<Tensor> inputs = {random({1, 2, 3, 3}, 58),
                                   random({2, 2, 1, 1}, 59)};
     if (std::string(type) == "BatchNormalization")

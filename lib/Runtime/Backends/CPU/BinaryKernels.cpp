@@ -5,6 +5,8 @@
 // Broadcasts, and Pow and PRelu, are a loop of our own over plain tensors
 // (broadcastBinary, BinaryMath.h), parallel and vectorised; a value per
 // channel (squeeze-excitation) is applied in the other operand's layout.
+// A fused Relu (fuseTrainableActivations, in a trained plan that is
+// evaluated) is the primitive's post-op, or a pass after the loops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,14 +23,16 @@ struct BinaryEntry {
   Shape outShape;
   memory::desc src0Md, src1Md, dstMd;
   PrimitiveArgs args;
+  /// The fused Relu runs as a pass after the primitive (reluAsPostOp).
+  bool reluPass = false;
 };
 
 class BinaryKernel : public Kernel {
 public:
   BinaryKernel(CPUContextPtr ctx, dnnl::algorithm algorithm, BinaryOp op,
-               std::string type)
+               std::string type, bool relu)
       : cache(std::move(ctx)), algorithm(algorithm), op(op),
-        type(std::move(type)) {}
+        type(std::move(type)), relu(relu) {}
   bool acceptsLayouts() const override { return true; }
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override;
@@ -41,6 +45,7 @@ private:
   dnnl::algorithm algorithm;
   BinaryOp op;
   std::string type; // the ONNX op type, for the integer path
+  bool relu;
 };
 
 /// Pow, PRelu: loops only.
@@ -85,7 +90,10 @@ llvm::Expected<BinaryEntry> BinaryKernel::make(const Tensor &a,
   memory::desc md = a.isPlain() ? descOf(b) : descOf(a);
   entry.src0Md = entry.src1Md = entry.dstMd = md;
   dnnl::binary::desc d(algorithm, entry.src0Md, entry.src1Md, entry.dstMd);
-  entry.primitive = dnnl::binary(dnnl::binary::primitive_desc(d, engine));
+  entry.reluPass = relu && !reluAsPostOp(md, a.shape());
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(reluPostOps(relu && !entry.reluPass));
+  entry.primitive = dnnl::binary(dnnl::binary::primitive_desc(d, attr, engine));
   return entry;
 }
 
@@ -93,6 +101,8 @@ llvm::Error BinaryKernel::run(llvm::ArrayRef<const Tensor *> inputs,
                               llvm::MutableArrayRef<Tensor> outputs) {
   // Shape arithmetic computed at run time is on i64 tensors.
   if (inputs[0]->dtype() == DType::I64 || inputs[1]->dtype() == DType::I64) {
+    if (relu)
+      return kernelError(type + " with a fused Relu takes f32, not i64");
     llvm::Expected<Tensor> out =
         integerArithmetic(type, *inputs[0], *inputs[1]);
     if (!out)
@@ -110,12 +120,15 @@ llvm::Error BinaryKernel::run(llvm::ArrayRef<const Tensor *> inputs,
       return entry.takeError();
     BinaryEntry &e = **entry;
     if (!e.primitive) {
+      Tensor out;
       if (auto form = channelBroadcastOf(a, b)) {
-        outputs[0] = channelBroadcast(op, *form, a, b, ctx);
-        return llvm::Error::success();
+        out = channelBroadcast(op, *form, a, b, ctx);
+      } else {
+        out = Tensor(DType::F32, e.outShape);
+        broadcastBinary(op, plainOf(a, ctx), plainOf(b, ctx), out);
       }
-      Tensor out(DType::F32, e.outShape);
-      broadcastBinary(op, plainOf(a, ctx), plainOf(b, ctx), out);
+      if (relu)
+        reluInPlace(out);
       outputs[0] = std::move(out);
       return llvm::Error::success();
     }
@@ -127,6 +140,8 @@ llvm::Error BinaryKernel::run(llvm::ArrayRef<const Tensor *> inputs,
     e.args.set(DNNL_ARG_DST, e.dstMd, dst.rawData(), ctx->engine);
     e.primitive.execute(ctx->stream, e.args.get());
     ctx->stream.wait();
+    if (e.reluPass)
+      reluInPlace(dst);
     outputs[0] = std::move(dst);
     return llvm::Error::success();
   });
@@ -152,8 +167,11 @@ void cpu::registerBinaryKernels(KernelRegistry &registry, CPUContextPtr ctx) {
                      -> llvm::Expected<std::unique_ptr<Kernel>> {
                    if (llvm::Error e = info.checkArity(2, 2))
                      return e;
+                   llvm::Expected<bool> relu = fusesRelu(info.attrs, op.type);
+                   if (!relu)
+                     return relu.takeError();
                    return std::make_unique<BinaryKernel>(ctx, op.algorithm,
-                                                         op.op, op.type);
+                                                         op.op, op.type, *relu);
                  });
   for (auto [type, op] :
        {std::pair("Pow", BinaryOp::Pow), std::pair("PRelu", BinaryOp::PRelu)})

@@ -80,6 +80,44 @@ void cpu::broadcastPartial(BinaryOp op, bool first, const Tensor &dOut,
   });
 }
 
+void cpu::reluInPlace(Tensor &t) {
+  float *x = t.data<float>();
+  int64_t n = static_cast<int64_t>(t.bytes() / sizeof(float));
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = x[i] < 0.f ? 0.f : x[i];
+}
+
+bool cpu::reluAsPostOp(const memory::desc &md, llvm::ArrayRef<int64_t> shape) {
+  std::optional<int64_t> block = channelBlockOf(md, shape);
+  return block && (*block == 1 || *block == 16);
+}
+
+dnnl::post_ops cpu::reluPostOps(bool relu) {
+  dnnl::post_ops ops;
+  if (relu)
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  return ops;
+}
+
+Tensor cpu::reluGradient(const Tensor &y, const Tensor &dy,
+                         const CPUContextPtr &ctx) {
+  memory::desc md = descOf(y);
+  bool inPlace = dy.ownsBufferAlone() && descOf(dy) == md;
+  Tensor grad = reorderTo(dy, md, ctx);
+  Tensor out = inPlace ? grad : allocate(md, y.shape(), ctx);
+  const float *mask = y.data<float>(), *g = grad.data<float>();
+  float *o = out.data<float>();
+  int64_t n = static_cast<int64_t>(md.get_size() / sizeof(float));
+  // Both read unconditionally: a select, not a branch on random signs.
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    float d = g[i];
+    o[i] = mask[i] > 0.f ? d : 0.f;
+  }
+  return out;
+}
+
 Tensor cpu::sumToShape(const Tensor &in, llvm::ArrayRef<int64_t> shape) {
   Tensor out(DType::F32, Shape(shape.begin(), shape.end()));
   float *dst = out.data<float>();

@@ -103,6 +103,27 @@ void broadcastBinary(BinaryOp op, const Tensor &a, const Tensor &b,
 void broadcastPartial(BinaryOp op, bool first, const Tensor &dOut,
                       const Tensor &a, const Tensor &b, Tensor &out);
 
+/// max(x, 0) over t's buffer, in place (a binary op's fused Relu where no
+/// oneDNN post-op applies it; padded channels stay 0); NaN stays NaN.
+/// Parallel.
+void reluInPlace(Tensor &t);
+
+/// Whether a binary primitive on `md` (a tensor of `shape`) may take a
+/// fused Relu as its post-op: plain or in 16-channel blocks. oneDNN 2.6's
+/// AVX-512 binary kernel with a post-op writes wrong values into 8-channel
+/// blocks, and past their end, when their count is odd ([2, 24, 56, 56]);
+/// elsewhere the Relu is reluInPlace after the primitive.
+bool reluAsPostOp(const memory::desc &md, llvm::ArrayRef<int64_t> shape);
+
+/// The post-ops of a binary primitive: a Relu, or none.
+dnnl::post_ops reluPostOps(bool relu);
+
+/// `t`'s gradient through a fused Relu whose output is `y`: `dy` where `y`
+/// is positive, else 0, in y's layout; in dy's buffer when it holds that
+/// buffer alone in that layout (a gradient no one else reads).
+Tensor reluGradient(const Tensor &y, const Tensor &dy,
+                    const CPUContextPtr &ctx);
+
 /// `in` (plain f32) summed over the axes along which `shape` broadcasts
 /// to in's shape: the gradient of a broadcast operand. Parallel.
 Tensor sumToShape(const Tensor &in, llvm::ArrayRef<int64_t> shape);

@@ -16,8 +16,9 @@
 // channels-last when the input is channels-last, and
 // for 3x3 stride-1 convolutions Winograd, and for groups of 4 or 8
 // channels the groups merged into 16- or 8-channel ones (GroupWidening.h;
-// ResNeXt-50 and RegNet-Y 3-7% faster), for depthwise convolutions our
-// own kernel (DepthwiseDirect.h) in blocks of 16 and, when the input is,
+// ResNeXt-50 and RegNet-Y 3-7% faster) and, 3x3 at stride 1, our own
+// kernel that merges nothing (NarrowGroupConv.h), for depthwise convolutions
+// our own kernel (DepthwiseDirect.h) in blocks of 16 and, when the input is,
 // channels-last, for 3x3 stride-1 convolutions in blocks of 8 our own
 // Winograd (WinogradConv.h; AVX2 hosts, where oneDNN has none), for 1x1
 // convolutions on small images and for a first convolution (a plain
@@ -44,6 +45,7 @@
 #include "DepthwiseDirect.h"
 #include "DirectConvAVX2.h"
 #include "GroupWidening.h"
+#include "NarrowGroupConv.h"
 #include "PointwiseDepthwise.h"
 #include "WinogradConv.h"
 
@@ -84,6 +86,9 @@ struct ConvEntry {
   /// (DirectConvAVX2.h): 1x1, and a first convolution's.
   std::optional<PointwiseShape> pointwise;
   std::optional<StemShape> stem;
+  /// The same for our own kernel for groups of 4 or 8 channels
+  /// (NarrowGroupConv.h).
+  std::optional<NarrowGroupShape> narrowGroups;
   /// What our own kernels apply before their store.
   ConvEpilogue epilogue;
 };
@@ -116,6 +121,11 @@ private:
   std::optional<ConvEntry> ownPointwise(const Tensor &x, const Tensor &w,
                                         const ConvGeometry &geo,
                                         bool swishApart);
+  /// Our own kernel for groups of 4 or 8 channels, if it runs this shape
+  /// (null else).
+  std::optional<ConvEntry> ownNarrowGroups(const Tensor &x, const Tensor &w,
+                                           const ConvGeometry &geo,
+                                           bool swishApart);
   /// Our own kernel for a first convolution, if it runs it (null else).
   std::optional<ConvEntry> ownStem(const Tensor &x, const Tensor &w,
                                    const ConvGeometry &geo, bool swishApart);
@@ -143,6 +153,8 @@ static Tensor packWeights(const Tensor &w, const ConvEntry &e,
     return packPointwiseWeights(plain);
   if (e.stem)
     return packStemWeights(plain);
+  if (e.narrowGroups)
+    return packNarrowGroupWeights(plain, e.narrowGroups->width);
   if (e.widening > 1)
     plain = widenGroupWeights(plain, groups, e.widening);
   Tensor packed = allocate(e.weightsMd, plain.shape(), ctx);
@@ -309,6 +321,11 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   considerBuilt("own stem nChw8c", 0.9, [&](bool swishApart) {
     return ownStem(x, w, geo, swishApart);
   });
+  // Groups of 4 or 8 channels with no merged zeros (NarrowGroupConv.h),
+  // weighted as oneDNN's blocked candidates.
+  considerBuilt("own narrow groups nChw16c", 0.9, [&](bool swishApart) {
+    return ownNarrowGroups(x, w, geo, swishApart);
+  });
   // Our own depthwise kernel (DepthwiseDirect.h): in blocks of 16, and
   // channels-last when the input is, weighted as oneDNN's in those.
   considerBuilt("own depthwise nChw16c", 0.9, [&](bool swishApart) {
@@ -375,6 +392,10 @@ void ConvKernel::execute(const ConvEntry &e, PrimitiveArgs &args,
     stemConvAVX2(src.data<float>(), packed.data<float>(),
                  bias ? bias->data<float>() : nullptr, dst.data<float>(),
                  *e.stem, e.epilogue, params.sum);
+  } else if (e.narrowGroups) {
+    narrowGroupConv(src.data<float>(), packed.data<float>(),
+                    bias ? bias->data<float>() : nullptr, dst.data<float>(),
+                    *e.narrowGroups, e.epilogue);
   } else {
     const dnnl::engine &engine = ctx->engine;
     args.set(DNNL_ARG_SRC, e.srcMd, src.rawData(), engine);
@@ -424,6 +445,31 @@ std::optional<ConvEntry> ConvKernel::ownDepthwise(const Tensor &x,
   e.depthwise = DepthwiseShape{
       x.dim(0),       c,           x.dim(2),    x.dim(3),    out[2], out[3], k,
       geo.strides[0], geo.padL[0], geo.padL[1], channelsLast};
+  if (constantWeights)
+    e.weights = packWeights(w, e, cache.context(), params.group);
+  return e;
+}
+
+std::optional<ConvEntry> ConvKernel::ownNarrowGroups(const Tensor &x,
+                                                     const Tensor &w,
+                                                     const ConvGeometry &geo,
+                                                     bool swishApart) {
+  // 3x3, stride 1, padding 1, undilated; as many outputs as inputs.
+  int64_t c = x.dim(1), width = w.dim(1);
+  bool window =
+      w.dim(2) == 3 && w.dim(3) == 3 && geo.strides == memory::dims{1, 1} &&
+      geo.dilations == memory::dims{0, 0} && geo.padL == memory::dims{1, 1} &&
+      geo.padR == memory::dims{1, 1};
+  if (params.sum || !window || w.dim(0) != c || params.group * width != c ||
+      !narrowGroupConvRuns(c, width))
+    return std::nullopt;
+  std::optional<ConvEpilogue> epilogue =
+      convEpilogueOf(swishApart ? params.postOpsBeforeSwish : params.postOps);
+  if (!epilogue)
+    return std::nullopt;
+  ConvEntry e = ownEntry(x, geo.outShape, Tag::nChw16c, Tag::nChw16c,
+                         swishApart, *epilogue);
+  e.narrowGroups = NarrowGroupShape{x.dim(0), c, x.dim(2), x.dim(3), width};
   if (constantWeights)
     e.weights = packWeights(w, e, cache.context(), params.group);
   return e;

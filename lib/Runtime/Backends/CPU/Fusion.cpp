@@ -62,6 +62,18 @@ static bool hasActivation(const plan::Op &op) {
   return !activationOf(op).empty();
 }
 
+/// Copies the fused activation of `from` (its `activation*` attributes) to
+/// `to`, their names prefixed with `prefix`.
+static void copyActivation(const plan::Op &from, plan::Op &to,
+                           llvm::StringRef prefix) {
+  for (const plan::Attribute &a : from.attributes())
+    if (llvm::StringRef(a.name()).starts_with("activation")) {
+      plan::Attribute *copy = to.add_attributes();
+      *copy = a;
+      copy->set_name((prefix + a.name()).str());
+    }
+}
+
 int heterps::runtime::fuseResidualAdds(plan::Plan &plan, OpFilter mine) {
   Uses uses(plan);
   std::vector<bool> dead(plan.ops_size(), false);
@@ -88,6 +100,8 @@ int heterps::runtime::fuseResidualAdds(plan::Plan &plan, OpFilter mine) {
     while (conv.inputs_size() < 3)
       conv.add_inputs(-1);
     conv.add_inputs(other);
+    // A trained plan's Add may carry the Relu after it.
+    copyActivation(add, conv, "");
     conv.set_outputs(0, add.outputs(0));
     dead[j] = true;
     ++fused;
@@ -153,7 +167,7 @@ int heterps::runtime::fuseActivations(plan::Plan &plan, OpFilter mine) {
 int heterps::runtime::fuseTrainableActivations(plan::Plan &plan,
                                                OpFilter mine) {
   return fuseIntoProducers(
-      plan, {"Conv", "BatchNormalization"},
+      plan, {"Conv", "BatchNormalization", "Add"},
       [](llvm::StringRef type) { return type == "Relu"; }, mine);
 }
 
@@ -223,18 +237,6 @@ static std::vector<int64_t> intsOf(const plan::Op &op, llvm::StringRef name) {
 /// Whether every entry of attribute `name` is `v` (true when absent).
 static bool allEqual(const plan::Op &op, llvm::StringRef name, int64_t v) {
   return llvm::all_of(intsOf(op, name), [&](int64_t x) { return x == v; });
-}
-
-/// Copies the fused activation of `from` (its `activation*` attributes) to
-/// `to`, their names prefixed with `prefix`.
-static void copyActivation(const plan::Op &from, plan::Op &to,
-                           llvm::StringRef prefix) {
-  for (const plan::Attribute &a : from.attributes())
-    if (llvm::StringRef(a.name()).starts_with("activation")) {
-      plan::Attribute *copy = to.add_attributes();
-      *copy = a;
-      copy->set_name((prefix + a.name()).str());
-    }
 }
 
 int heterps::runtime::fuseDepthwiseConvs(plan::Plan &plan,

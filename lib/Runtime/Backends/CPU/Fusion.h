@@ -25,9 +25,11 @@ inline bool anyOp(const plan::Op &) { return true; }
 /// output. Returns the number of fused ops.
 int fuseActivations(plan::Plan &plan, OpFilter mine = anyOp);
 
-/// The fusions training kernels can run backwards: a Relu into the Conv or
-/// BatchNormalization whose output only it reads (the Relu's gradient mask
-/// is the fused op's output > 0). Same attributes as fuseActivations.
+/// The fusions training kernels can run backwards: a Relu into the Conv,
+/// BatchNormalization or Add whose output only it reads (the Relu's
+/// gradient mask is the fused op's output > 0; a ResNet block's Add and
+/// Relu then take one pass over the tensor forward instead of two). Same
+/// attributes as fuseActivations.
 /// Inference kernels run the result too. Returns the number of fused ops.
 int fuseTrainableActivations(plan::Plan &plan, OpFilter mine = anyOp);
 
@@ -66,7 +68,8 @@ int splitConcatConvs(plan::Plan &plan, OpFilter mine = anyOp);
 /// Folds an Add of a Conv's output and another value of the same declared
 /// shape (a residual connection) into the Conv, as a fourth input the Conv
 /// sums into its result; the other value must be defined before the Conv.
-/// Run before fuseActivations so that Conv+Add+Relu becomes one Conv.
+/// Run before fuseActivations so that Conv+Add+Relu becomes one Conv; an
+/// Add's own fused activation (a trained plan's) moves to the Conv.
 /// Returns the number of fused ops.
 int fuseResidualAdds(plan::Plan &plan, OpFilter mine = anyOp);
 

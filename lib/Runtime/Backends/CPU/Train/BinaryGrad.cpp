@@ -6,7 +6,11 @@
 // broadcasting ones (and Pow and PRelu) run as plain loops. The backward
 // multiplies the output gradient by the partial derivative and sums it over
 // the dimensions an operand was broadcast along (BinaryMath.h: parallel,
-// vectorised loops shared with the inference kernels).
+// vectorised loops shared with the inference kernels). A fused Relu
+// (fuseTrainableActivations: a ResNet block's Add and the Relu after it)
+// is the primitive's post-op, or a pass over the output of the loops; its
+// backward masks the gradient by the output, so the Relu's own forward
+// pass over the tensor goes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,8 +55,9 @@ std::optional<dnnl::algorithm> dnnlAlgorithm(BinaryOp kind) {
 
 class BinaryGradKernel : public TrainKernel {
 public:
-  BinaryGradKernel(CPUContextPtr ctx, BinaryOp kind, std::string type)
-      : ctx(std::move(ctx)), kind(kind), type(std::move(type)) {}
+  BinaryGradKernel(CPUContextPtr ctx, BinaryOp kind, std::string type,
+                   bool relu)
+      : ctx(std::move(ctx)), kind(kind), type(std::move(type)), relu(relu) {}
   bool differentiable(int) const override { return true; }
   llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
                       Tensor &output) override;
@@ -65,6 +70,7 @@ private:
   CPUContextPtr ctx;
   BinaryOp kind;
   std::string type;
+  bool relu;
   /// Same-shape operands in the first one's layout, per shape and layouts.
   std::map<std::string, dnnl::binary> sameLayout;
 };
@@ -76,6 +82,8 @@ llvm::Error BinaryGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
   // Shape arithmetic at run time (no gradient reaches i64 values).
   if (kind <= BinaryOp::Min &&
       (inputs[0]->dtype() == DType::I64 || inputs[1]->dtype() == DType::I64)) {
+    if (relu)
+      return cpu::kernelError(type + " with a fused Relu takes f32, not i64");
     llvm::Expected<Tensor> out =
         cpu::integerArithmetic(type, *inputs[0], *inputs[1]);
     if (!out)
@@ -92,9 +100,13 @@ llvm::Error BinaryGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
       memory::desc md = cpu::descOf(a);
       Tensor rhs = cpu::reorderTo(b, md, ctx);
       std::string key = cpu::shapeKey({&a});
+      bool reluPass = relu && !cpu::reluAsPostOp(md, a.shape());
       auto it = sameLayout.find(key);
       if (it == sameLayout.end()) {
-        dnnl::binary::primitive_desc pd({*algorithm, md, md, md}, ctx->engine);
+        dnnl::primitive_attr attr;
+        attr.set_post_ops(cpu::reluPostOps(relu && !reluPass));
+        dnnl::binary::primitive_desc pd({*algorithm, md, md, md}, attr,
+                                        ctx->engine);
         it = sameLayout.emplace(key, dnnl::binary(pd)).first;
       }
       output = cpu::allocate(md, a.shape(), ctx);
@@ -102,28 +114,35 @@ llvm::Error BinaryGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
                                        {DNNL_ARG_SRC_1, memoryOf(rhs, *ctx)},
                                        {DNNL_ARG_DST, memoryOf(output, *ctx)}});
       ctx->stream.wait();
+      if (reluPass)
+        cpu::reluInPlace(output);
       return llvm::Error::success();
     }
     if (auto form = cpu::channelBroadcastOf(a, b)) {
       output = cpu::channelBroadcast(kind, *form, a, b, ctx);
-      return llvm::Error::success();
+    } else {
+      auto shape = cpu::broadcastShapes(a.shape(), b.shape());
+      if (!shape)
+        return shape.takeError();
+      output = Tensor(DType::F32, *shape);
+      cpu::broadcastBinary(kind, cpu::plainOf(a, ctx), cpu::plainOf(b, ctx),
+                           output);
     }
-    auto shape = cpu::broadcastShapes(a.shape(), b.shape());
-    if (!shape)
-      return shape.takeError();
-    output = Tensor(DType::F32, *shape);
-    cpu::broadcastBinary(kind, cpu::plainOf(a, ctx), cpu::plainOf(b, ctx),
-                         output);
+    if (relu)
+      cpu::reluInPlace(output);
     return llvm::Error::success();
   });
 }
 
 llvm::Error BinaryGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
-                                       const Tensor &, const Tensor &dOutput,
+                                       const Tensor &output,
+                                       const Tensor &dOutputOfRelu,
                                        llvm::ArrayRef<bool> needGrad,
                                        llvm::MutableArrayRef<Tensor> dInputs) {
   return cpu::guardDnnl([&]() -> llvm::Error {
     const Tensor &a = *inputs[0], &b = *inputs[1];
+    Tensor dOutput =
+        relu ? cpu::reluGradient(output, dOutputOfRelu, ctx) : dOutputOfRelu;
     if (kind == BinaryOp::Add && a.shape() == b.shape()) {
       // The gradient passes through to both, layout and all.
       for (int i = 0; i < 2; ++i)
@@ -185,6 +204,11 @@ void train::registerBinaryGrad(TrainRegistry &registry) {
         -> llvm::Expected<std::unique_ptr<TrainKernel>> {
       if (llvm::Error e = info.checkArity(2, 2))
         return e;
-      return std::make_unique<BinaryGradKernel>(env.ctx, kind, info.op.type());
+      llvm::Expected<bool> relu =
+          cpu::fusesRelu(info.attrs, "a trained " + info.op.type());
+      if (!relu)
+        return relu.takeError();
+      return std::make_unique<BinaryGradKernel>(env.ctx, kind, info.op.type(),
+                                                *relu);
     };
 }

@@ -84,10 +84,13 @@ llvm::Error CPUTrainBackend::accumulate(Tensor &dst, const Tensor &src) const {
                             src.typeString() + " cannot be summed");
   return cpu::guardDnnl([&]() -> llvm::Error {
     // Same layout: sum the buffers (blocked formats pad with zeros, whose
-    // sum stays zero). A fresh buffer: `dst` may share its buffer with a
-    // gradient passed through unchanged (Identity, Add).
+    // sum stays zero). Into `dst` when no one else holds its buffer; else
+    // a fresh one: `dst` may share its buffer with a gradient passed
+    // through unchanged (Identity, Add).
     Tensor other = cpu::reorderTo(src, cpu::descOf(dst), ctx);
-    Tensor sum = cpu::allocate(cpu::descOf(dst), dst.shape(), ctx);
+    Tensor sum = dst.ownsBufferAlone()
+                     ? dst
+                     : cpu::allocate(cpu::descOf(dst), dst.shape(), ctx);
     const float *a = dst.data<float>(), *b = other.data<float>();
     float *s = sum.data<float>();
     int64_t n = static_cast<int64_t>(dst.bytes() / sizeof(float));

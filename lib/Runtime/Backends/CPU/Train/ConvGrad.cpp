@@ -24,8 +24,10 @@
 // updates the weights in that format (Optimizer::update), so from the
 // second step on the forward reads them as they are; backward-data reorders
 // them only when its format differs (ResNet-18's 512-channel convolutions).
-// Grouped convolutions keep plain weights and gradients; groups of 4 or 8
-// channels run merged into groups of 16 (GroupWidening.h: ResNeXt-50's
+// Grouped convolutions keep plain weights and gradients; 3x3 ones with
+// groups of 4 or 8 channels at stride 1 run on our own kernels in
+// 16-channel blocks (NarrowGroupConv.h: ResNeXt-50's first two stages),
+// other groups of 4 or 8 merged into groups of 16 (GroupWidening.h: its
 // first stage had its weight gradient on oneDNN's gemm fallback); a
 // depthwise one's weight gradient is our own (DepthwiseWeightGrad.h) where
 // oneDNN has only its gemm fallback. A fused Relu (fuseTrainableActivations)
@@ -45,6 +47,7 @@
 #include "../CPUKernels.h"
 #include "../ConvGeometry.h"
 #include "../GroupWidening.h"
+#include "../NarrowGroupConv.h"
 #include "../WinogradConv.h"
 #include "DepthwiseWeightGrad.h"
 #include "TrainKernels.h"
@@ -90,6 +93,9 @@ struct ConvGradEntry {
   std::optional<cpu::WinogradShape> winograd, winogradBackward;
   /// Our own Winograd runs the weight gradient too (more tiles).
   bool winogradWeights = false;
+  /// Set when our own kernels (NarrowGroupConv.h) run the forward and both
+  /// backwards, in 16-channel blocks.
+  std::optional<cpu::NarrowGroupShape> narrowGroups;
 };
 
 class ConvGradKernel : public TrainKernel {
@@ -116,6 +122,13 @@ private:
   /// blocked formats have a dimension more than the weights.
   Tensor weightGradient(const Tensor &dw, const Shape &shape) const;
 
+  /// The forward and backward on NarrowGroupConv.h's kernels.
+  void narrowForward(const Tensor &x, const Tensor &w, const Tensor *b,
+                     Tensor &output);
+  void narrowBackward(llvm::ArrayRef<const Tensor *> inputs,
+                      const Tensor &dOutput, llvm::ArrayRef<bool> needGrad,
+                      llvm::MutableArrayRef<Tensor> dInputs);
+
   /// dOutput, masked by the fused Relu's output when there is one and the
   /// MaxPool after it did not mask it already.
   Tensor reluGradient(const Tensor &output, const Tensor &dOutput) const;
@@ -136,6 +149,11 @@ private:
 };
 
 } // namespace
+
+/// `shape` in 16-channel blocks.
+static memory::desc blocked16(const Shape &shape) {
+  return memory::desc(toDims(shape), memory::data_type::f32, Tag::nChw16c);
+}
 
 /// Whether a Winograd shape has at least `perThread` 4x4 output tiles per
 /// thread, to pay for its transforms (see the file comment).
@@ -253,6 +271,15 @@ ConvGradKernel::make(const Tensor &x, const Tensor &w, bool bias, bool sum) {
         x.dim(2), x.dim(3), 2 - geo.padL[0], 2 - geo.padL[1]};
     entry.winogradWeights = winogradPays(geo);
   }
+  bool window3x3 = w.rank() == 4 && w.dim(2) == 3 && w.dim(3) == 3 &&
+                   geo.strides == memory::dims{1, 1} &&
+                   geo.dilations == memory::dims{0, 0} &&
+                   geo.padL == memory::dims{1, 1} &&
+                   geo.padR == memory::dims{1, 1};
+  if (widening > 1 && !sum && window3x3 && m == c &&
+      cpu::narrowGroupConvRuns(c, w.dim(1)))
+    entry.narrowGroups =
+        cpu::NarrowGroupShape{x.dim(0), c, x.dim(2), x.dim(3), w.dim(1)};
   if (relu) {
     auto alg = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
     dnnl::eltwise_forward::primitive_desc hint(
@@ -337,6 +364,10 @@ llvm::Error ConvGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
     if (!got)
       return got.takeError();
     entry = *got;
+    if (entry->narrowGroups) {
+      narrowForward(*inputs[0], *inputs[1], b, output);
+      return llvm::Error::success();
+    }
     const auto &pd = entry->forwardPd;
     src = reorderTo(*inputs[0], pd.src_desc(), ctx);
     bool own = entry->winograd && !hasNonFinite(src);
@@ -386,6 +417,10 @@ llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
   const CPUContextPtr &ctx = cache.context();
   return cpu::guardDnnl([&]() -> llvm::Error {
     Tensor dOutput = reluGradient(output, dOutputOfRelu);
+    if (entry->narrowGroups) {
+      narrowBackward(inputs, dOutput, needGrad, dInputs);
+      return llvm::Error::success();
+    }
     // Our own Winograd's backwards read the gradient in 8-channel blocks,
     // the forward's destination format; not when it (or, for the weights,
     // the input: then the forward was oneDNN's) holds NaN or infinities.
@@ -483,6 +518,52 @@ llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
       dInputs[2] = std::move(db);
     return llvm::Error::success();
   });
+}
+
+void ConvGradKernel::narrowForward(const Tensor &x, const Tensor &w,
+                                   const Tensor *b, Tensor &output) {
+  const CPUContextPtr &ctx = cache.context();
+  const cpu::NarrowGroupShape &s = *entry->narrowGroups;
+  src = reorderTo(x, blocked16(x.shape()), ctx);
+  plainWeights = cpu::plainOf(w, ctx);
+  output = allocate(blocked16(entry->outShape), entry->outShape, ctx);
+  Tensor bias = b ? cpu::plainOf(*b, ctx) : Tensor();
+  cpu::narrowGroupConv(
+      src.data<float>(),
+      cpu::packNarrowGroupWeights(plainWeights, s.width).data<float>(),
+      b ? bias.data<float>() : nullptr, output.data<float>(), s,
+      {relu ? cpu::ConvEpilogue::Relu : cpu::ConvEpilogue::None});
+}
+
+void ConvGradKernel::narrowBackward(llvm::ArrayRef<const Tensor *> inputs,
+                                    const Tensor &dOutput,
+                                    llvm::ArrayRef<bool> needGrad,
+                                    llvm::MutableArrayRef<Tensor> dInputs) {
+  const CPUContextPtr &ctx = cache.context();
+  const cpu::NarrowGroupShape &s = *entry->narrowGroups;
+  const Shape &shape = inputs[0]->shape();
+  Tensor dy = reorderTo(dOutput, blocked16(shape), ctx);
+  if (needGrad[0]) {
+    Tensor dx = allocate(blocked16(shape), shape, ctx);
+    cpu::narrowGroupConv(
+        dy.data<float>(),
+        cpu::packNarrowGroupWeights(plainWeights, s.width, /*backward=*/true)
+            .data<float>(),
+        nullptr, dx.data<float>(), s, {});
+    dInputs[0] = std::move(dx);
+  }
+  bool bias = inputs.size() > 2 && inputs[2] && needGrad[2];
+  if (!needGrad[1] && !bias)
+    return;
+  Tensor dw(DType::F32, inputs[1]->shape());
+  Tensor db(DType::F32, {s.c});
+  cpu::narrowGroupWeightGrad(src.data<float>(), dy.data<float>(),
+                             dw.data<float>(),
+                             bias ? db.data<float>() : nullptr, s);
+  if (needGrad[1])
+    dInputs[1] = std::move(dw);
+  if (bias)
+    dInputs[2] = std::move(db);
 }
 
 void train::registerConvGrad(TrainRegistry &registry) {
