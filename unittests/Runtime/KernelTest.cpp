@@ -536,7 +536,8 @@ TEST_F(KernelTest, OwnDepthwiseConvMatchesItsReference) {
 // Our own kernel for groups of 4 or 8 channels (NarrowGroupConv.h), run
 // alone: both widths, each activation it takes in registers and a Swish as
 // a pass, images whose rows split into uneven strips (13 and 11 columns)
-// or none (1), two items; NaN stays NaN, in its own group only.
+// or none (1), two items, channels that leave the last 16-channel block
+// padded; NaN stays NaN, in its own group only.
 TEST_F(KernelTest, OwnNarrowGroupConvMatchesItsReference) {
   if (!cpu::narrowGroupConvRuns(16, 4))
     GTEST_SKIP() << "no AVX-512 here: the kernel is not offered";
@@ -546,10 +547,10 @@ TEST_F(KernelTest, OwnNarrowGroupConvMatchesItsReference) {
     std::string activation;
   };
   const auto &activations = fusedActivations();
-  std::vector<Case> cases = {{{1, 32, 9, 13}, 4, "Relu"},
-                             {{2, 48, 7, 11}, 8, "Swish"},
-                             {{1, 16, 5, 1}, 4, "HardSwish"},
-                             {{2, 32, 6, 6}, 8, ""}};
+  std::vector<Case> cases = {
+      {{1, 32, 9, 13}, 4, "Relu"},     {{2, 48, 7, 11}, 8, "Swish"},
+      {{1, 16, 5, 1}, 4, "HardSwish"}, {{2, 32, 6, 6}, 8, ""},
+      {{1, 40, 5, 7}, 8, "Relu"},      {{1, 12, 6, 5}, 4, ""}};
   for (const Case &c : cases) {
     int64_t channels = c.x[1], groups = channels / c.width;
     Tensor x = random(c.x, -3.f, 3.f);

@@ -193,10 +193,10 @@ TEST(GradCheck, ConvGroupedDilatedNoBias) {
 
 // Groups of 4 and 8 channels (ResNeXt's): 3x3 at stride 1 on our own
 // kernels (NarrowGroupConv.h; 13 columns: strips of 7 and 6, 9: of 5 and
-// 4), else merged into groups of the host's channel block, 16 or 8
-// (GroupWidening.h). The outputs and gradients are the narrow
-// convolution's; with a fused Relu, the outputs (finite differences
-// across its kink would not hold).
+// 4; 24 and 20 channels: a padded last block), else merged into groups of the
+// host's channel block, 16 or 8 (GroupWidening.h). The outputs and gradients
+// are the narrow convolution's; with a fused Relu, the outputs (finite
+// differences across its kink would not hold).
 TEST(GradCheck, ConvNarrowGroups) {
   struct Case {
     Shape x, w;
@@ -207,6 +207,8 @@ TEST(GradCheck, ConvNarrowGroups) {
                         Case{{2, 32, 5, 9}, {32, 8, 3, 3}, 4, 1, false},
                         Case{{1, 16, 1, 1}, {16, 4, 3, 3}, 4, 1, false},
                         Case{{1, 16, 4, 5}, {16, 8, 3, 3}, 2, 1, true},
+                        Case{{2, 24, 5, 6}, {24, 8, 3, 3}, 3, 1, false},
+                        Case{{1, 20, 4, 4}, {20, 4, 3, 3}, 5, 1, false},
                         Case{{2, 32, 7, 7}, {32, 8, 3, 3}, 4, 2, false}}) {
     SCOPED_TRACE("groups " + std::to_string(c.groups) + ", " +
                  std::to_string(c.x[3]) + " columns");
@@ -235,6 +237,15 @@ TEST(GradCheck, ConvNarrowGroups) {
       for (int64_t i = 0; i < expected.numElements(); ++i)
         expected.data<float>()[i] = std::max(0.f, expected.data<float>()[i]);
     EXPECT_TRUE(allClose(llvm::cantFail(y.toPlain()), expected));
+    // In 16-channel blocks, the padded lanes hold zeros, as oneDNN's do.
+    int64_t channels = c.x[1], blocks = (channels + 15) / 16;
+    if (channels % 16 && y.bytes() == size_t(blocks) * 16 * y.numElements() /
+                                          channels * sizeof(float)) {
+      int64_t positions = y.numElements() / channels;
+      for (int64_t i = 0; i < positions * blocks * 16; ++i)
+        if ((i / (positions / c.x[0]) / 16 % blocks) * 16 + i % 16 >= channels)
+          ASSERT_EQ(y.data<float>()[i], 0.f) << "padded lane at " << i;
+    }
   }
 }
 

@@ -25,17 +25,25 @@ static constexpr int64_t rotatedLane(int64_t lane, int64_t r, int64_t width) {
   return lane - lane % width + (lane % width + r) % width;
 }
 
+/// The 16-channel blocks of `c` channels, the last one padded.
+static int64_t blocksOf(int64_t c) { return (c + B - 1) / B; }
+
 Tensor cpu::packNarrowGroupWeights(const Tensor &plain, int64_t width,
                                    bool backward) {
   int64_t c = plain.dim(0);
-  Tensor packed(DType::F32, {c * kTaps * width});
+  Tensor packed(DType::F32, {blocksOf(c) * B * kTaps * width});
   const float *w = plain.data<float>();
   float *to = packed.data<float>();
-  for (int64_t cb = 0; cb < c / B; ++cb)
+  for (int64_t cb = 0; cb < blocksOf(c); ++cb)
     for (int64_t t = 0; t < kTaps; ++t)
       for (int64_t r = 0; r < width; ++r)
         for (int64_t l = 0; l < B; ++l) {
           int64_t o = cb * B + l, local = l % width;
+          // The padded lanes (whole groups past c) weigh nothing.
+          if (o >= c) {
+            to[((cb * kTaps + t) * width + r) * B + l] = 0.f;
+            continue;
+          }
           // Forward: output o's weight for the channel it reads at r.
           // Backward: input o's weight in the output channel it reads at
           // r, the tap mirrored.
@@ -138,14 +146,18 @@ row(const float *x, const float *w, const float *bias, float *y,
     int64_t oh) {
   static constexpr auto strips =
       stripTable<W, A>(std::make_index_sequence<kMaxStrip<W>>());
-  int64_t plane = (n * (s.c / B) + cb) * s.h * s.w * B;
+  int64_t plane = (n * blocksOf(s.c) + cb) * s.h * s.w * B;
   const float *wb = w + cb * kTaps * W * B;
+  // The bias in 16 lanes, the padded ones 0 (their outputs stay 0).
+  alignas(64) float lanes[B] = {};
+  if (bias)
+    std::copy(bias + cb * B, bias + std::min(s.c, cb * B + B), lanes);
   int64_t count = (s.w + kMaxStrip<W> - 1) / kMaxStrip<W>;
   int64_t ow = 0;
   for (int64_t i = 0; i < count; ++i) {
     int64_t len = s.w / count + (i < s.w % count);
-    strips[len - 1](x + plane, wb, bias ? bias + cb * B : nullptr, y + plane, s,
-                    e, oh, ow);
+    strips[len - 1](x + plane, wb, bias ? lanes : nullptr, y + plane, s, e, oh,
+                    ow);
     ow += len;
   }
 }
@@ -225,7 +237,7 @@ void blockTerms(const float *x, const float *dy, float *acc,
                 const NarrowGroupShape &s, int64_t cb, int64_t n0, int64_t n1) {
   int64_t rowFloats = s.w * B;
   for (int64_t n = n0; n < n1; ++n) {
-    int64_t plane = (n * (s.c / B) + cb) * s.h * rowFloats;
+    int64_t plane = (n * blocksOf(s.c) + cb) * s.h * rowFloats;
     for (int64_t oh = 0; oh < s.h; ++oh)
       for (int64_t kh = 0; kh < 3; ++kh) {
         int64_t ih = oh + kh - 1;
@@ -243,7 +255,7 @@ void blockTerms(const float *x, const float *dy, float *acc,
 } // namespace
 
 bool cpu::narrowGroupConvRuns(int64_t channels, int64_t width) {
-  return (width == 4 || width == 8) && channels > 0 && channels % B == 0 &&
+  return (width == 4 || width == 8) && channels > 0 && channels % width == 0 &&
          __builtin_cpu_supports("avx512f");
 }
 
@@ -252,7 +264,7 @@ void cpu::narrowGroupConv(const float *x, const float *w, const float *bias,
                           ConvEpilogue epilogue) {
   RowFn run =
       s.width == 4 ? rowFor<4>(epilogue.kind) : rowFor<8>(epilogue.kind);
-  int64_t blocks = s.c / B;
+  int64_t blocks = blocksOf(s.c);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < s.n * blocks * s.h; ++i)
     run(x, w, bias, y, s, epilogue, i / (blocks * s.h), i / s.h % blocks,
@@ -261,7 +273,7 @@ void cpu::narrowGroupConv(const float *x, const float *w, const float *bias,
 
 void cpu::narrowGroupWeightGrad(const float *x, const float *dy, float *dw,
                                 float *db, const NarrowGroupShape &s) {
-  int64_t blocks = s.c / B, width = s.width;
+  int64_t blocks = blocksOf(s.c), width = s.width;
   int64_t perBlock = kTaps * width * B;
   // Blocks as work items, each split over the images when there are too
   // few to share out; each item sums into its own slots.
@@ -287,8 +299,8 @@ void cpu::narrowGroupWeightGrad(const float *x, const float *dy, float *dw,
           for (int64_t chunk = 0; chunk < chunks; ++chunk)
             sum +=
                 acc[(cb * chunks + chunk) * perBlock + (t * width + r) * B + l];
-          int64_t o = cb * B + l;
-          dw[(o * width + (l % width + r) % width) * kTaps + t] = sum;
+          if (int64_t o = cb * B + l; o < s.c)
+            dw[(o * width + (l % width + r) % width) * kTaps + t] = sum;
         }
   if (!db)
     return;
@@ -301,7 +313,7 @@ void cpu::narrowGroupWeightGrad(const float *x, const float *dy, float *dw,
       for (int64_t k = 0; k < plane; ++k)
         sums[k % B] += p[k];
     }
-    std::copy(sums, sums + B, db + cb * B);
+    std::copy(sums, sums + std::min(B, s.c - cb * B), db + cb * B);
   }
 }
 

@@ -31,9 +31,10 @@ struct NarrowGroupShape {
 };
 
 /// Whether the kernels below run a convolution of `channels` channels in
-/// groups of `width` on this CPU: width 4 or 8, whole 16-channel blocks,
-/// AVX-512. The caller checks the window (3x3, stride 1, padding 1, no
-/// dilation) and that input and output channels match.
+/// groups of `width` on this CPU: width 4 or 8, whole groups (the last
+/// 16-channel block may be padded with zeros past them), AVX-512. The caller
+/// checks the window (3x3, stride 1, padding 1, no dilation) and that input and
+/// output channels match.
 bool narrowGroupConvRuns(int64_t channels, int64_t width);
 
 /// Plain weights [C, width, 3, 3] as narrowGroupConv reads them: per
@@ -43,9 +44,9 @@ bool narrowGroupConvRuns(int64_t channels, int64_t width);
 Tensor packNarrowGroupWeights(const Tensor &plain, int64_t width,
                               bool backward = false);
 
-/// y = epilogue(conv(x, w) + bias), x and y in 16-channel blocks (nChw16c),
-/// `w` from packNarrowGroupWeights, `bias` C floats or null; on the OpenMP
-/// threads.
+/// y = epilogue(conv(x, w) + bias), x and y in 16-channel blocks (nChw16c,
+/// the padded lanes of x zero and of y written zero), `w` from
+/// packNarrowGroupWeights, `bias` C floats or null; on the OpenMP threads.
 void narrowGroupConv(const float *x, const float *w, const float *bias,
                      float *y, const NarrowGroupShape &shape,
                      ConvEpilogue epilogue);

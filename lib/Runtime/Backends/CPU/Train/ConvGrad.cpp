@@ -276,7 +276,7 @@ ConvGradKernel::make(const Tensor &x, const Tensor &w, bool bias, bool sum) {
                    geo.dilations == memory::dims{0, 0} &&
                    geo.padL == memory::dims{1, 1} &&
                    geo.padR == memory::dims{1, 1};
-  if (widening > 1 && !sum && window3x3 && m == c &&
+  if (!sum && window3x3 && m == c && attrs.group * w.dim(1) == c &&
       cpu::narrowGroupConvRuns(c, w.dim(1)))
     entry.narrowGroups =
         cpu::NarrowGroupShape{x.dim(0), c, x.dim(2), x.dim(3), w.dim(1)};
