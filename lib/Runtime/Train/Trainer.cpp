@@ -5,6 +5,8 @@
 #include "heterps/Runtime/Executor.h"
 #include "heterps/Runtime/Plan.h"
 
+#include <set>
+
 using namespace heterps::runtime;
 using namespace heterps::runtime::train;
 
@@ -183,10 +185,28 @@ llvm::Expected<EvalResult> heterps::runtime::train::evaluateModel(
   WeightMap copies;
   for (const auto &[v, t] : weights)
     copies.emplace(v, t.clone());
+  // A trainer's own running statistics (separateRunningStatistics) are
+  // values without a plan weight; declared here, the executor takes them
+  // from `copies` like the rest. Without this, evaluating any model whose
+  // exporter merged equal initializers (PyTorch's batch norms) failed.
+  plan::Plan evaluated = plan;
+  std::set<int32_t> declared;
+  for (const plan::Weight &w : plan.weights())
+    declared.insert(w.value());
+  for (const auto &[v, t] : copies) {
+    if (declared.count(v) || v >= plan.values_size())
+      continue;
+    llvm::Expected<Tensor> data = t.toPlain();
+    if (!data)
+      return data.takeError();
+    plan::Weight *w = evaluated.add_weights();
+    w->set_value(v);
+    w->set_raw_data(data->rawData(), data->bytes());
+  }
   ExecutorOptions exec;
   exec.numThreads = numThreads;
   exec.autotune = false;
-  auto executor = Executor::create(plan, std::move(copies), exec);
+  auto executor = Executor::create(evaluated, std::move(copies), exec);
   if (!executor)
     return executor.takeError();
   EvalResult result;

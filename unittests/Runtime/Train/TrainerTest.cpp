@@ -98,6 +98,43 @@ TEST(Trainer, FitsASmallDataSet) {
   EXPECT_LT(eval->loss, 0.02);
 }
 
+// A batch norm whose running statistics share their values with its scale
+// and bias (PyTorch's exporter merges equal initializers: a new batch
+// norm's variance is all ones like its scale) trains on copies of its own
+// (separateRunningStatistics), and evaluation runs on them too.
+TEST(Trainer, EvaluatesBatchNormsWithSharedStatistics) {
+  std::mt19937 rng(3);
+  TempDir dir;
+  std::string model = dir.file("bn.onnx");
+  writeInitializers(model, {{"scale", Tensor::fromFloats({4}, {1, 1, 1, 1})},
+                            {"shift", Tensor::fromFloats({4}, {0, 0, 0, 0})},
+                            {"w", randomTensor({3, 16}, rng, -0.5f, 0.5f)},
+                            {"b", Tensor::fromFloats({3}, {0, 0, 0})}});
+  PlanBuilder b;
+  int x = b.input("x", {-1, 4, 2, 2});
+  int scale = b.weightRef("scale", {4}), shift = b.weightRef("shift", {4});
+  int h = b.op("BatchNormalization", {x, scale, shift, shift, scale},
+               {-1, 4, 2, 2});
+  h = b.op("Flatten", {h}, {-1, 16}, Attrs().i("axis", 1));
+  int y = b.op("Gemm", {h, b.weightRef("w", {3, 16}), b.weightRef("b", {3})},
+               {-1, 3}, Attrs().i("trans_b", 1));
+  b.output("logits", y);
+  plan::Plan plan = b.build();
+  plan.set_model_path(model);
+  auto trainer = Trainer::create(plan, llvm::cantFail(loadWeights(plan)),
+                                 TrainerOptions());
+  ASSERT_TRUE(bool(trainer)) << llvm::toString(trainer.takeError());
+  data::Dataset data;
+  data.inputs = randomTensor({8, 4, 2, 2}, rng, 1.f, 3.f);
+  data.targets = Tensor(DType::I64, {8});
+  for (int64_t i = 0; i < 8; ++i)
+    data.targets.data<int64_t>()[i] = i % 3;
+  ASSERT_TRUE(bool((*trainer)->step(data.inputs, data.targets, 0.1f)));
+  auto eval = (*trainer)->evaluate(data, 4);
+  ASSERT_TRUE(bool(eval)) << llvm::toString(eval.takeError());
+  EXPECT_TRUE(std::isfinite(eval->loss));
+}
+
 TEST(Trainer, SameSeedSameLossesBitForBit) {
   TempDir dir;
   MLP mlp = makeMLP(dir.file("mlp.onnx"), /*dropout=*/true);

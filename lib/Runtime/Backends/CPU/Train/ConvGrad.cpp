@@ -25,7 +25,7 @@
 // second step on the forward reads them as they are; backward-data reorders
 // them only when its format differs (ResNet-18's 512-channel convolutions).
 // Grouped convolutions keep plain weights and gradients; 3x3 ones with
-// groups of 4 or 8 channels at stride 1 run on our own kernels in
+// groups of 4 or 8 channels at stride 1 run on our own AVX-512 kernels in
 // 16-channel blocks (NarrowGroupConv.h: ResNeXt-50's first two stages),
 // other groups of 4 or 8 merged into groups of 16 (GroupWidening.h: its
 // first stage had its weight gradient on oneDNN's gemm fallback); a
