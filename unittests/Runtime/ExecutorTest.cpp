@@ -1268,11 +1268,10 @@ TEST(Executor, KeepsPadsThatCannotFold) {
                   2);
 }
 
-TEST(Executor, RunsBatchNormsWithAFusedRelu) {
-  // x -> BatchNorm -> Relu -> Conv -> BatchNorm -> Relu: after
-  // fuseTrainableActivations (what the trainers run) the first batch norm
-  // keeps its Relu, the second folds into the Conv and hands it its Relu.
-  std::mt19937 rng(21);
+/// A BatchNormalization of `in` ([N, 8, 6, 6]) with random scale, bias,
+/// mean and variance named `n` + s, b, m, v.
+static int batchNorm8(PlanBuilder &b, int in, const std::string &n,
+                      std::mt19937 &rng) {
   auto channel = [&](float lo, float hi) {
     std::uniform_real_distribution<float> u(lo, hi);
     std::vector<float> v(8);
@@ -1280,15 +1279,23 @@ TEST(Executor, RunsBatchNormsWithAFusedRelu) {
       f = u(rng);
     return Tensor::fromFloats({8}, v);
   };
+  return b.op("BatchNormalization",
+              {in, b.weight(n + "s", channel(0.5f, 1.5f)),
+               b.weight(n + "b", channel(-1, 1)),
+               b.weight(n + "m", channel(-1, 1)),
+               b.weight(n + "v", channel(0.5f, 2))},
+              {-1, 8, 6, 6});
+}
+
+TEST(Executor, RunsBatchNormsWithAFusedRelu) {
+  // x -> BatchNorm -> Relu -> Conv -> BatchNorm -> Relu: after
+  // fuseTrainableActivations (what the trainers run) the first batch norm
+  // keeps its Relu, the second folds into the Conv and hands it its Relu.
+  std::mt19937 rng(21);
   PlanBuilder b;
   int x = b.input("x", {-1, 8, 6, 6});
   auto bn = [&](int in, const std::string &n) {
-    return b.op("BatchNormalization",
-                {in, b.weight(n + "s", channel(0.5f, 1.5f)),
-                 b.weight(n + "b", channel(-1, 1)),
-                 b.weight(n + "m", channel(-1, 1)),
-                 b.weight(n + "v", channel(0.5f, 2))},
-                {-1, 8, 6, 6});
+    return batchNorm8(b, in, n, rng);
   };
   int a = b.op("Relu", {bn(x, "bn0")}, {-1, 8, 6, 6});
   int c = b.op("Conv", {a, b.weight("w", randomTensor({8, 8, 3, 3}, rng))},
@@ -1328,23 +1335,12 @@ TEST(Executor, RunsAddsWithAFusedRelu) {
   // sum, and the Add's Relu into the Conv too. x + x -> Relu keeps an Add
   // with a Relu; an Add that a second op reads keeps its Relu apart.
   std::mt19937 rng(23);
-  auto channel = [&](float lo, float hi) {
-    std::uniform_real_distribution<float> u(lo, hi);
-    std::vector<float> v(8);
-    for (float &f : v)
-      f = u(rng);
-    return Tensor::fromFloats({8}, v);
-  };
   PlanBuilder b;
   Shape shape = {-1, 8, 6, 6};
   int x = b.input("x", shape);
   int c = b.op("Conv", {x, b.weight("w", randomTensor({8, 8, 3, 3}, rng))},
                shape, Attrs().ints("pads", {1, 1, 1, 1}));
-  int bn = b.op("BatchNormalization",
-                {c, b.weight("s", channel(0.5f, 1.5f)),
-                 b.weight("b", channel(-1, 1)), b.weight("m", channel(-1, 1)),
-                 b.weight("v", channel(0.5f, 2))},
-                shape);
+  int bn = batchNorm8(b, c, "bn", rng);
   b.output("block", b.op("Relu", {b.op("Add", {bn, x}, shape)}, shape));
   b.output("sum", b.op("Relu", {b.op("Add", {x, x}, shape)}, shape));
   int shared = b.op("Add", {x, x}, shape);

@@ -1511,6 +1511,23 @@ TEST_F(KernelTest, AddWithAFusedRelu) {
   }
 }
 
+// ... but not on shape arithmetic, which has no Relu: a clear error.
+TEST_F(KernelTest, AddOfIntegersRefusesAFusedRelu) {
+  PlanBuilder b;
+  int x = b.input("x", {2}, DType::I64);
+  b.output("y", b.op("Add", {x, x}, {2}, Attrs().s("activation", "Relu"),
+                     DType::I64));
+  auto exec = Executor::create(b.build());
+  ASSERT_TRUE(bool(exec)) << llvm::toString(exec.takeError());
+  Tensor in(DType::I64, {2});
+  in.data<int64_t>()[0] = in.data<int64_t>()[1] = -1;
+  auto out = (*exec)->run({in});
+  ASSERT_FALSE(bool(out));
+  EXPECT_NE(llvm::toString(out.takeError())
+                .find("Add with a fused Relu takes f32, not i64"),
+            std::string::npos);
+}
+
 //===----------------------------------------------------------------------===//
 // Pooling and normalisation
 //===----------------------------------------------------------------------===//

@@ -846,6 +846,24 @@ TEST(FusedRelu, AddTrainsAsAddThenRelu) {
                  Attrs());
 }
 
+// Shape arithmetic on i64 has no Relu to fuse: a plan that says so is
+// refused with a clear error, not run without its Relu.
+TEST(FusedRelu, AddOfIntegersRefusesARelu) {
+  std::unique_ptr<TrainBackend> own = cpuTrainBackend();
+  Tensor a(DType::I64, {2}), b(DType::I64, {2});
+  a.data<int64_t>()[0] = a.data<int64_t>()[1] = 1;
+  b.data<int64_t>()[0] = b.data<int64_t>()[1] = -3;
+  plan::Op op = makeOp("Add", 2, {a, b}, Attrs().s("activation", "Relu"));
+  auto kernel = own->createKernel(OpInfo(op, {nullptr, nullptr}), 0);
+  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  Tensor y;
+  llvm::Error e = (*kernel)->forward({&a, &b}, y);
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e))
+                .find("Add with a fused Relu takes f32, not i64"),
+            std::string::npos);
+}
+
 TEST(FusedRelu, OtherActivationsAreRefused) {
   std::unique_ptr<TrainBackend> own = cpuTrainBackend();
   TrainBackend &backend = *own;

@@ -100,22 +100,27 @@ dnnl::post_ops cpu::reluPostOps(bool relu) {
   return ops;
 }
 
-Tensor cpu::reluGradient(const Tensor &y, const Tensor &dy,
-                         const CPUContextPtr &ctx) {
-  memory::desc md = descOf(y);
-  bool inPlace = dy.ownsBufferAlone() && descOf(dy) == md;
-  Tensor grad = reorderTo(dy, md, ctx);
-  Tensor out = inPlace ? grad : allocate(md, y.shape(), ctx);
-  const float *mask = y.data<float>(), *g = grad.data<float>();
-  float *o = out.data<float>();
-  int64_t n = static_cast<int64_t>(md.get_size() / sizeof(float));
-  // Both read unconditionally: a select, not a branch on random signs.
+Tensor cpu::maskByPositive(const Tensor &y, const Tensor &dy, bool inPlace) {
+  Tensor masked = inPlace ? dy : dy.uninitialisedLike();
+  const float *yp = y.data<float>(), *dp = dy.data<float>();
+  float *out = masked.data<float>();
+  int64_t n = static_cast<int64_t>(dy.bytes() / sizeof(float));
+  // Both loads unconditional: a select vectorizes, a conditional load
+  // became a branch per element (mispredicted half the time after a Relu;
+  // 9% of the Fashion CNN's training step).
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) {
-    float d = g[i];
-    o[i] = mask[i] > 0.f ? d : 0.f;
+    float d = dp[i];
+    out[i] = yp[i] > 0.f ? d : 0.f;
   }
-  return out;
+  return masked;
+}
+
+Tensor cpu::reluGradient(const Tensor &y, const Tensor &dy,
+                         const CPUContextPtr &ctx) {
+  bool owned = dy.ownsBufferAlone();
+  Tensor grad = reorderTo(dy, descOf(y), ctx);
+  return maskByPositive(y, grad, owned || grad.rawData() != dy.rawData());
 }
 
 Tensor cpu::sumToShape(const Tensor &in, llvm::ArrayRef<int64_t> shape) {

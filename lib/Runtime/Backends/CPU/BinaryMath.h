@@ -118,9 +118,13 @@ bool reluAsPostOp(const memory::desc &md, llvm::ArrayRef<int64_t> shape);
 /// The post-ops of a binary primitive: a Relu, or none.
 dnnl::post_ops reluPostOps(bool relu);
 
-/// `t`'s gradient through a fused Relu whose output is `y`: `dy` where `y`
-/// is positive, else 0, in y's layout; in dy's buffer when it holds that
-/// buffer alone in that layout (a gradient no one else reads).
+/// `dy` where `y` > 0, else 0 (`y` and `dy` in the same layout): into
+/// `dy`'s buffer when `inPlace`, else a new one. Parallel.
+Tensor maskByPositive(const Tensor &y, const Tensor &dy, bool inPlace);
+
+/// The gradient through a fused Relu whose output is `y`: maskByPositive
+/// in y's layout, in dy's buffer when no one else reads it (a gradient
+/// held alone, or a reordered copy).
 Tensor reluGradient(const Tensor &y, const Tensor &dy,
                     const CPUContextPtr &ctx);
 

@@ -454,14 +454,8 @@ std::optional<ConvEntry> ConvKernel::ownNarrowGroups(const Tensor &x,
                                                      const Tensor &w,
                                                      const ConvGeometry &geo,
                                                      bool swishApart) {
-  // 3x3, stride 1, padding 1, undilated; as many outputs as inputs.
-  int64_t c = x.dim(1), width = w.dim(1);
-  bool window =
-      w.dim(2) == 3 && w.dim(3) == 3 && geo.strides == memory::dims{1, 1} &&
-      geo.dilations == memory::dims{0, 0} && geo.padL == memory::dims{1, 1} &&
-      geo.padR == memory::dims{1, 1};
-  if (params.sum || !window || w.dim(0) != c || params.group * width != c ||
-      !narrowGroupConvRuns(c, width))
+  int64_t c = x.dim(1);
+  if (params.sum || !narrowGroupConvTakes(geo, w.shape(), c, params.group))
     return std::nullopt;
   std::optional<ConvEpilogue> epilogue =
       convEpilogueOf(swishApart ? params.postOpsBeforeSwish : params.postOps);
@@ -469,7 +463,7 @@ std::optional<ConvEntry> ConvKernel::ownNarrowGroups(const Tensor &x,
     return std::nullopt;
   ConvEntry e = ownEntry(x, geo.outShape, Tag::nChw16c, Tag::nChw16c,
                          swishApart, *epilogue);
-  e.narrowGroups = NarrowGroupShape{x.dim(0), c, x.dim(2), x.dim(3), width};
+  e.narrowGroups = NarrowGroupShape{x.dim(0), c, x.dim(2), x.dim(3), w.dim(1)};
   if (constantWeights)
     e.weights = packWeights(w, e, cache.context(), params.group);
   return e;

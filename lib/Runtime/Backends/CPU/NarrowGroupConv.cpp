@@ -28,6 +28,20 @@ static constexpr int64_t rotatedLane(int64_t lane, int64_t r, int64_t width) {
 /// The 16-channel blocks of `c` channels, the last one padded.
 static int64_t blocksOf(int64_t c) { return (c + B - 1) / B; }
 
+bool cpu::narrowGroupConvTakes(const ConvGeometry &geo,
+                               const Shape &weightShape, int64_t channels,
+                               int64_t groups) {
+  using dims = dnnl::memory::dims;
+  if (weightShape.size() != 4)
+    return false;
+  int64_t width = weightShape[1];
+  return weightShape[0] == channels && weightShape[2] == 3 &&
+         weightShape[3] == 3 && groups * width == channels &&
+         geo.strides == dims{1, 1} && geo.dilations == dims{0, 0} &&
+         geo.padL == dims{1, 1} && geo.padR == dims{1, 1} &&
+         narrowGroupConvRuns(channels, width);
+}
+
 Tensor cpu::packNarrowGroupWeights(const Tensor &plain, int64_t width,
                                    bool backward) {
   int64_t c = plain.dim(0);

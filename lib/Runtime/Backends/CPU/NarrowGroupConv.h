@@ -21,6 +21,7 @@
 #include "heterps/Runtime/Tensor.h"
 
 #include "ConvEpilogue.h"
+#include "ConvGeometry.h"
 
 namespace heterps::runtime::cpu {
 
@@ -32,10 +33,15 @@ struct NarrowGroupShape {
 
 /// Whether the kernels below run a convolution of `channels` channels in
 /// groups of `width` on this CPU: width 4 or 8, whole groups (the last
-/// 16-channel block may be padded with zeros past them), AVX-512. The caller
-/// checks the window (3x3, stride 1, padding 1, no dilation) and that input and
-/// output channels match.
+/// 16-channel block may be padded with zeros past them), AVX-512.
 bool narrowGroupConvRuns(int64_t channels, int64_t width);
+
+/// Whether they run a convolution of geometry `geo` with weights
+/// `weightShape` on `channels` input channels in `groups` groups: 3x3,
+/// stride 1, padding 1, undilated, as many outputs as inputs, and
+/// narrowGroupConvRuns.
+bool narrowGroupConvTakes(const ConvGeometry &geo, const Shape &weightShape,
+                          int64_t channels, int64_t groups);
 
 /// Plain weights [C, width, 3, 3] as narrowGroupConv reads them: per
 /// channel block, per tap, per rotation, 16 lanes. `backward` packs the

@@ -271,13 +271,7 @@ ConvGradKernel::make(const Tensor &x, const Tensor &w, bool bias, bool sum) {
         x.dim(2), x.dim(3), 2 - geo.padL[0], 2 - geo.padL[1]};
     entry.winogradWeights = winogradPays(geo);
   }
-  bool window3x3 = w.rank() == 4 && w.dim(2) == 3 && w.dim(3) == 3 &&
-                   geo.strides == memory::dims{1, 1} &&
-                   geo.dilations == memory::dims{0, 0} &&
-                   geo.padL == memory::dims{1, 1} &&
-                   geo.padR == memory::dims{1, 1};
-  if (!sum && window3x3 && m == c && attrs.group * w.dim(1) == c &&
-      cpu::narrowGroupConvRuns(c, w.dim(1)))
+  if (!sum && cpu::narrowGroupConvTakes(geo, w.shape(), c, attrs.group))
     entry.narrowGroups =
         cpu::NarrowGroupShape{x.dim(0), c, x.dim(2), x.dim(3), w.dim(1)};
   if (relu) {
