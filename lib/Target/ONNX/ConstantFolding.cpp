@@ -113,6 +113,11 @@ std::optional<ConstTensor> foldArith(NodeImporter &n, const ConstTensor &a,
   if (a.isFloat() || b.isFloat() || !a.allKnown() || !b.allKnown())
     return std::nullopt;
   int64_t na = a.numElements(), nb = b.numElements();
+  // Empty operands (an empty one broadcast against a scalar read past its
+  // end) and values that do not fill their shape stay unfolded.
+  if (na == 0 || nb == 0 || static_cast<int64_t>(a.ints.size()) != na ||
+      static_cast<int64_t>(b.ints.size()) != nb)
+    return std::nullopt;
   if (na != nb && na != 1 && nb != 1)
     return std::nullopt;
   // The larger operand, or of two single elements the higher rank ([1]
