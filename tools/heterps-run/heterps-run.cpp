@@ -123,6 +123,11 @@ cl::opt<bool> opTimes(
              "--threads threads) and print the ms per run of each op type "
              "and of the slowest ops"),
     cl::cat(category));
+cl::opt<unsigned> opTimesTop(
+    "op-times-top", cl::init(10),
+    cl::desc("With --op-times: how many of the slowest ops to list (0: all, "
+             "in plan order)"),
+    cl::cat(category));
 cl::opt<std::string> profileOut(
     "profile-out",
     cl::desc("Measure every layer on this machine and write the profile "
@@ -458,9 +463,13 @@ int printOpTimes(const plan::Plan &plan, const std::vector<Tensor> &inputs,
     llvm::outs() << llvm::formatv("  {0,-24} {1,4} ops {2,9:F3} ms {3,5:F1}%\n",
                                   type, byType[type].second, ms,
                                   100 * ms / std::max(total, 1e-12));
-  llvm::sort(ops, std::greater<>());
-  llvm::outs() << "slowest ops:\n";
-  for (size_t k = 0; k < std::min<size_t>(ops.size(), 10); ++k) {
+  // All ops in plan order read as a profile; a few, slowest first, as a
+  // summary.
+  size_t listed = opTimesTop == 0 ? ops.size() : opTimesTop;
+  if (opTimesTop != 0)
+    llvm::sort(ops, std::greater<>());
+  llvm::outs() << (opTimesTop == 0 ? "ops:\n" : "slowest ops:\n");
+  for (size_t k = 0; k < std::min(ops.size(), listed); ++k) {
     const plan::Op &op = fused.ops(ops[k].second);
     llvm::outs() << llvm::formatv("  {0,9:F3} ms  {1} ({2})\n", ops[k].first,
                                   op.name(), label(ops[k].second));

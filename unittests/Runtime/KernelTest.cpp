@@ -576,12 +576,13 @@ TEST_F(KernelTest, OwnNarrowGroupConvMatchesItsReference) {
   }
 }
 
-// Our own Winograd kernel (WinogradConv.h), run alone: each activation it
-// takes in registers and a Swish as a pass, a residual sum, output channels
-// that 16 does not divide (a half-empty panel), uneven images and pads
-// (partial tiles at the edges, a pad of 2), two items, weights whose
-// transform bypasses the cache, and both ways it runs: a block of tiles a
-// thread and chunks of tiles on all threads.
+// Our own Winograd kernel (WinogradConv.h), run alone, in blocks of 8
+// channels and, where both channel counts fill them, of 16: each
+// activation it takes in registers and a Swish as a pass, a residual sum,
+// output channels that 16 does not divide (a half-empty panel), uneven
+// images and pads (partial tiles at the edges, a pad of 2), two items,
+// weights whose transform bypasses the cache, and both ways it runs: a
+// block of tiles a thread and chunks of tiles on all threads.
 // Winograd's error follows the sums' magnitude, so the tolerance does too.
 TEST_F(KernelTest, OwnWinogradConvMatchesItsReference) {
   if (!cpu::winogradConvRuns(8, 8, {}))
@@ -604,7 +605,8 @@ TEST_F(KernelTest, OwnWinogradConvMatchesItsReference) {
       {{1, 32, 24, 24}, 32, {1, 1, 1, 1}, "Swish"},
       {{1, 512, 16, 15}, 64, {1, 1, 1, 1}, "", true},
       // Transformed weights of 18 MiB, written past the cache.
-      {{1, 512, 8, 8}, 512, {1, 1, 1, 1}, "Relu"}};
+      {{1, 512, 8, 8}, 512, {1, 1, 1, 1}, "Relu"},
+      {{2, 32, 15, 13}, 48, {1, 1, 1, 1}, "Relu", true}};
   std::set<bool> paths;
   for (const Case &c : cases) {
     Tensor x = random(c.x, -3.f, 3.f), w = random({c.k, c.x[1], 3, 3}),
@@ -619,30 +621,35 @@ TEST_F(KernelTest, OwnWinogradConvMatchesItsReference) {
       attrs.s("activation", c.activation);
     if (c.activation == "Clip")
       attrs.f("activation_min", 0.f).f("activation_max", 6.f);
-    std::string name = "own winograd nChw8c";
-    if (c.activation == "Swish")
-      name += ", Swish as a pass";
     bool chunked =
         cpu::winogradChunked({c.x[0], c.x[1], c.x[2], c.x[3], c.k, ref.dim(2),
                               ref.dim(3), c.pads[0], c.pads[1]});
     paths.insert(chunked);
-    SCOPED_TRACE(x.typeString() + " by " + w.typeString() + ", " +
-                 c.activation + (c.sum ? ", summed" : "") +
-                 (chunked ? ", chunks" : ", blocks"));
-    std::vector<const Tensor *> inputs = {&x, &w, &bias};
-    if (c.sum)
-      inputs.push_back(&addend);
-    llvm::Expected<Tensor> y =
-        runOnlyCandidate("Conv", cpu::registerConvKernel, inputs, {0, 3},
-                         ref.shape(), attrs, name);
-    ASSERT_TRUE(static_cast<bool>(y)) << llvm::toString(y.takeError());
     float largest = 0.f;
     for (int64_t i = 0; i < ref.numElements(); ++i)
       largest = std::max(largest, std::fabs(ref.data<float>()[i]));
-    EXPECT_TRUE(
-        allClose(llvm::cantFail(y->toPlain()), ref, 1e-4f, 1e-5f * largest));
+    std::vector<const Tensor *> inputs = {&x, &w, &bias};
+    if (c.sum)
+      inputs.push_back(&addend);
+    // In blocks of 16 where both channel counts fill them.
+    for (int64_t block : {8, 16}) {
+      if (c.x[1] % block || c.k % block)
+        continue;
+      std::string name = "own winograd nChw" + std::to_string(block) + "c";
+      if (c.activation == "Swish")
+        name += ", Swish as a pass";
+      SCOPED_TRACE(x.typeString() + " by " + w.typeString() + ", " +
+                   c.activation + (c.sum ? ", summed" : "") +
+                   (chunked ? ", chunks, " : ", blocks, ") + name);
+      llvm::Expected<Tensor> y =
+          runOnlyCandidate("Conv", cpu::registerConvKernel, inputs, {0, 3},
+                           ref.shape(), attrs, name);
+      ASSERT_TRUE(static_cast<bool>(y)) << llvm::toString(y.takeError());
+      EXPECT_TRUE(
+          allClose(llvm::cantFail(y->toPlain()), ref, 1e-4f, 1e-5f * largest));
+    }
   }
-  // The last case's 16 tiles of 512 channels take chunks and the second's
+  // The 16 tiles of 512 channels take chunks and the second case's
   // 112 tiles of 16 blocks, unless dozens of threads make blocks of a few
   // tiles each.
   if (std::thread::hardware_concurrency() <= 16)

@@ -19,8 +19,10 @@
 // ResNeXt-50 and RegNet-Y 3-7% faster) and, 3x3 at stride 1, our own
 // kernel that merges nothing (NarrowGroupConv.h), for depthwise convolutions
 // our own kernel (DepthwiseDirect.h) in blocks of 16 and, when the input is,
-// channels-last, for 3x3 stride-1 convolutions in blocks of 8 our own
-// Winograd (WinogradConv.h; AVX2 hosts, where oneDNN has none), for 1x1
+// channels-last, for 3x3 stride-1 convolutions our own Winograd
+// (WinogradConv.h; on AVX2 hosts, where oneDNN has none, and on AVX-512
+// ones, where it often beats oneDNN's) in blocks of 8 and of 16 (only those
+// of the input when it has some), for 1x1
 // convolutions on small images and for a first convolution (a plain
 // input of up to 4 channels) our own kernels in blocks of 8
 // (DirectConvAVX2.h);
@@ -115,7 +117,7 @@ private:
                                         bool channelsLast, bool swishApart);
   /// Our own Winograd kernel for this shape, if it runs it (null else).
   std::optional<ConvEntry> ownWinograd(const Tensor &x, const Tensor &w,
-                                       const ConvGeometry &geo,
+                                       const ConvGeometry &geo, int64_t block,
                                        bool swishApart);
   /// Our own 1x1 kernel for this shape, if it runs it (null else).
   std::optional<ConvEntry> ownPointwise(const Tensor &x, const Tensor &w,
@@ -310,10 +312,18 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
   if (geo.winogradShape) {
     consider("winograd", dnnl::algorithm::convolution_winograd, Tag::any,
              Tag::any, 1);
-    // In blocks of 8, weighted as oneDNN's blocked candidates.
-    considerBuilt("own winograd nChw8c", 0.9, [&](bool swishApart) {
-      return ownWinograd(x, w, geo, swishApart);
-    });
+    // In blocks of 8 and of 16, weighted as oneDNN's blocked candidates;
+    // only in the input's blocks when it has some. The two run alike, and
+    // the one that won a timing by a hair left its output to be reordered
+    // for the neighbours (DenseNet-121 at batch 16: 12% slower).
+    std::optional<int64_t> inBlock = channelBlockOf(descOf(x), x.shape());
+    for (int64_t block : {8, 16})
+      if (!inBlock || *inBlock == 1 || *inBlock == block)
+        considerBuilt(block == 8 ? "own winograd nChw8c"
+                                 : "own winograd nChw16c",
+                      0.9, [&](bool swishApart) {
+                        return ownWinograd(x, w, geo, block, swishApart);
+                      });
   }
   considerBuilt("own pointwise nChw8c", 0.9, [&](bool swishApart) {
     return ownPointwise(x, w, geo, swishApart);
@@ -472,6 +482,7 @@ std::optional<ConvEntry> ConvKernel::ownNarrowGroups(const Tensor &x,
 std::optional<ConvEntry> ConvKernel::ownWinograd(const Tensor &x,
                                                  const Tensor &w,
                                                  const ConvGeometry &geo,
+                                                 int64_t block,
                                                  bool swishApart) {
   // A NaN or infinity would spread over its whole 6x6 tile; weights
   // computed at run time would be transformed on every run.
@@ -480,7 +491,7 @@ std::optional<ConvEntry> ConvKernel::ownWinograd(const Tensor &x,
   std::optional<ConvEpilogue> epilogue = convEpilogueOf(
       swishApart ? params.postOpsBeforeSwish : params.postOps, params.sum);
   int64_t c = x.dim(1), k = w.dim(0);
-  if (!epilogue || !winogradConvRuns(c, k, *epilogue))
+  if (!epilogue || !winogradConvRuns(c, k, *epilogue, block))
     return std::nullopt;
   // Below this many multiply-adds the direct algorithm's exact sums cost
   // at most some 50 us more: not worth Winograd's last-bits differences.
@@ -488,10 +499,10 @@ std::optional<ConvEntry> ConvKernel::ownWinograd(const Tensor &x,
   const Shape &out = geo.outShape;
   if (out[0] * out[2] * out[3] * k * c * 9 < kMinMultiplyAdds)
     return std::nullopt;
-  ConvEntry e =
-      ownEntry(x, out, Tag::nChw8c, Tag::nChw8c, swishApart, *epilogue);
-  e.winograd = WinogradShape{x.dim(0), c,      x.dim(2),    x.dim(3),   k,
-                             out[2],   out[3], geo.padL[0], geo.padL[1]};
+  Tag tag = block == 16 ? Tag::nChw16c : Tag::nChw8c;
+  ConvEntry e = ownEntry(x, out, tag, tag, swishApart, *epilogue);
+  e.winograd = WinogradShape{x.dim(0), c,      x.dim(2),    x.dim(3),    k,
+                             out[2],   out[3], geo.padL[0], geo.padL[1], block};
   e.weights = packWeights(w, e, cache.context(), params.group);
   return e;
 }

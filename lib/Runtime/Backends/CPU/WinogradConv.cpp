@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <vector>
 
@@ -32,6 +33,16 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 #define AVX2 __attribute__((target("avx2,fma")))
 
 namespace {
+
+/// Where the 8 channels of vector block `vb` of item n start in a tensor
+/// of `channels` channels and `positions` pixels laid out in blocks of
+/// s.block channels: a block of 16 holds two vector blocks side by side.
+inline int64_t laneBlockOffset(const WinogradShape &s, int64_t n, int64_t vb,
+                               int64_t channels, int64_t positions) {
+  int64_t c0 = vb * kLanes;
+  return (n * (channels / s.block) + c0 / s.block) * positions * s.block +
+         c0 % s.block;
+}
 
 /// Sizes derived from a WinogradShape, and the block of tiles one thread
 /// works on at a time.
@@ -87,13 +98,13 @@ AVX2_INLINE void transformInput(const float *x, const WinogradShape &s,
                                 int64_t iw0, float *v, int64_t positionStride) {
   bool inside = ih0 >= 0 && iw0 >= 0 && ih0 + kIn <= s.h && iw0 + kIn <= s.w;
   for (int64_t cb = 0; cb < t.cBlocks; ++cb) {
-    const float *plane = x + (n * t.cBlocks + cb) * s.h * s.w * kLanes;
+    const float *plane = x + laneBlockOffset(s, n, cb, s.c, s.h * s.w);
     __m256 d[kIn][kIn];
     for (int64_t r = 0; r < kIn; ++r)
       for (int64_t c = 0; c < kIn; ++c) {
         int64_t ih = ih0 + r, iw = iw0 + c;
         d[c][r] = inside || (ih >= 0 && ih < s.h && iw >= 0 && iw < s.w)
-                      ? _mm256_loadu_ps(plane + (ih * s.w + iw) * kLanes)
+                      ? _mm256_loadu_ps(plane + (ih * s.w + iw) * s.block)
                       : _mm256_setzero_ps();
       }
     // d holds columns: each becomes a column of B^T d, then each row of
@@ -166,12 +177,12 @@ transformOutput(const float *m, int64_t positionStride, __m256 bias, float *y,
     for (int64_t r = 0; r < kOut; ++r)
       am[r][c] = col[r];
   }
-  float *plane = y + (n * t.kBlocks + kb) * s.oh * s.ow * kLanes;
+  float *plane = y + laneBlockOffset(s, n, kb, s.k, s.oh * s.ow);
   for (int64_t r = 0; r < kOut && oh0 + r < s.oh; ++r) {
     __m256 row[kOut];
     outputRow(am[r], row);
     for (int64_t c = 0; c < kOut && ow0 + c < s.ow; ++c) {
-      float *at = plane + ((oh0 + r) * s.ow + ow0 + c) * kLanes;
+      float *at = plane + ((oh0 + r) * s.ow + ow0 + c) * s.block;
       __m256 sum = _mm256_add_ps(row[c], bias);
       if constexpr (Accumulate)
         sum = _mm256_add_ps(sum, _mm256_loadu_ps(at));
@@ -399,8 +410,10 @@ Tensor cpu::packWinogradBackwardWeights(const Tensor &plain) {
   return packWeights(plain, true);
 }
 
-bool cpu::winogradConvRuns(int64_t c, int64_t k, ConvEpilogue epilogue) {
-  return c % kLanes == 0 && k % kLanes == 0 && epilogue.kind != Kind::Swish &&
+bool cpu::winogradConvRuns(int64_t c, int64_t k, ConvEpilogue epilogue,
+                           int64_t block) {
+  return (block == kLanes || block == 2 * kLanes) && c % block == 0 &&
+         k % block == 0 && epilogue.kind != Kind::Swish &&
          __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
@@ -660,6 +673,7 @@ AVX2 void biasGradient(const float *dy, const WinogradShape &s, const Tiling &t,
 
 void cpu::winogradWeightGradient(const float *x, const float *dy, float *dw,
                                  float *db, const WinogradShape &s) {
+  assert(s.block == kLanes && "the weight gradient reads blocks of 8");
   Tiling t = tilingOf(s, 1);
   int64_t kp = t.panels * kPanel;
   // Tiles per block: their transforms in about 8 MiB; the transformed
@@ -695,7 +709,9 @@ void cpu::winogradWeightGradient(const float *x, const float *dy, float *dw,
 
 #else
 
-bool cpu::winogradConvRuns(int64_t, int64_t, ConvEpilogue) { return false; }
+bool cpu::winogradConvRuns(int64_t, int64_t, ConvEpilogue, int64_t) {
+  return false;
+}
 
 bool cpu::winogradChunked(const WinogradShape &) { return false; }
 

@@ -27,14 +27,21 @@
 namespace heterps::runtime::cpu {
 
 /// One convolution's sizes (NCHW; K output channels) and its leading pads;
-/// the kernel is 3x3, the stride and dilation 1.
+/// the kernel is 3x3, the stride and dilation 1. `block`: the channels per
+/// block of the input's and output's layout, 8 (nChw8c) or, for
+/// winogradConv only, 16 (nChw16c: the layout of its neighbours on
+/// AVX-512 hosts, so no reorders around it and, at batch 1, a Concat's
+/// inputs computed in place; each 16-channel block is two vectors).
 struct WinogradShape {
   int64_t n, c, h, w, k, oh, ow, padTop, padLeft;
+  int64_t block = 8;
 };
 
 /// Whether winogradConv runs on this CPU (AVX2 and FMA) for `c` input and
-/// `k` output channels (whole blocks of 8) and `epilogue` (any but Swish).
-bool winogradConvRuns(int64_t c, int64_t k, ConvEpilogue epilogue);
+/// `k` output channels (whole blocks of `block`) and `epilogue` (any but
+/// Swish).
+bool winogradConvRuns(int64_t c, int64_t k, ConvEpilogue epilogue,
+                      int64_t block = 8);
 
 /// Whether winogradConv on the OpenMP threads takes chunks of tiles on all
 /// threads at once (few tiles, many channels: the weights read once a
@@ -53,9 +60,9 @@ Tensor packWinogradWeights(const Tensor &plain);
 Tensor packWinogradBackwardWeights(const Tensor &plain);
 
 /// y = epilogue(conv(x, w) + bias), plus y's own values before the
-/// epilogue when `accumulate` (a residual sum); x and y in blocks of 8
-/// channels, `w` from packWinogradWeights, `bias` plain (K floats) or null;
-/// on the OpenMP threads.
+/// epilogue when `accumulate` (a residual sum); x and y in blocks of
+/// shape.block channels, `w` from packWinogradWeights, `bias` plain (K floats)
+/// or null; on the OpenMP threads.
 void winogradConv(const float *x, const float *w, const float *bias, float *y,
                   const WinogradShape &shape, ConvEpilogue epilogue,
                   bool accumulate);
