@@ -47,6 +47,10 @@ Executor::Executor(plan::Plan plan, WeightMap weights, ExecutorOptions options,
     });
   }
   this->devices->rewriteForInference(program, weights);
+  // The rewrites' own ops of weights alone (a Conv's weights split by
+  // input channels) are computed once too.
+  if (options.foldConstants)
+    foldConstantOps(program, weights, this->devices->host());
   constants.resize(program.values_size());
   for (auto &[index, tensor] : weights)
     constants[index] = std::move(tensor);

@@ -1471,6 +1471,27 @@ TEST(Fusion, SplitsConcatsBeforeSqueezeConvs) {
   EXPECT_TRUE(allClose((*c)[0], (*a)[0], 1e-5f, 1e-5f));
 }
 
+// The inference rewrites split it too, and the Slices of the weights are
+// computed when the executor is made: no Concat or Slice is left to run,
+// and the outputs at batch 1 and 3 are those of the unfused plan.
+TEST(Fusion, InferenceSplitsConcatsAndSlicesTheWeightsOnce) {
+  plan::Plan p = fireModule(4, false);
+  ExecutorOptions unfused;
+  unfused.fuse = false;
+  auto want = Executor::create(p, unfused), got = Executor::create(p);
+  ASSERT_TRUE(static_cast<bool>(want)) << errorOf(want.takeError());
+  ASSERT_TRUE(static_cast<bool>(got)) << errorOf(got.takeError());
+  for (const plan::Op &op : (*got)->plan().ops())
+    EXPECT_TRUE(op.type() != "Concat" && op.type() != "Slice") << op.name();
+  std::mt19937 rng(6);
+  for (int64_t batch : {1, 3}) {
+    Tensor in = randomTensor({batch, 8, 8, 8}, rng);
+    auto a = (*want)->run({in}), c = (*got)->run({in});
+    ASSERT_TRUE(a && c);
+    EXPECT_TRUE(allClose((*c)[0], (*a)[0], 1e-5f, 1e-5f)) << batch;
+  }
+}
+
 // Left as they are: a Conv whose output is larger than the Concat's (the
 // sums would cost more than the copy), a Concat something else reads, a
 // grouped Conv.

@@ -51,7 +51,8 @@ int moveReluMasksToMaxPools(plan::Plan &plan, OpFilter mine = anyOp);
 /// batch 8). Returns the number of Transposes removed.
 int foldWeightTransposes(plan::Plan &plan, OpFilter mine = anyOp);
 
-/// For training, before fuseTrainableActivations: an ungrouped Conv reading
+/// Before fuseTrainableActivations (training) or fuseResidualAdds
+/// (inference): an ungrouped Conv reading
 /// a channel Concat of 4-D values, directly or through MaxPools,
 /// AveragePools and Dropouts that are the only readers of what they read,
 /// becomes one Conv per Concat input over a Slice of the weights' input
@@ -60,9 +61,11 @@ int foldWeightTransposes(plan::Plan &plan, OpFilter mine = anyOp);
 /// linear in its input channels, so the result is the same up to rounding,
 /// and the Concat's copies go: of its inputs in the forward pass and of its
 /// gradient in the backward pass (oneDNN's convolutions cannot write into
-/// or read from a channel slice of a batch). Done only where the Conv's
-/// output is smaller than the Concat's (SqueezeNet's squeeze convolutions),
-/// as the sums cost passes over it. Returns the number of Concats removed.
+/// or read from a channel slice of a batch; in inference at batch 1 the
+/// Concat's inputs are computed in place, but only those of kernels that
+/// chose one layout). Done only where the Conv's output is smaller than the
+/// Concat's (SqueezeNet's squeeze convolutions), as the sums cost passes
+/// over it. Returns the number of Concats removed.
 int splitConcatConvs(plan::Plan &plan, OpFilter mine = anyOp);
 
 /// Folds an Add of a Conv's output and another value of the same declared
