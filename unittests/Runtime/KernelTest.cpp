@@ -1044,6 +1044,45 @@ TEST_F(KernelTest, OwnWinogradIsNotOfferedForSmallConvolutions) {
             "f32[32, 16, 3, 3] passes the filter");
 }
 
+// Our own Winograd is offered in the input's channel blocks only when the
+// input has some (a win by a hair in the other blocks left its output to
+// be reordered for its neighbours); a plain input may take either.
+TEST_F(KernelTest, OwnWinogradIsOfferedInTheInputsBlocks) {
+  if (!cpu::winogradConvRuns(16, 16, {}, 16))
+    GTEST_SKIP() << "no AVX2 and FMA here: the kernel is not offered";
+  auto ctx = std::make_shared<cpu::CPUContext>();
+  Tensor plain = random({1, 32, 28, 28}), w = random({32, 32, 3, 3}),
+         bias = random({32});
+  auto in = [&](cpu::Tag tag) {
+    return cpu::reorderTo(plain,
+                          cpu::memory::desc(cpu::toDims(plain.shape()),
+                                            cpu::memory::data_type::f32, tag),
+                          ctx);
+  };
+  Tensor blocks8 = in(cpu::Tag::nChw8c), blocks16 = in(cpu::Tag::nChw16c);
+  Attrs pads = Attrs().ints("pads", {1, 1, 1, 1});
+  for (auto [x, block, offered] : {std::tuple{&plain, 8, true},
+                                   {&plain, 16, true},
+                                   {&blocks8, 8, true},
+                                   {&blocks8, 16, false},
+                                   {&blocks16, 16, true},
+                                   {&blocks16, 8, false}}) {
+    std::string name = "own winograd nChw" + std::to_string(block) + "c";
+    SCOPED_TRACE(x->typeString() + ", " + name);
+    llvm::Expected<Tensor> y =
+        runOnlyCandidate("Conv", cpu::registerConvKernel, {x, &w, &bias}, {0},
+                         {1, 32, 28, 28}, pads, name);
+    if (offered) {
+      EXPECT_TRUE(static_cast<bool>(y)) << llvm::toString(y.takeError());
+    } else {
+      ASSERT_FALSE(static_cast<bool>(y));
+      EXPECT_EQ(llvm::toString(y.takeError()),
+                "no convolution candidate for " + x->typeString() +
+                    " by f32[32, 32, 3, 3] passes the filter");
+    }
+  }
+}
+
 // A candidate for which oneDNN has only its reference kernel is never
 // timed: an RGB image's Conv with 16-channel blocks out (its source left
 // to oneDNN) is one without AVX-512. The filter sees every candidate that
