@@ -3,6 +3,11 @@
 
 Usage: export_torchvision.py OUTDIR [NAME...]
 
+NAME is one of the zoo (the models of the benchmark tables, `Models:` in
+--help) or of its variants (`Variants:`, the other sizes of the same
+families and the transformers Debian's torchvision also has: models the
+kernels were never tuned on, swept for correctness and speed).
+
 Models are built with random weights (weights=None, no network access needed),
 torch.manual_seed(0), eval mode, and exported with opset 13 (the vision
 transformers with 17, where LayerNormalization is one op), input name "input",
@@ -61,7 +66,44 @@ MODELS = {
     "swin_t": (lambda: models.swin_t(weights=None), 224),
 }
 
-TRANSFORMERS = {"vit_b_16", "vit_b_32", "swin_t"}
+# Other sizes of the zoo's families, and the transformers added after it,
+# at torchvision's evaluation sizes; the largest of each family (ResNet-152,
+# VGG-19, RegNet 8-128GF, EfficientNet B5-B7 and V2-L, ViT-L/H,
+# ConvNeXt-B/L, Swin-B) are left out for the sweep's time, and Swin V2,
+# which Debian's PyTorch does not export ("aten::zero" at opset 17).
+VARIANTS = {
+    "resnet34": (lambda: models.resnet34(weights=None), 224),
+    "resnet101": (lambda: models.resnet101(weights=None), 224),
+    "resnext101_32x8d": (lambda: models.resnext101_32x8d(weights=None), 224),
+    "wide_resnet101_2": (lambda: models.wide_resnet101_2(weights=None), 224),
+    "vgg11_bn": (lambda: models.vgg11_bn(weights=None), 224),
+    "vgg13": (lambda: models.vgg13(weights=None), 224),
+    "densenet161": (lambda: models.densenet161(weights=None), 224),
+    "densenet169": (lambda: models.densenet169(weights=None), 224),
+    "mnasnet0_5": (lambda: models.mnasnet0_5(weights=None), 224),
+    "mnasnet0_75": (lambda: models.mnasnet0_75(weights=None), 224),
+    "mnasnet1_3": (lambda: models.mnasnet1_3(weights=None), 224),
+    "shufflenet_v2_x0_5": (lambda: models.shufflenet_v2_x0_5(weights=None),
+                           224),
+    "shufflenet_v2_x1_5": (lambda: models.shufflenet_v2_x1_5(weights=None),
+                           224),
+    "shufflenet_v2_x2_0": (lambda: models.shufflenet_v2_x2_0(weights=None),
+                           224),
+    "regnet_x_800mf": (lambda: models.regnet_x_800mf(weights=None), 224),
+    "regnet_x_1_6gf": (lambda: models.regnet_x_1_6gf(weights=None), 224),
+    "regnet_x_3_2gf": (lambda: models.regnet_x_3_2gf(weights=None), 224),
+    "regnet_y_800mf": (lambda: models.regnet_y_800mf(weights=None), 224),
+    "regnet_y_1_6gf": (lambda: models.regnet_y_1_6gf(weights=None), 224),
+    "regnet_y_3_2gf": (lambda: models.regnet_y_3_2gf(weights=None), 224),
+    "efficientnet_b4": (lambda: models.efficientnet_b4(weights=None), 380),
+    "efficientnet_v2_m": (lambda: models.efficientnet_v2_m(weights=None),
+                          480),
+    "convnext_small": (lambda: models.convnext_small(weights=None), 224),
+    "swin_s": (lambda: models.swin_s(weights=None), 224),
+    "maxvit_t": (lambda: models.maxvit_t(weights=None), 224),
+}
+
+TRANSFORMERS = {"vit_b_16", "vit_b_32", "swin_t", "swin_s", "maxvit_t"}
 
 
 def vit(ctor):
@@ -73,7 +115,7 @@ def vit(ctor):
 
 
 def export(name, path):
-    ctor, size = MODELS[name]
+    ctor, size = {**MODELS, **VARIANTS}[name]
     torch.manual_seed(0)
     model = ctor().eval()
     x = torch.randn(1, 3, size, size)
@@ -95,10 +137,11 @@ def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         print("Models: " + " ".join(MODELS))
+        print("Variants: " + " ".join(VARIANTS))
         return 0 if len(argv) >= 2 else 2
     outdir = argv[1]
     names = argv[2:] or list(MODELS)
-    unknown = [n for n in names if n not in MODELS]
+    unknown = [n for n in names if n not in MODELS and n not in VARIANTS]
     if unknown:
         print("unknown model(s): " + " ".join(unknown), file=sys.stderr)
         return 2

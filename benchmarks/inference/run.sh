@@ -2,11 +2,13 @@
 # Inference benchmark: heterps-run against ONNX Runtime (CPU, from npm) on
 # torchvision CNNs at batch 1 and 16, 2 threads each, side by side.
 #
-# Usage: benchmarks/inference/run.sh [MODEL_DIR] [--zoo] [bench.py options]
+# Usage: benchmarks/inference/run.sh [MODEL_DIR] [--zoo | --variants]
+#                                    [bench.py options]
 #   MODEL_DIR (default /tmp/heterps-tv-models) caches the ONNX exports;
 #   onnxruntime-node is installed once into /tmp/heterps-ort. --zoo: every
-#   model export_torchvision.py knows (the torchvision zoo) instead of the
-#   eight the kernels were first tuned on.
+#   model of export_torchvision.py's zoo instead of the eight the kernels
+#   were first tuned on; --variants: its variants (other sizes of the same
+#   families, MaxViT), models no kernel was tuned on.
 # Needs a build in build/, node and npm, and Debian's python3-torch.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,6 +28,9 @@ while [[ $# -gt 0 ]]; do
     --zoo)
       read -ra models <<<"$(/usr/bin/python3 "$export_py" --help |
         sed -n 's/^Models: //p')" ;;
+    --variants)
+      read -ra models <<<"$(/usr/bin/python3 "$export_py" --help |
+        sed -n 's/^Variants: //p')" ;;
     --models) IFS=, read -ra models <<<"$2"; shift ;;
     --models=*) IFS=, read -ra models <<<"${1#--models=}" ;;
     *) args+=("$1") ;;

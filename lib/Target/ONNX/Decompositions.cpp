@@ -113,7 +113,10 @@ struct Labelled {
   std::string labels;
 };
 
-/// The static sizes of `v` per label, or failure when one is dynamic.
+/// The size of each label: static where any operand has it static
+/// (shape inference can leave a dimension dynamic in one operand that the
+/// other knows), else dynamic; failure on unranked operands or two
+/// different static sizes.
 FailureOr<llvm::StringMap<int64_t>> labelSizes(ArrayRef<Labelled> operands) {
   llvm::StringMap<int64_t> sizes;
   for (const Labelled &op : operands) {
@@ -123,7 +126,11 @@ FailureOr<llvm::StringMap<int64_t>> labelSizes(ArrayRef<Labelled> operands) {
     for (auto [i, c] : llvm::enumerate(op.labels)) {
       int64_t d = type.getDimSize(i);
       auto [it, added] = sizes.try_emplace(StringRef(&c, 1), d);
-      if (ShapedType::isDynamic(d) || (!added && it->second != d))
+      if (added || ShapedType::isDynamic(d))
+        continue;
+      if (ShapedType::isDynamic(it->second))
+        it->second = d;
+      else if (it->second != d)
         return failure();
     }
   }
@@ -165,17 +172,36 @@ public:
             order.str()};
   }
 
-  /// `x` reshaped to `dims` (static).
-  Value reshape(Value x, ArrayRef<int64_t> dims) {
-    return n.create<ReshapeOp>(RankedTensorType::get(dims, f32()), x,
-                               n.builder().getDenseI64ArrayAttr(dims),
-                               n.builder().getBoolAttr(false));
+  /// `x` reshaped to `dims`, the first `batch` of them its own: a dynamic
+  /// one of those is copied (0), one other dynamic dimension is inferred
+  /// (-1); failure where two others are dynamic. No op where `x` has that
+  /// shape already.
+  FailureOr<Value> reshape(Value x, ArrayRef<int64_t> dims, size_t batch) {
+    if (cast<RankedTensorType>(x.getType()).getShape() == dims)
+      return x;
+    SmallVector<int64_t> shape(dims);
+    int inferred = 0;
+    for (auto [i, d] : llvm::enumerate(shape))
+      if (ShapedType::isDynamic(d)) {
+        d = i < batch ? 0 : -1;
+        inferred += i >= batch;
+      }
+    if (inferred > 1)
+      return failure();
+    return Value(n.create<ReshapeOp>(RankedTensorType::get(dims, f32()), x,
+                                     n.builder().getDenseI64ArrayAttr(shape),
+                                     n.builder().getBoolAttr(false)));
   }
 
+  /// The size of `labels` merged into one dimension (dynamic if one is).
   int64_t product(StringRef labels) {
     int64_t p = 1;
-    for (char c : labels)
-      p *= sizes.lookup(StringRef(&c, 1));
+    for (char c : labels) {
+      int64_t d = sizes.lookup(StringRef(&c, 1));
+      if (ShapedType::isDynamic(d))
+        return d;
+      p *= d;
+    }
     return p;
   }
 
@@ -190,8 +216,9 @@ public:
     return RankedTensorType::get(dimsOf(labels), f32());
   }
 
-private:
   Type f32() { return n.builder().getF32Type(); }
+
+private:
   NodeImporter &n;
   llvm::StringMap<int64_t> sizes;
 };
@@ -275,9 +302,15 @@ LogicalResult mlir::hps::onnx_import::convertEinsum(NodeImporter &n) {
     operands.push_back({*v, t.str()});
   }
   FailureOr<llvm::StringMap<int64_t>> sizes = labelSizes(operands);
-  if (failed(sizes))
-    return n.unsupported("Einsum of operands with dynamic or mismatched "
-                         "dimensions");
+  if (failed(sizes)) {
+    std::string types;
+    llvm::raw_string_ostream os(types);
+    llvm::interleaveComma(operands, os, [&](const Labelled &op) {
+      os << op.value.getType() << " '" << op.labels << "'";
+    });
+    return n.unsupported("Einsum '" + equation + "' of operands with " +
+                         "dynamic or mismatched dimensions (" + types + ")");
+  }
   EinsumLowering e(n, std::move(*sizes));
   if (operands.size() == 1) {
     Labelled y = e.permute(e.sumOut(operands[0], out), out);
@@ -311,11 +344,18 @@ LogicalResult mlir::hps::onnx_import::convertEinsum(NodeImporter &n) {
   shapeA.append({e.product(rows), e.product(inner)});
   shapeB.append({e.product(inner), e.product(cols)});
   shapeY.append({e.product(rows), e.product(cols)});
-  Value product = n.create<MatMulOp>(
-      RankedTensorType::get(shapeY, n.builder().getF32Type()),
-      e.reshape(a.value, shapeA), e.reshape(b.value, shapeB));
-  Labelled y{e.reshape(product, e.dimsOf(batch + rows + cols)),
-             batch + rows + cols};
-  n.setOutput(0, e.permute(y, out).value);
+  // Rows, inner and column labels merge into one dimension each: a
+  // reshape infers at most one dynamic size.
+  FailureOr<Value> matA = e.reshape(a.value, shapeA, batch.size());
+  FailureOr<Value> matB = e.reshape(b.value, shapeB, batch.size());
+  FailureOr<Value> y = failure();
+  if (succeeded(matA) && succeeded(matB))
+    y = e.reshape(n.create<MatMulOp>(RankedTensorType::get(shapeY, e.f32()),
+                                     *matA, *matB),
+                  e.dimsOf(batch + rows + cols), batch.size());
+  if (failed(y))
+    return n.unsupported("Einsum '" + equation +
+                         "' that merges two dimensions of dynamic size");
+  n.setOutput(0, e.permute({*y, batch + rows + cols}, out).value);
   return success();
 }
