@@ -582,7 +582,9 @@ TEST_F(KernelTest, OwnNarrowGroupConvMatchesItsReference) {
 // output channels that 16 does not divide (a half-empty panel), uneven
 // images and pads (partial tiles at the edges, a pad of 2), two items,
 // weights whose transform bypasses the cache, and both ways it runs: a
-// block of tiles a thread and chunks of tiles on all threads.
+// block of tiles a thread and chunks of tiles on all threads; grouped
+// convolutions of 8- to 256-channel groups, two items of them (each
+// group's channels a slice of every item's), each way.
 // Winograd's error follows the sums' magnitude, so the tolerance does too.
 TEST_F(KernelTest, OwnWinogradConvMatchesItsReference) {
   if (!cpu::winogradConvRuns(8, 8, {}))
@@ -593,6 +595,7 @@ TEST_F(KernelTest, OwnWinogradConvMatchesItsReference) {
     std::vector<int64_t> pads;
     std::string activation;
     bool sum = false;
+    int64_t groups = 1;
   };
   const auto &activations = fusedActivations();
   // Each of at least 5 million multiply-adds, below which the kernel is
@@ -606,40 +609,46 @@ TEST_F(KernelTest, OwnWinogradConvMatchesItsReference) {
       {{1, 512, 16, 15}, 64, {1, 1, 1, 1}, "", true},
       // Transformed weights of 18 MiB, written past the cache.
       {{1, 512, 8, 8}, 512, {1, 1, 1, 1}, "Relu"},
-      {{2, 32, 15, 13}, 48, {1, 1, 1, 1}, "Relu", true}};
-  std::set<bool> paths;
+      {{2, 32, 15, 13}, 48, {1, 1, 1, 1}, "Relu", true},
+      {{1, 96, 20, 20}, 96, {1, 1, 1, 1}, "Relu", false, 2},
+      {{2, 64, 21, 19}, 64, {1, 1, 1, 1}, "", true, 4},
+      {{1, 48, 40, 40}, 48, {1, 1, 1, 1}, "HardSwish", false, 6},
+      {{1, 512, 8, 8}, 512, {1, 1, 1, 1}, "Relu", false, 2}};
+  std::set<std::pair<bool, bool>> paths; // (chunked, grouped)
   for (const Case &c : cases) {
-    Tensor x = random(c.x, -3.f, 3.f), w = random({c.k, c.x[1], 3, 3}),
+    int64_t cg = c.x[1] / c.groups, kg = c.k / c.groups;
+    Tensor x = random(c.x, -3.f, 3.f), w = random({c.k, cg, 3, 3}),
            bias = random({c.k});
-    Tensor ref = refConv(x, w, &bias, {{1, 1}, {1, 1}, c.pads, 1});
+    Tensor ref = refConv(x, w, &bias, {{1, 1}, {1, 1}, c.pads, c.groups});
     Tensor addend = random(ref.shape(), -3.f, 3.f);
     if (c.sum)
       ref = refBinary(ref, addend, std::plus<float>());
     ref = refUnary(ref, activations.at(c.activation));
-    Attrs attrs = Attrs().ints("pads", c.pads);
+    Attrs attrs = Attrs().ints("pads", c.pads).i("group", c.groups);
     if (!c.activation.empty())
       attrs.s("activation", c.activation);
     if (c.activation == "Clip")
       attrs.f("activation_min", 0.f).f("activation_max", 6.f);
     bool chunked =
-        cpu::winogradChunked({c.x[0], c.x[1], c.x[2], c.x[3], c.k, ref.dim(2),
+        cpu::winogradChunked({c.x[0], cg, c.x[2], c.x[3], kg, ref.dim(2),
                               ref.dim(3), c.pads[0], c.pads[1]});
-    paths.insert(chunked);
+    paths.insert({chunked, c.groups > 1});
     float largest = 0.f;
     for (int64_t i = 0; i < ref.numElements(); ++i)
       largest = std::max(largest, std::fabs(ref.data<float>()[i]));
     std::vector<const Tensor *> inputs = {&x, &w, &bias};
     if (c.sum)
       inputs.push_back(&addend);
-    // In blocks of 16 where both channel counts fill them.
+    // In blocks of 16 where both channel counts (a group's) fill them.
     for (int64_t block : {8, 16}) {
-      if (c.x[1] % block || c.k % block)
+      if (cg % block || kg % block)
         continue;
       std::string name = "own winograd nChw" + std::to_string(block) + "c";
       if (c.activation == "Swish")
         name += ", Swish as a pass";
-      SCOPED_TRACE(x.typeString() + " by " + w.typeString() + ", " +
-                   c.activation + (c.sum ? ", summed" : "") +
+      SCOPED_TRACE(x.typeString() + " by " + w.typeString() + " in " +
+                   std::to_string(c.groups) + " groups, " + c.activation +
+                   (c.sum ? ", summed" : "") +
                    (chunked ? ", chunks, " : ", blocks, ") + name);
       llvm::Expected<Tensor> y =
           runOnlyCandidate("Conv", cpu::registerConvKernel, inputs, {0, 3},
@@ -649,11 +658,11 @@ TEST_F(KernelTest, OwnWinogradConvMatchesItsReference) {
           allClose(llvm::cantFail(y->toPlain()), ref, 1e-4f, 1e-5f * largest));
     }
   }
-  // The 16 tiles of 512 channels take chunks and the second case's
-  // 112 tiles of 16 blocks, unless dozens of threads make blocks of a few
-  // tiles each.
+  // The 16 tiles of 512 channels (and of 2 groups of 256) take chunks and
+  // the second case's 112 tiles of 16 blocks, unless dozens of threads
+  // make blocks of a few tiles each.
   if (std::thread::hardware_concurrency() <= 16)
-    EXPECT_EQ(paths.size(), 2u);
+    EXPECT_EQ(paths.size(), 4u);
 }
 
 // Our own direct kernels in blocks of 8 (DirectConvAVX2.h), each run

@@ -21,10 +21,11 @@ cpu::convGeometry(const ConvAttrs &attrs, const Tensor &x, const Tensor &w) {
   geometry.padL = window->padBegin;
   geometry.padR = window->padEnd;
   int64_t g = attrs.group, m = w.dim(0);
-  geometry.winogradShape =
-      window->kernel == std::vector<int64_t>{3, 3} && g == 1 &&
+  geometry.winogradWindow =
+      window->kernel == std::vector<int64_t>{3, 3} &&
       llvm::all_of(window->strides, [](int64_t s) { return s == 1; }) &&
       llvm::all_of(window->dilations, [](int64_t d) { return d == 1; });
+  geometry.winogradShape = geometry.winogradWindow && g == 1;
   geometry.weightDims = toDims(w.shape());
   if (g > 1) {
     geometry.weightDims[0] = m / g;

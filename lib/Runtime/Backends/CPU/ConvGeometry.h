@@ -23,6 +23,9 @@ struct ConvGeometry {
   /// fewer multiplications there, at ~1e-6 relative difference from the
   /// direct algorithm.
   bool winogradShape = false;
+  /// The same, grouped or not: what our own Winograd kernel takes
+  /// (WinogradConv.h), one group at a time.
+  bool winogradWindow = false;
 };
 
 /// The geometry of `attrs` for input `x` and weight `w` (ranks 3 to 5).

@@ -21,7 +21,8 @@
 // our own kernel (DepthwiseDirect.h) in blocks of 16 and, when the input is,
 // channels-last, for 3x3 stride-1 convolutions our own Winograd
 // (WinogradConv.h; on AVX2 hosts, where oneDNN has none, and on AVX-512
-// ones, where it often beats oneDNN's) in blocks of 8 and of 16 (only those
+// ones, where it often beats oneDNN's; grouped ones too, which oneDNN's
+// Winograd does not take) in blocks of 8 and of 16 (only those
 // of the input when it has some), for 1x1
 // convolutions on small images and for a first convolution (a plain
 // input of up to 4 channels) our own kernels in blocks of 8
@@ -150,7 +151,7 @@ static Tensor packWeights(const Tensor &w, const ConvEntry &e,
   if (e.depthwise)
     return packDepthwiseWeights(plain);
   if (e.winograd)
-    return packWinogradWeights(plain);
+    return packWinogradWeights(plain, e.winograd->groups);
   if (e.pointwise)
     return packPointwiseWeights(plain);
   if (e.stem)
@@ -309,9 +310,10 @@ llvm::Expected<ConvEntry> ConvKernel::make(const Tensor &x, const Tensor &w,
     consider("direct nhwc", dnnl::algorithm::convolution_direct, Tag::nhwc,
              Tag::nhwc, 1);
   // Winograd's transforms cost more than they save on small images.
-  if (geo.winogradShape) {
-    consider("winograd", dnnl::algorithm::convolution_winograd, Tag::any,
-             Tag::any, 1);
+  if (geo.winogradWindow) {
+    if (geo.winogradShape)
+      consider("winograd", dnnl::algorithm::convolution_winograd, Tag::any,
+               Tag::any, 1);
     // In blocks of 8 and of 16, weighted as oneDNN's blocked candidates;
     // only in the input's blocks when it has some. The two run alike, and
     // the one that won a timing by a hair left its output to be reordered
@@ -490,19 +492,21 @@ std::optional<ConvEntry> ConvKernel::ownWinograd(const Tensor &x,
     return std::nullopt;
   std::optional<ConvEpilogue> epilogue = convEpilogueOf(
       swishApart ? params.postOpsBeforeSwish : params.postOps, params.sum);
-  int64_t c = x.dim(1), k = w.dim(0);
+  // Channels per group.
+  int64_t groups = params.group, c = x.dim(1) / groups, k = w.dim(0) / groups;
   if (!epilogue || !winogradConvRuns(c, k, *epilogue, block))
     return std::nullopt;
   // Below this many multiply-adds the direct algorithm's exact sums cost
   // at most some 50 us more: not worth Winograd's last-bits differences.
   constexpr int64_t kMinMultiplyAdds = 5'000'000;
   const Shape &out = geo.outShape;
-  if (out[0] * out[2] * out[3] * k * c * 9 < kMinMultiplyAdds)
+  if (out[0] * out[2] * out[3] * groups * k * c * 9 < kMinMultiplyAdds)
     return std::nullopt;
   Tag tag = block == 16 ? Tag::nChw16c : Tag::nChw8c;
   ConvEntry e = ownEntry(x, out, tag, tag, swishApart, *epilogue);
-  e.winograd = WinogradShape{x.dim(0), c,      x.dim(2),    x.dim(3),    k,
-                             out[2],   out[3], geo.padL[0], geo.padL[1], block};
+  e.winograd =
+      WinogradShape{x.dim(0), c,           x.dim(2),    x.dim(3), k,     out[2],
+                    out[3],   geo.padL[0], geo.padL[1], block,    groups};
   e.weights = packWeights(w, e, cache.context(), params.group);
   return e;
 }

@@ -34,13 +34,15 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 namespace {
 
-/// Where the 8 channels of vector block `vb` of item n start in a tensor
-/// of `channels` channels and `positions` pixels laid out in blocks of
-/// s.block channels: a block of 16 holds two vector blocks side by side.
+/// Where the 8 channels of vector block `vb` of item n start in one
+/// group's `channels` channels and `positions` pixels laid out in blocks of
+/// s.block channels (a block of 16 holds two vector blocks side by side),
+/// from the group's first block: an item holds s.groups groups.
 inline int64_t laneBlockOffset(const WinogradShape &s, int64_t n, int64_t vb,
                                int64_t channels, int64_t positions) {
   int64_t c0 = vb * kLanes;
-  return (n * (channels / s.block) + c0 / s.block) * positions * s.block +
+  return (n * (channels * s.groups / s.block) + c0 / s.block) * positions *
+             s.block +
          c0 % s.block;
 }
 
@@ -385,29 +387,32 @@ AVX2 void packTaps(const float *plain, int64_t ins, int64_t outs,
 /// `plain` (K, C, 3, 3) transformed for the convolution itself or, when
 /// `backwardData`, for its backward-data: C outputs from K inputs, each
 /// filter turned by 180 degrees.
-Tensor packWeights(const Tensor &plain, bool backwardData) {
-  int64_t k = plain.dim(0), c = plain.dim(1);
+Tensor packWeights(const Tensor &plain, bool backwardData, int64_t groups) {
+  assert(!backwardData || groups == 1);
+  int64_t k = plain.dim(0) / groups, c = plain.dim(1);
   int64_t ins = backwardData ? k : c, outs = backwardData ? c : k;
-  Tensor packed(DType::F32,
-                {kPositions * ceilDiv(outs, kPanel) * ins * kPanel});
+  int64_t perGroup = kPositions * ceilDiv(outs, kPanel) * ins * kPanel;
+  Tensor packed(DType::F32, {groups * perGroup});
   // Every lane is written but those of a half-empty last panel.
   if (outs % kPanel)
     std::memset(packed.rawData(), 0, packed.bytes());
   if (backwardData)
     packTaps(plain.data<float>(), k, c, c * 9, 9, true, packed.data<float>());
   else
-    packTaps(plain.data<float>(), c, k, 9, c * 9, false, packed.data<float>());
+    for (int64_t g = 0; g < groups; ++g)
+      packTaps(plain.data<float>() + g * k * c * 9, c, k, 9, c * 9, false,
+               packed.data<float>() + g * perGroup);
   return packed;
 }
 
 } // namespace
 
-Tensor cpu::packWinogradWeights(const Tensor &plain) {
-  return packWeights(plain, false);
+Tensor cpu::packWinogradWeights(const Tensor &plain, int64_t groups) {
+  return packWeights(plain, false, groups);
 }
 
 Tensor cpu::packWinogradBackwardWeights(const Tensor &plain) {
-  return packWeights(plain, true);
+  return packWeights(plain, true, 1);
 }
 
 bool cpu::winogradConvRuns(int64_t c, int64_t k, ConvEpilogue epilogue,
@@ -467,18 +472,25 @@ void cpu::winogradConv(const float *x, const float *w, const float *bias,
     return;
   Steps steps = accumulate ? stepsFor<true>(epilogue.kind)
                            : stepsFor<false>(epilogue.kind);
+  // Group g's channels, weights and biases start this far from the first
+  // group's (its blocks are whole).
+  int64_t xGroup = s.c * s.h * s.w, yGroup = s.k * s.oh * s.ow,
+          wGroup = kPositions * t.panels * s.c * kPanel;
   if (t.chunked) {
     static thread_local std::vector<float> transforms;
     size_t vFloats = kPositions * t.perChunk * s.c;
     size_t floats = vFloats + kPositions * t.perChunk * t.panels * kPanel;
     if (transforms.size() < floats)
       transforms.resize(floats);
-    for (int64_t first = 0; first < t.tiles; first += t.perChunk)
-      steps.chunk(x, w, bias, y, s, t, epilogue, first,
-                  std::min(t.perChunk, t.tiles - first), transforms.data(),
-                  transforms.data() + vFloats);
+    for (int64_t g = 0; g < s.groups; ++g)
+      for (int64_t first = 0; first < t.tiles; first += t.perChunk)
+        steps.chunk(x + g * xGroup, w + g * wGroup,
+                    bias ? bias + g * s.k : bias, y + g * yGroup, s, t,
+                    epilogue, first, std::min(t.perChunk, t.tiles - first),
+                    transforms.data(), transforms.data() + vFloats);
     return;
   }
+  // Every group's blocks of tiles in one loop: one parallel region.
   int64_t blocks = ceilDiv(t.tiles, t.perBlock);
   size_t scratchFloats = kPositions * t.perBlock * (s.c + kPanel);
 #pragma omp parallel
@@ -489,9 +501,10 @@ void cpu::winogradConv(const float *x, const float *w, const float *bias,
       scratch.resize(scratchFloats);
     float *v = scratch.data(), *m = v + kPositions * t.perBlock * s.c;
 #pragma omp for schedule(static)
-    for (int64_t b = 0; b < blocks; ++b) {
-      int64_t first = b * t.perBlock;
-      steps.block(x, w, bias, y, s, t, epilogue, first,
+    for (int64_t gb = 0; gb < s.groups * blocks; ++gb) {
+      int64_t g = gb / blocks, first = gb % blocks * t.perBlock;
+      steps.block(x + g * xGroup, w + g * wGroup, bias ? bias + g * s.k : bias,
+                  y + g * yGroup, s, t, epilogue, first,
                   std::min(t.perBlock, t.tiles - first), v, m);
     }
   }
@@ -673,7 +686,8 @@ AVX2 void biasGradient(const float *dy, const WinogradShape &s, const Tiling &t,
 
 void cpu::winogradWeightGradient(const float *x, const float *dy, float *dw,
                                  float *db, const WinogradShape &s) {
-  assert(s.block == kLanes && "the weight gradient reads blocks of 8");
+  assert(s.block == kLanes && s.groups == 1 &&
+         "the weight gradient reads one group in blocks of 8");
   Tiling t = tilingOf(s, 1);
   int64_t kp = t.panels * kPanel;
   // Tiles per block: their transforms in about 8 MiB; the transformed
@@ -715,7 +729,7 @@ bool cpu::winogradConvRuns(int64_t, int64_t, ConvEpilogue, int64_t) {
 
 bool cpu::winogradChunked(const WinogradShape &) { return false; }
 
-Tensor cpu::packWinogradWeights(const Tensor &) {
+Tensor cpu::packWinogradWeights(const Tensor &, int64_t) {
   llvm_unreachable("winogradConvRuns is false off x86-64");
 }
 
