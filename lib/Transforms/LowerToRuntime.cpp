@@ -43,7 +43,8 @@ std::string onnxOpType(Operation *op) {
       // Bounds computed at run time: inputs of the same ONNX op.
       {"dynamic_reshape", "Reshape"},
       {"dynamic_slice", "Slice"},
-      {"dynamic_pad", "Pad"}};
+      {"dynamic_pad", "Pad"},
+      {"dynamic_resize", "Resize"}};
   StringRef mnemonic = op->getName().stripDialect();
   if (auto it = exceptions.find(mnemonic); it != exceptions.end())
     return it->second;

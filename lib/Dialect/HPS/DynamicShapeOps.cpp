@@ -106,6 +106,25 @@ LogicalResult DynamicPadOp::verify() {
   return verifySameRank(*this, getInput(), getOutput());
 }
 
+LogicalResult DynamicResizeOp::verify() {
+  if (failed(verifyResizeModes(*this, getMode(),
+                               getCoordinateTransformationMode(),
+                               getNearestMode())))
+    return failure();
+  if ((getCoordinateTransformationMode() == "tf_crop_and_resize") !=
+      static_cast<bool>(getRoi()))
+    return emitOpError("expects a 'roi' operand exactly for "
+                       "\"tf_crop_and_resize\"");
+  std::optional<Shape> in = rankedShape(getInput());
+  std::optional<Shape> target = rankedShape(getTarget());
+  if (in && target && !isDyn((*target)[0]) &&
+      (*target)[0] != static_cast<int64_t>(in->size()))
+    return emitOpError("expects ")
+           << in->size() << " scales or sizes (one per dimension), got "
+           << (*target)[0];
+  return verifySameRank(*this, getInput(), getOutput());
+}
+
 LogicalResult ExpandOp::verify() {
   std::optional<Shape> in = rankedShape(getInput());
   std::optional<Shape> out = rankedShape(getOutput());

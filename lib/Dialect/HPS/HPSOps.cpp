@@ -13,7 +13,10 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MathExtras.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::hps;
@@ -801,6 +804,72 @@ LogicalResult UnsqueezeOp::verify() {
   auto next = in->begin();
   for (int64_t i = 0; i < outRank; ++i)
     expected.push_back(llvm::is_contained(*axes, i) ? 1 : *next++);
+  return verifyResultShape(*this, getOutput(), expected);
+}
+
+LogicalResult mlir::hps::verifyResizeModes(Operation *op, StringRef mode,
+                                           StringRef transform,
+                                           StringRef rounding) {
+  static const llvm::StringSet<> modes = {"nearest", "linear", "cubic"};
+  static const llvm::StringSet<> transforms = {
+      "half_pixel",          "half_pixel_symmetric", "pytorch_half_pixel",
+      "align_corners",       "asymmetric",           "tf_crop_and_resize",
+      "tf_half_pixel_for_nn"};
+  static const llvm::StringSet<> roundings = {
+      "round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  if (!modes.contains(mode))
+    return op->emitOpError("expects 'mode' to be \"nearest\", \"linear\" "
+                           "or \"cubic\", got \"")
+           << mode << "\"";
+  if (!transforms.contains(transform))
+    return op->emitOpError("has unknown 'coordinate_transformation_mode' \"")
+           << transform << "\"";
+  if (!roundings.contains(rounding))
+    return op->emitOpError("has unknown 'nearest_mode' \"") << rounding << "\"";
+  return success();
+}
+
+LogicalResult ResizeOp::verify() {
+  if (failed(verifyResizeModes(*this, getMode(),
+                               getCoordinateTransformationMode(),
+                               getNearestMode())))
+    return failure();
+  std::optional<Shape> in = rankedShape(getInput());
+  if (!in)
+    return success();
+  int64_t rank = in->size();
+  ArrayRef<float> scales = getScales();
+  ArrayRef<int64_t> sizes = getSizes();
+  if (static_cast<int64_t>(scales.size()) != rank)
+    return emitOpError("expects 'scales' to have ")
+           << rank << " values (one per dimension), got " << scales.size();
+  if (!sizes.empty() &&
+      failed(verifyCount(*this, "sizes", sizes, rank, "one per dimension")))
+    return failure();
+  if (getCoordinateTransformationMode() == "tf_crop_and_resize" &&
+      static_cast<int64_t>(getRoi().size()) != 2 * rank)
+    return emitOpError("expects 'roi' to have ")
+           << 2 * rank << " values (begin and end per dimension), got "
+           << getRoi().size();
+  Shape expected;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!(scales[i] > 0.f) || !std::isfinite(scales[i]))
+      return emitOpError("expects positive finite 'scales', got ")
+             << scales[i] << " for dimension " << i;
+    if (!sizes.empty() && sizes[i] < 0)
+      return emitOpError("expects non-negative 'sizes', got ")
+             << sizes[i] << " for dimension " << i;
+    int64_t d = (*in)[i];
+    if (!sizes.empty() && sizes[i] > 0)
+      expected.push_back(sizes[i]);
+    else if (isDyn(d))
+      expected.push_back(kDyn);
+    else if (!sizes.empty())
+      expected.push_back(d);
+    else
+      expected.push_back(
+          static_cast<int64_t>(std::floor(double(scales[i]) * double(d))));
+  }
   return verifyResultShape(*this, getOutput(), expected);
 }
 

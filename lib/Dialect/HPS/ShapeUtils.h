@@ -47,6 +47,11 @@ LogicalResult verifyResultShape(Operation *op, Value result,
                                 llvm::ArrayRef<int64_t> expected);
 /// Checks that the two operands broadcast to the first result's shape.
 LogicalResult verifyBroadcastOp(Operation *op);
+/// Checks the mode, coordinate transformation and rounding of hps.resize
+/// and hps.dynamic_resize.
+LogicalResult verifyResizeModes(Operation *op, llvm::StringRef mode,
+                                llvm::StringRef transform,
+                                llvm::StringRef rounding);
 
 } // namespace mlir::hps
 

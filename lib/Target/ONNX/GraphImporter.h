@@ -115,6 +115,8 @@ public:
   std::string attrString(llvm::StringRef name, llvm::StringRef dflt) const;
   std::optional<llvm::SmallVector<int64_t>>
   attrInts(llvm::StringRef name) const;
+  std::optional<llvm::SmallVector<float>>
+  attrFloats(llvm::StringRef name) const;
   const onnx::TensorProto *attrTensor(llvm::StringRef name) const;
 
   // Outputs.
@@ -162,6 +164,8 @@ LogicalResult convertClipOfTensors(NodeImporter &node);
 LogicalResult convertBatchNormTraining(NodeImporter &node);
 /// Einsum of one or two operands (Decompositions.cpp).
 LogicalResult convertEinsum(NodeImporter &node);
+/// Resize and Upsample (ResizeConverter.cpp).
+LogicalResult convertResize(NodeImporter &node);
 /// The target of a Reshape from its folded shape input: dynamic dimensions
 /// that stay in place become 0. Fails (with the node's error set) otherwise.
 FailureOr<llvm::SmallVector<int64_t>>

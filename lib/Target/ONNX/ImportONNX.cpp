@@ -936,6 +936,14 @@ NodeImporter::attrInts(llvm::StringRef name) const {
   return SmallVector<int64_t>(attr->ints().begin(), attr->ints().end());
 }
 
+std::optional<SmallVector<float>>
+NodeImporter::attrFloats(llvm::StringRef name) const {
+  const auto *attr = findAttr(name);
+  if (!attr)
+    return std::nullopt;
+  return SmallVector<float>(attr->floats().begin(), attr->floats().end());
+}
+
 const onnx::TensorProto *NodeImporter::attrTensor(llvm::StringRef name) const {
   const auto *attr = findAttr(name);
   return attr && attr->has_t() ? &attr->t() : nullptr;

@@ -1048,6 +1048,8 @@ const llvm::StringMap<NodeConverter> &converters() {
       {"Squeeze", convertSqueeze},
       {"Unsqueeze", convertUnsqueeze},
       {"Pad", convertPad},
+      {"Resize", convertResize},
+      {"Upsample", convertResize},
       {"Gather", convertGather},
       {"ReduceMean", convertReduceMean},
       {"ReduceSum", convertReduceSum},

@@ -1862,3 +1862,109 @@ func.func @scatter_nd_updates(%d: tensor<4x8xf32>, %i: tensor<2x1xi64>, %u: tens
   %0 = hps.scatter_nd %d, %i, %u {reduction = "none"} : (tensor<4x8xf32>, tensor<2x1xi64>, tensor<2x7xf32>) -> tensor<4x8xf32>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// hps.resize, hps.dynamic_resize
+//===----------------------------------------------------------------------===//
+
+func.func @resize_mode(%x: tensor<1x3x4x4xf32>) {
+  // expected-error @+1 {{'hps.resize' op expects 'mode' to be "nearest", "linear" or "cubic", got "area"}}
+  %0 = hps.resize %x {scales = array<f32: 1.0, 1.0, 2.0, 2.0>,
+      sizes = array<i64>, roi = array<f32>, mode = "area",
+      coordinate_transformation_mode = "half_pixel",
+      nearest_mode = "round_prefer_floor", cubic_coeff_a = -0.75 : f32,
+      exclude_outside = false, extrapolation_value = 0.0 : f32}
+      : (tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @resize_transform(%x: tensor<1x3x4x4xf32>) {
+  // expected-error @+1 {{'hps.resize' op has unknown 'coordinate_transformation_mode' "corners"}}
+  %0 = hps.resize %x {scales = array<f32: 1.0, 1.0, 2.0, 2.0>,
+      sizes = array<i64>, roi = array<f32>, mode = "linear",
+      coordinate_transformation_mode = "corners",
+      nearest_mode = "round_prefer_floor", cubic_coeff_a = -0.75 : f32,
+      exclude_outside = false, extrapolation_value = 0.0 : f32}
+      : (tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @resize_scale(%x: tensor<1x3x4x4xf32>) {
+  // expected-error @+1 {{'hps.resize' op expects positive finite 'scales', got 0.000000e+00 for dimension 2}}
+  %0 = hps.resize %x {scales = array<f32: 1.0, 1.0, 0.0, 2.0>,
+      sizes = array<i64>, roi = array<f32>, mode = "nearest",
+      coordinate_transformation_mode = "asymmetric",
+      nearest_mode = "floor", cubic_coeff_a = -0.75 : f32,
+      exclude_outside = false, extrapolation_value = 0.0 : f32}
+      : (tensor<1x3x4x4xf32>) -> tensor<1x3x0x8xf32>
+  return
+}
+
+// -----
+
+func.func @resize_result(%x: tensor<1x3x5x5xf32>) {
+  // expected-error @+1 {{'hps.resize' op result shape [1, 3, 8, 8] does not match the computed shape [1, 3, 7, 7]}}
+  %0 = hps.resize %x {scales = array<f32: 1.0, 1.0, 1.5, 1.5>,
+      sizes = array<i64>, roi = array<f32>, mode = "linear",
+      coordinate_transformation_mode = "half_pixel",
+      nearest_mode = "round_prefer_floor", cubic_coeff_a = -0.75 : f32,
+      exclude_outside = false, extrapolation_value = 0.0 : f32}
+      : (tensor<1x3x5x5xf32>) -> tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @resize_sizes(%x: tensor<?x3x4x4xf32>) {
+  // expected-error @+1 {{'hps.resize' op expects 'sizes' to have 4 values (one per dimension), got 2}}
+  %0 = hps.resize %x {scales = array<f32: 1.0, 1.0, 1.0, 1.0>,
+      sizes = array<i64: 8, 8>, roi = array<f32>, mode = "linear",
+      coordinate_transformation_mode = "half_pixel",
+      nearest_mode = "round_prefer_floor", cubic_coeff_a = -0.75 : f32,
+      exclude_outside = false, extrapolation_value = 0.0 : f32}
+      : (tensor<?x3x4x4xf32>) -> tensor<?x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @resize_roi(%x: tensor<1x3x4x4xf32>) {
+  // expected-error @+1 {{'hps.resize' op expects 'roi' to have 8 values (begin and end per dimension), got 0}}
+  %0 = hps.resize %x {scales = array<f32: 1.0, 1.0, 2.0, 2.0>,
+      sizes = array<i64>, roi = array<f32>, mode = "linear",
+      coordinate_transformation_mode = "tf_crop_and_resize",
+      nearest_mode = "round_prefer_floor", cubic_coeff_a = -0.75 : f32,
+      exclude_outside = false, extrapolation_value = 0.0 : f32}
+      : (tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic_resize_count(%x: tensor<1x3x4x4xf32>, %s: tensor<2xf32>) {
+  // expected-error @+1 {{'hps.dynamic_resize' op expects 4 scales or sizes (one per dimension), got 2}}
+  %0 = hps.dynamic_resize %x, %s {mode = "nearest",
+      coordinate_transformation_mode = "asymmetric", nearest_mode = "floor",
+      cubic_coeff_a = -0.75 : f32, exclude_outside = false,
+      extrapolation_value = 0.0 : f32}
+      : (tensor<1x3x4x4xf32>, tensor<2xf32>) -> tensor<?x?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic_resize_roi(%x: tensor<1x3x4x4xf32>, %s: tensor<4xi64>) {
+  // expected-error @+1 {{'hps.dynamic_resize' op expects a 'roi' operand exactly for "tf_crop_and_resize"}}
+  %0 = hps.dynamic_resize %x, %s {mode = "linear",
+      coordinate_transformation_mode = "tf_crop_and_resize",
+      nearest_mode = "floor", cubic_coeff_a = -0.75 : f32,
+      exclude_outside = false, extrapolation_value = 0.0 : f32}
+      : (tensor<1x3x4x4xf32>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+  return
+}

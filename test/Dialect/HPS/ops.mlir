@@ -777,6 +777,35 @@ func.func @pad(%x: tensor<1x3x4x4xf32>)
   return %0, %1 : tensor<1x3x6x6xf32>, tensor<1x3x5x3xf32>
 }
 
+// A bilinear upsampling to sizes with a dynamic batch (a segmentation
+// head's), and a nearest one by scales computed at run time.
+// CHECK-LABEL: func.func @resize(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<?x3x4x4xf32>, %[[S:[^:]+]]: tensor<4xf32>
+// CHECK: %[[R0:.*]] = hps.resize %[[X]] {coordinate_transformation_mode = "pytorch_half_pixel",
+// CHECK-SAME: mode = "linear", nearest_mode = "floor", roi = array<f32>,
+// CHECK-SAME: scales = array<f32: 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00>,
+// CHECK-SAME: sizes = array<i64: 0, 3, 9, 8>}
+// CHECK-SAME: : (tensor<?x3x4x4xf32>) -> tensor<?x3x9x8xf32>
+// CHECK: %[[R1:.*]] = hps.dynamic_resize %[[X]], %[[S]] {
+// CHECK-SAME: mode = "nearest"
+// CHECK-SAME: : (tensor<?x3x4x4xf32>, tensor<4xf32>) -> tensor<?x?x?x?xf32>
+// CHECK: return %[[R0]], %[[R1]]
+func.func @resize(%x: tensor<?x3x4x4xf32>, %s: tensor<4xf32>)
+    -> (tensor<?x3x9x8xf32>, tensor<?x?x?x?xf32>) {
+  %0 = hps.resize %x {scales = array<f32: 1.0, 1.0, 1.0, 1.0>,
+      sizes = array<i64: 0, 3, 9, 8>, roi = array<f32>, mode = "linear",
+      coordinate_transformation_mode = "pytorch_half_pixel",
+      nearest_mode = "floor", cubic_coeff_a = -0.75 : f32,
+      exclude_outside = false, extrapolation_value = 0.0 : f32}
+      : (tensor<?x3x4x4xf32>) -> tensor<?x3x9x8xf32>
+  %1 = hps.dynamic_resize %x, %s {mode = "nearest",
+      coordinate_transformation_mode = "asymmetric", nearest_mode = "floor",
+      cubic_coeff_a = -0.75 : f32, exclude_outside = false,
+      extrapolation_value = 0.0 : f32}
+      : (tensor<?x3x4x4xf32>, tensor<4xf32>) -> tensor<?x?x?x?xf32>
+  return %0, %1 : tensor<?x3x9x8xf32>, tensor<?x?x?x?xf32>
+}
+
 // An embedding lookup, and a gather along the last axis with i32 indices.
 // CHECK-LABEL: func.func @gather(
 // CHECK-SAME: %[[IDS:[^:]+]]: tensor<2x8xi64>, %[[X:[^:]+]]: tensor<3x4x5xf32>,

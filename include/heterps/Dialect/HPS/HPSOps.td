@@ -407,6 +407,34 @@ def HPS_UnsqueezeOp : HPS_Op<"unsqueeze", "shape"> {
   let hasVerifier = 1;
 }
 
+def HPS_ResizeOp : HPS_Op<"resize", "pool", [SameOperandsAndResultElementType]> {
+  let summary = "ONNX Resize (and Upsample) with constant scales or sizes";
+  let description = [{
+    Without `sizes`, output dimension i is floor(input dimension i *
+    `scales[i]`) and maps back to the input with that scale; with `sizes`
+    (one per dimension; 0: the input's, a dynamic batch), it is `sizes[i]`
+    and the scale is output / input, as in ONNX. An output index maps to
+    an input coordinate by `coordinate_transformation_mode` ("half_pixel",
+    "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+    "asymmetric", opset 11's "tf_half_pixel_for_nn", or
+    "tf_crop_and_resize", which maps into `roi`: the
+    normalised begins of every dimension, then the ends, and gives
+    `extrapolation_value` outside the input). `mode` "nearest" rounds the
+    coordinate by `nearest_mode` ("round_prefer_floor", "round_prefer_ceil",
+    "floor", "ceil"); "linear" and "cubic" interpolate each dimension in
+    turn (cubic with `cubic_coeff_a`; with `exclude_outside`, taps outside
+    the input weigh 0 and the others are renormalised).
+  }];
+  let arguments = (ins AnyTensor:$input, DenseF32ArrayAttr:$scales,
+                       DenseI64ArrayAttr:$sizes, DenseF32ArrayAttr:$roi,
+                       StrAttr:$mode, StrAttr:$coordinate_transformation_mode,
+                       StrAttr:$nearest_mode, F32Attr:$cubic_coeff_a,
+                       BoolAttr:$exclude_outside, F32Attr:$extrapolation_value);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def HPS_PadOp : HPS_Op<"pad", "shape", [SameOperandsAndResultElementType]> {
   let summary = "ONNX Pad with constant pads";
   let description = [{
@@ -489,6 +517,26 @@ def HPS_DynamicSliceOp : HPS_Op<"dynamic_slice", "shape",
   let assemblyFormat = [{
     $input `,` $starts `,` $ends `,` $axes `,` $steps attr-dict
     `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HPS_DynamicResizeOp : HPS_Op<"dynamic_resize", "pool",
+                                 [AllElementTypesMatch<["input", "output"]>]> {
+  let summary = "ONNX Resize with scales or sizes (and roi) computed at run time";
+  let description = [{
+    `target` holds the scales (f32) or the sizes (i64) of every dimension;
+    `roi`, for "tf_crop_and_resize", the normalised begins of every
+    dimension, then the ends. The attributes are those of `hps.resize`.
+  }];
+  let arguments = (ins F32Tensor:$input, 1DTensorOf<[F32, I64]>:$target,
+                       Optional<1DTensorOf<[F32]>>:$roi,
+                       StrAttr:$mode, StrAttr:$coordinate_transformation_mode,
+                       StrAttr:$nearest_mode, F32Attr:$cubic_coeff_a,
+                       BoolAttr:$exclude_outside, F32Attr:$extrapolation_value);
+  let results = (outs F32Tensor:$output);
+  let assemblyFormat = [{
+    $input `,` $target (`roi` $roi^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -24,6 +24,7 @@ CPUBackend::CPUBackend(BackendOptions options)
   registerLayerNormKernel(registry, context);
   registerReduceKernels(registry, context);
   registerRollKernel(registry, context);
+  registerResizeKernel(registry, context);
   registerSliceKernels(registry, context);
   registerMatMulKernels(registry, context);
   registerNormKernels(registry, context);

@@ -110,6 +110,7 @@ void registerConvTransposeKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerLayerNormKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerReduceKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerRollKernel(KernelRegistry &registry, CPUContextPtr ctx);
+void registerResizeKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerSliceKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerMatMulKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerNormKernels(KernelRegistry &registry, CPUContextPtr ctx);

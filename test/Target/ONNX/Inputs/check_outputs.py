@@ -27,6 +27,17 @@ def untyped_layers():
             np.maximum(r[:, 0] @ weights["w"], 0)]
 
 
+def resize_head():
+    # ONNX's own reference (the generator of its Resize test data).
+    from onnx.backend.test.case.node.resize import (interpolate_nd,
+                                                    linear_coeffs,
+                                                    nearest_coeffs)
+    up = interpolate_nd(x, linear_coeffs, output_size=[len(x), 4, 7, 6],
+                        coordinate_transformation_mode="pytorch_half_pixel")
+    near = interpolate_nd(x, nearest_coeffs, scale_factors=weights["scales"])
+    return [up, near]
+
+
 def output(k):
     tensor = onnx.TensorProto()
     with open(f"{out_dir}/output_{k}.pb", "rb") as f:
@@ -35,7 +46,8 @@ def output(k):
 
 
 for k, want in enumerate({"window_mask": window_mask,
-                          "untyped_layers": untyped_layers}[name]()):
+                          "untyped_layers": untyped_layers,
+                          "resize_head": resize_head}[name]()):
     got = output(k)
     assert got.shape == want.shape, (k, got.shape, want.shape)
     assert np.allclose(got, want, rtol=1e-5, atol=1e-5), (k, got, want)

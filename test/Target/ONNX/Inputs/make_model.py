@@ -411,6 +411,35 @@ def dynamic_shapes():
                  inits, "dynamic_shapes")
 
 
+def resize_head():
+    """A segmentation head's upsampling, as PyTorch exports
+    F.interpolate(y, size=x.shape[-2:], mode="bilinear") over y [batch, 4,
+    3, 3] and x [batch, 2, 7, 6]: sizes = Concat(Shape(y)[0:2],
+    Shape(x)[2:4]), the batch dynamic; and a nearest Resize by constant
+    scales."""
+    nodes = [
+        helper.make_node("Shape", ["y"], ["yshape"], name="yshape"),
+        const_node("c_s0", "s0", [0]),
+        const_node("c_s2", "s2", [2]),
+        const_node("c_s4", "s4", [4]),
+        helper.make_node("Slice", ["yshape", "s0", "s2"], ["nc"], name="nc"),
+        helper.make_node("Shape", ["x"], ["xshape"], name="xshape"),
+        helper.make_node("Slice", ["xshape", "s2", "s4"], ["hw"], name="hw"),
+        helper.make_node("Concat", ["nc", "hw"], ["sizes"], name="sizes",
+                         axis=0),
+        helper.make_node("Resize", ["y", "", "", "sizes"], ["up"],
+                         name="upsample", mode="linear",
+                         coordinate_transformation_mode="pytorch_half_pixel"),
+        helper.make_node("Resize", ["y", "", "scales"], ["near"],
+                         name="nearest", mode="nearest"),
+    ]
+    inits = [const("scales", [1, 1, 2, 1.5], np.float32)]
+    return model(nodes,
+                 [vi("y", ["batch", 4, 3, 3]), vi("x", ["batch", 2, 7, 6])],
+                 [vi("up", ["batch", 4, 7, 6]), vi("near", ["batch", 4, 6, 4])], 13,
+                 inits, "resize_head")
+
+
 def window_mask():
     """What Swin's export computes around its windows, on x [batch, 4, 6, 8]:
     pads to a multiple of the window (4) from Mod of the shape, through
@@ -712,6 +741,7 @@ MODELS = {
     "dropout_runtime_ratio_training": _proto(dropout_runtime_ratio_training),
     "clip_opset6": _proto(clip_opset6),
     "pools": _proto(pools),
+    "resize_head": _proto(resize_head),
     "shapes_opset13": _proto(shapes_opset13),
     "shapes_opset9": _proto(shapes_opset9),
     "shape_folding": _proto(shape_folding),

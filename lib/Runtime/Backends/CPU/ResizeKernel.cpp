@@ -1,0 +1,385 @@
+//===- ResizeKernel.cpp - ONNX Resize (nearest, linear, cubic) ------------===//
+//
+// Each output index of a dimension maps to an input coordinate (by the
+// coordinate transformation mode) and reads a few input indices with
+// weights: one for nearest, two for linear, four for cubic, clamped to the
+// input's edge as ONNX's reference pads it. Interpolating in every
+// dimension at once is the product of these 1-D weights, so the kernel
+// resamples one dimension at a time, innermost first (the reference's
+// order), skipping dimensions that map each index to itself: a
+// segmentation head's [N, C, 28, 28] -> [N, C, 224, 224] is a pass over
+// rows then one over columns. Outside the input, tf_crop_and_resize gives
+// the extrapolation value; the later passes' weights sum to 1 and keep it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CPUKernels.h"
+
+#include "heterps/Runtime/MemoryLimit.h"
+
+#include <cmath>
+
+using namespace heterps::runtime;
+using namespace heterps::runtime::cpu;
+
+namespace {
+
+enum class Mode { Nearest, Linear, Cubic };
+enum class Transform {
+  HalfPixel,
+  HalfPixelSymmetric,
+  PytorchHalfPixel,
+  AlignCorners,
+  Asymmetric,
+  CropAndResize,
+  TFHalfPixelForNN
+};
+enum class Rounding { PreferFloor, PreferCeil, Floor, Ceil };
+
+struct ResizeParams {
+  Mode mode;
+  Transform transform;
+  Rounding rounding;
+  float cubicA, extrapolation;
+  bool excludeOutside;
+  std::vector<float> scales, roi;
+  std::vector<int64_t> sizes;
+};
+
+/// One dimension's resampling: output index o reads input indices
+/// index[o * taps + t] with weight[o * taps + t], or is the extrapolation
+/// value where `outside[o]`.
+struct AxisTaps {
+  int64_t taps = 1;
+  std::vector<int64_t> index;
+  std::vector<float> weight;
+  std::vector<bool> outside;
+  /// Every output index reads its own input index with weight 1.
+  bool identity = true;
+};
+
+/// Cubic convolution weights of the four taps around a coordinate whose
+/// fraction past its floor is r (ONNX's cubic_coeffs).
+void cubicWeights(double r, double a, double (&w)[4]) {
+  auto near = [a](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };
+  auto far = [a](double d) {
+    return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+  };
+  w[0] = far(r + 1);
+  w[1] = near(r);
+  w[2] = near(1 - r);
+  w[3] = far(2 - r);
+}
+
+/// The input coordinate of output index o (ONNX's coordinate
+/// transformation modes; `outLength` is scale * input length, fractional
+/// when the scales were given).
+double sourceCoordinate(const ResizeParams &p, int64_t o, int64_t in,
+                        double outLength, double scale, double roiBegin,
+                        double roiEnd) {
+  double x = static_cast<double>(o);
+  switch (p.transform) {
+  case Transform::HalfPixel:
+    return (x + 0.5) / scale - 0.5;
+  case Transform::HalfPixelSymmetric: {
+    double adjustment = outLength / (scale * in);
+    double center = in / 2.0;
+    return center * (1 - adjustment) + (x + 0.5) / scale - 0.5;
+  }
+  case Transform::PytorchHalfPixel:
+    return outLength > 1 ? (x + 0.5) / scale - 0.5 : -0.5;
+  case Transform::AlignCorners:
+    return outLength == 1 ? 0.0 : x * (in - 1) / (outLength - 1);
+  case Transform::Asymmetric:
+    return x / scale;
+  case Transform::TFHalfPixelForNN: // opset 11 only
+    return (x + 0.5) / scale;
+  case Transform::CropAndResize:
+    return (outLength > 1 ? x * (roiEnd - roiBegin) * (in - 1) / (outLength - 1)
+                          : (roiEnd - roiBegin) * (in - 1) / 2) +
+           roiBegin * (in - 1);
+  }
+  return x;
+}
+
+AxisTaps axisTaps(const ResizeParams &p, int64_t in, int64_t out, double scale,
+                  double roiBegin, double roiEnd) {
+  AxisTaps a;
+  a.taps = p.mode == Mode::Nearest ? 1 : p.mode == Mode::Linear ? 2 : 4;
+  a.index.resize(out * a.taps);
+  a.weight.resize(out * a.taps);
+  a.outside.assign(out, false);
+  double outLength = scale * in;
+  auto clamp = [in](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
+  for (int64_t o = 0; o < out; ++o) {
+    double x = sourceCoordinate(p, o, in, outLength, scale, roiBegin, roiEnd);
+    int64_t *index = &a.index[o * a.taps];
+    float *weight = &a.weight[o * a.taps];
+    if (p.transform == Transform::CropAndResize && (x < 0 || x > in - 1)) {
+      a.outside[o] = true;
+      a.identity = false;
+      std::fill_n(index, a.taps, 0);
+      std::fill_n(weight, a.taps, 0.f);
+      continue;
+    }
+    double floor = std::floor(x), r = x - floor;
+    int64_t base = static_cast<int64_t>(floor);
+    if (p.mode == Mode::Nearest) {
+      bool up = r > 0 && (p.rounding == Rounding::Ceil ||
+                          (p.rounding == Rounding::PreferFloor && r > 0.5) ||
+                          (p.rounding == Rounding::PreferCeil && r >= 0.5));
+      index[0] = clamp(base + up);
+      weight[0] = 1.f;
+    } else if (p.mode == Mode::Linear) {
+      index[0] = clamp(base);
+      index[1] = clamp(base + 1);
+      weight[0] = static_cast<float>(1 - r);
+      weight[1] = static_cast<float>(r);
+    } else {
+      double w[4];
+      cubicWeights(r, p.cubicA, w);
+      double sum = 0;
+      for (int t = 0; t < 4; ++t) {
+        int64_t i = base - 1 + t;
+        if (p.excludeOutside && (i < 0 || i >= in))
+          w[t] = 0;
+        sum += w[t];
+        index[t] = clamp(i);
+      }
+      for (int t = 0; t < 4; ++t)
+        weight[t] = static_cast<float>(p.excludeOutside ? w[t] / sum : w[t]);
+    }
+    // The weight on index o itself, and on the others.
+    float own = 0.f, others = 0.f;
+    for (int64_t t = 0; t < a.taps; ++t)
+      (index[t] == o ? own : others) += std::fabs(weight[t]);
+    if (own != 1.f || others != 0.f)
+      a.identity = false;
+  }
+  if (in != out)
+    a.identity = false;
+  return a;
+}
+
+/// y = x resampled along `axis` ([outer, in, inner] -> [outer, out, inner]).
+void resampleAxis(const float *x, float *y, int64_t outer, int64_t in,
+                  int64_t out, int64_t inner, const AxisTaps &a,
+                  float extrapolation) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < outer; ++b)
+    for (int64_t o = 0; o < out; ++o) {
+      float *to = y + (b * out + o) * inner;
+      if (a.outside[o]) {
+        std::fill_n(to, inner, extrapolation);
+        continue;
+      }
+      const float *from = x + b * in * inner;
+      const int64_t *index = &a.index[o * a.taps];
+      const float *weight = &a.weight[o * a.taps];
+      const float *row0 = from + index[0] * inner;
+      float w0 = weight[0];
+      for (int64_t i = 0; i < inner; ++i)
+        to[i] = w0 * row0[i];
+      for (int64_t t = 1; t < a.taps; ++t) {
+        const float *row = from + index[t] * inner;
+        float w = weight[t];
+        for (int64_t i = 0; i < inner; ++i)
+          to[i] += w * row[i];
+      }
+    }
+}
+
+/// Scales and sizes, from the plan or computed at run time, before use.
+llvm::Error checkScales(llvm::ArrayRef<float> scales) {
+  for (float s : scales)
+    if (!(s > 0.f) || !std::isfinite(s))
+      return kernelError("Resize's scales must be positive and finite, got " +
+                         std::to_string(s));
+  return llvm::Error::success();
+}
+
+llvm::Error checkSizes(llvm::ArrayRef<int64_t> sizes) {
+  for (int64_t s : sizes)
+    if (s < 0)
+      return kernelError("Resize's sizes must not be negative, got " +
+                         llvm::Twine(s));
+  return llvm::Error::success();
+}
+
+class ResizeKernel : public Kernel {
+public:
+  explicit ResizeKernel(ResizeParams params) : p(std::move(params)) {}
+
+  llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
+                  llvm::MutableArrayRef<Tensor> outputs) override {
+    if (llvm::Error e = checkF32(inputs.take_front(1)))
+      return e;
+    const Tensor &x = *inputs[0];
+    int64_t rank = x.rank();
+    // Scales or sizes (and roi) computed at run time (hps.dynamic_resize).
+    std::vector<float> scales = p.scales, roi = p.roi;
+    std::vector<int64_t> sizes = p.sizes;
+    if (inputs.size() > 1) {
+      const Tensor &target = *inputs[1];
+      if (target.rank() != 1 ||
+          (target.dtype() != DType::F32 && target.dtype() != DType::I64))
+        return kernelError("Resize's scales or sizes must be a 1-D f32 or "
+                           "i64 tensor, not " +
+                           target.typeString());
+      if (target.dtype() == DType::F32) {
+        scales.assign(target.data<float>(),
+                      target.data<float>() + target.numElements());
+        if (llvm::Error e = checkScales(scales))
+          return e;
+      } else {
+        sizes.assign(target.data<int64_t>(),
+                     target.data<int64_t>() + target.numElements());
+        if (llvm::Error e = checkSizes(sizes))
+          return e;
+        scales.assign(sizes.size(), 1.f);
+      }
+    }
+    if (inputs.size() > 2) {
+      const Tensor &r = *inputs[2];
+      if (r.rank() != 1 || r.dtype() != DType::F32)
+        return kernelError("Resize's roi must be a 1-D f32 tensor, not " +
+                           r.typeString());
+      roi.assign(r.data<float>(), r.data<float>() + r.numElements());
+    }
+    if (static_cast<int64_t>(scales.size()) != rank ||
+        (!sizes.empty() && static_cast<int64_t>(sizes.size()) != rank) ||
+        (p.transform == Transform::CropAndResize &&
+         static_cast<int64_t>(roi.size()) != 2 * rank))
+      return kernelError("Resize of " + x.typeString() +
+                         " has scales, sizes or roi for another rank");
+    // Output sizes, and the scale each dimension maps back with.
+    Shape outShape;
+    std::vector<double> scale(rank);
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t in = x.dim(d);
+      if (!sizes.empty()) {
+        outShape.push_back(sizes[d] > 0 ? sizes[d] : in);
+        scale[d] = in ? double(outShape[d]) / in : 1.0;
+      } else {
+        double size = std::floor(double(scales[d]) * double(in));
+        if (!(size < 9.2e18))
+          return kernelError("Resize of " + x.typeString() + " by scale " +
+                             std::to_string(scales[d]) + " is too large");
+        outShape.push_back(static_cast<int64_t>(size));
+        scale[d] = scales[d];
+      }
+      if (in == 0 && outShape[d] > 0)
+        return kernelError("Resize of " + x.typeString() +
+                           " reads from an empty dimension " + llvm::Twine(d));
+    }
+    llvm::Expected<uint64_t> bytes = checkedByteSize(outShape, sizeof(float));
+    if (!bytes)
+      return bytes.takeError();
+    if (llvm::Error e = checkFitsInMemory(*bytes, "Resize's output " +
+                                                      shapeToString(outShape)))
+      return e;
+    // Resample dimension by dimension, innermost first.
+    Tensor current = x;
+    Shape shape = x.shape();
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      AxisTaps a =
+          axisTaps(p, shape[d], outShape[d], scale[d], roi.empty() ? 0 : roi[d],
+                   roi.empty() ? 1 : roi[rank + d]);
+      if (a.identity)
+        continue;
+      int64_t outer = 1, inner = 1;
+      for (int64_t i = 0; i < d; ++i)
+        outer *= shape[i];
+      for (int64_t i = d + 1; i < rank; ++i)
+        inner *= shape[i];
+      Shape next = shape;
+      next[d] = outShape[d];
+      Tensor y(DType::F32, next);
+      if (y.numElements() > 0)
+        resampleAxis(current.data<float>(), y.data<float>(), outer, shape[d],
+                     outShape[d], inner, a, p.extrapolation);
+      current = std::move(y);
+      shape = std::move(next);
+    }
+    outputs[0] = std::move(current);
+    return llvm::Error::success();
+  }
+
+private:
+  ResizeParams p;
+};
+
+/// `value` as one of `names` (the enumerator of the same index).
+template <typename E>
+llvm::Expected<E> oneOf(const OpInfo &info, llvm::StringRef attr,
+                        llvm::StringRef dflt,
+                        std::initializer_list<llvm::StringRef> names) {
+  auto value = info.attrs.getString(attr, dflt.str());
+  if (!value)
+    return value.takeError();
+  for (auto [i, name] : llvm::enumerate(names))
+    if (*value == name)
+      return static_cast<E>(i);
+  return kernelError("Resize's '" + attr + "' is '" + *value +
+                     "', not one it knows");
+}
+
+} // namespace
+
+void cpu::registerResizeKernel(KernelRegistry &registry, CPUContextPtr) {
+  registry.add(
+      "Resize",
+      [](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
+        if (llvm::Error e = info.checkArity(1, 3))
+          return e;
+        ResizeParams p;
+        auto mode = oneOf<Mode>(info, "mode", "nearest",
+                                {"nearest", "linear", "cubic"});
+        auto transform = oneOf<Transform>(
+            info, "coordinate_transformation_mode", "half_pixel",
+            {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+             "align_corners", "asymmetric", "tf_crop_and_resize",
+             "tf_half_pixel_for_nn"});
+        auto rounding = oneOf<Rounding>(
+            info, "nearest_mode", "round_prefer_floor",
+            {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"});
+        auto a = info.attrs.getFloat("cubic_coeff_a", -0.75f);
+        auto extrapolation = info.attrs.getFloat("extrapolation_value", 0.f);
+        auto exclude = info.attrs.getInt("exclude_outside", 0);
+        auto scales = info.attrs.getFloats("scales", std::vector<float>());
+        auto sizes = info.attrs.getInts("sizes", std::vector<int64_t>());
+        auto roi = info.attrs.getFloats("roi", std::vector<float>());
+        if (!mode)
+          return mode.takeError();
+        if (!transform)
+          return transform.takeError();
+        if (!rounding)
+          return rounding.takeError();
+        if (!a)
+          return a.takeError();
+        if (!extrapolation)
+          return extrapolation.takeError();
+        if (!exclude)
+          return exclude.takeError();
+        if (!scales)
+          return scales.takeError();
+        if (!sizes)
+          return sizes.takeError();
+        if (!roi)
+          return roi.takeError();
+        if (llvm::Error e = checkScales(*scales))
+          return e;
+        if (llvm::Error e = checkSizes(*sizes))
+          return e;
+        p.mode = *mode;
+        p.transform = *transform;
+        p.rounding = *rounding;
+        p.cubicA = *a;
+        p.extrapolation = *extrapolation;
+        p.excludeOutside = *exclude != 0;
+        p.scales = std::move(*scales);
+        p.sizes = std::move(*sizes);
+        p.roi = std::move(*roi);
+        return std::make_unique<ResizeKernel>(std::move(p));
+      });
+}
