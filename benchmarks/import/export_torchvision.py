@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Export torchvision classification models to ONNX for import benchmarks.
+"""Export torchvision models to ONNX for the import and inference benchmarks.
 
 Usage: export_torchvision.py OUTDIR [NAME...]
 
 NAME is one of the zoo (the models of the benchmark tables, `Models:` in
 --help) or of its variants (`Variants:`, the other sizes of the same
-families and the transformers Debian's torchvision also has: models the
-kernels were never tuned on, swept for correctness and speed).
+families, the transformers Debian's torchvision also has, and a few of
+its segmentation and video models: models the kernels were never tuned
+on, swept for correctness and speed).
 
 Models are built with random weights (weights=None, no network access needed),
 torch.manual_seed(0), eval mode, and exported with opset 13 (the vision
@@ -21,6 +22,7 @@ import time
 
 import torch
 import torchvision.models as models
+from torchvision.models import segmentation, video
 
 OPSET = 13
 
@@ -101,6 +103,17 @@ VARIANTS = {
     "convnext_small": (lambda: models.convnext_small(weights=None), 224),
     "swin_s": (lambda: models.swin_s(weights=None), 224),
     "maxvit_t": (lambda: models.maxvit_t(weights=None), 224),
+    # Segmentation (Resize, dilated convolutions) and video (3-D
+    # convolutions on 8 frames of 112x112) models.
+    "fcn_resnet50": (lambda: segmentation.fcn_resnet50(
+        weights=None, weights_backbone=None), 224),
+    "deeplabv3_mobilenet_v3_large": (
+        lambda: segmentation.deeplabv3_mobilenet_v3_large(
+            weights=None, weights_backbone=None), 224),
+    "lraspp_mobilenet_v3_large": (
+        lambda: segmentation.lraspp_mobilenet_v3_large(
+            weights=None, weights_backbone=None), 224),
+    "r3d_18": (lambda: video.r3d_18(weights=None), (8, 112, 112)),
 }
 
 TRANSFORMERS = {"vit_b_16", "vit_b_32", "swin_t", "swin_s", "maxvit_t"}
@@ -118,7 +131,8 @@ def export(name, path):
     ctor, size = {**MODELS, **VARIANTS}[name]
     torch.manual_seed(0)
     model = ctor().eval()
-    x = torch.randn(1, 3, size, size)
+    # A side, or the trailing dimensions (frames, height, width).
+    x = torch.randn(1, 3, *(size if isinstance(size, tuple) else (size, size)))
     start = time.perf_counter()
     # Not under no_grad for the transformers: PyTorch's fused attention
     # path, taken for inference without gradients, has no ONNX export.

@@ -1,7 +1,9 @@
 // 3x3 stride-1 convolutions: oneDNN 2.6's direct kernel in 8-channel
 // blocks against the runtime's own Winograd F(4x4, 3x3) (WinogradConv.h),
-// on ResNet's, VGG's and DenseNet's shapes at batches 1 and 16, ReLU after
-// each. GFLOP/s count the direct algorithm's multiply-adds for both.
+// on ResNet's, VGG's and DenseNet's shapes at batches 1 and 16, and the
+// grouped ones of RegNet-X and ResNeXt (16- to 64-channel groups, which
+// oneDNN's Winograd does not take), ReLU after each. GFLOP/s count the
+// direct algorithm's multiply-adds for both.
 // Hot caches (each shape repeated); prints a markdown table with the
 // largest difference between the two outputs relative to the largest
 // output. Build and run with winograd.sh.
@@ -23,7 +25,7 @@ namespace {
 
 struct Case {
   const char *where;
-  memory::dim n, c, k, size;
+  memory::dim n, c, k, size, groups = 1;
 };
 
 } // namespace
@@ -46,19 +48,33 @@ int main() {
                         {"ResNet-18 layer3", 16, 256, 256, 14},
                         {"ResNet-18 layer4", 16, 512, 512, 7},
                         {"ResNet-18 layer4", 8, 512, 512, 7},
-                        {"ResNet-18 layer3", 2, 256, 256, 14}};
+                        {"ResNet-18 layer3", 2, 256, 256, 14},
+                        {"RegNet-X-3.2GF stage 1", 1, 96, 96, 56, 2},
+                        {"RegNet-X-3.2GF stage 2", 1, 192, 192, 28, 4},
+                        {"RegNet-X-3.2GF stage 3", 1, 432, 432, 14, 9},
+                        {"RegNet-X-3.2GF stage 4", 1, 1008, 1008, 7, 21},
+                        {"RegNet-X-400MF stage 2", 1, 64, 64, 28, 4},
+                        {"RegNet-X-400MF stage 3", 1, 160, 160, 14, 10},
+                        {"ResNeXt-101 32x8d layer2", 1, 512, 512, 28, 32},
+                        {"ResNeXt-101 32x8d layer3", 1, 1024, 1024, 14, 32},
+                        {"RegNet-X-400MF stage 3", 16, 160, 160, 14, 10}};
   std::mt19937 rng(0);
   std::uniform_real_distribution<float> uniform(-1.f, 1.f);
   std::printf(
-      "| shape | batch | C | K | image | oneDNN | oneDNN us | GFLOP/s | "
-      "own us | GFLOP/s | speed-up | max diff / max |\n"
-      "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
+      "| shape | batch | C | K | groups | image | oneDNN | oneDNN us | "
+      "GFLOP/s | own us | GFLOP/s | speed-up | max diff / max |\n"
+      "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
   for (const Case &s : cases) {
-    memory::dim n = s.n, c = s.c, k = s.k, size = s.size;
+    memory::dim n = s.n, c = s.c, k = s.k, size = s.size, g = s.groups;
     memory::desc src({n, c, size, size}, memory::data_type::f32, Tag::nChw8c);
     memory::desc dst({n, k, size, size}, memory::data_type::f32, Tag::nChw8c);
-    memory::desc plainWeights({k, c, 3, 3}, memory::data_type::f32, Tag::oihw);
-    memory::desc anyWeights({k, c, 3, 3}, memory::data_type::f32, Tag::any);
+    // Grouped weights as (G, K/G, C/G, 3, 3): the same bytes as ONNX's
+    // (K, C/G, 3, 3).
+    memory::dims wDims =
+        g == 1 ? memory::dims{k, c, 3, 3} : memory::dims{g, k / g, c / g, 3, 3};
+    memory::desc plainWeights(wDims, memory::data_type::f32,
+                              g == 1 ? Tag::oihw : Tag::goihw);
+    memory::desc anyWeights(wDims, memory::data_type::f32, Tag::any);
     memory::desc bias({k}, memory::data_type::f32, Tag::a);
     post_ops ops;
     ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
@@ -79,7 +95,7 @@ int main() {
     std::vector<float> x(src.get_size() / sizeof(float));
     for (float &v : x)
       v = uniform(rng);
-    Tensor w(DType::F32, {k, c, 3, 3});
+    Tensor w(DType::F32, {k, c / g, 3, 3});
     for (int64_t i = 0; i < w.numElements(); ++i)
       w.data<float>()[i] = uniform(rng) * 0.1f;
     std::vector<float> b(k), packedDnnl(pd.weights_desc().get_size() / 4);
@@ -93,8 +109,8 @@ int main() {
         yOwn(yDnnl.size());
     memory srcMem(src, eng, x.data()), biasMem(bias, eng, b.data()),
         dstMem(dst, eng, yDnnl.data());
-    Tensor packed = packWinogradWeights(w);
-    WinogradShape shape{n, c, size, size, k, size, size, 1, 1};
+    Tensor packed = packWinogradWeights(w, g);
+    WinogradShape shape{n, c / g, size, size, k / g, size, size, 1, 1, 8, g};
     auto runDnnl = [&] {
       conv.execute(st, {{DNNL_ARG_SRC, srcMem},
                         {DNNL_ARG_WEIGHTS, weightsMem},
@@ -112,14 +128,14 @@ int main() {
     for (float v : yDnnl)
       largest = std::max(largest, std::fabs(v));
     float diff = maxAbsDiff(yOwn, yDnnl) / largest;
-    int runs = std::max<int>(1, int(2e8 / (2.0 * n * k * c * 9 * size * size)));
+    double flops = 2.0 * n * k * (c / g) * 9 * size * size;
+    int runs = std::max<int>(1, int(2e8 / flops));
     double dnnlUs = bestMicroseconds(runDnnl, 5, runs);
     double ownUs = bestMicroseconds(runOwn, 5, runs);
-    double flops = 2.0 * n * k * c * 9 * size * size;
-    std::printf("| %s | %ld | %ld | %ld | %ldx%ld | %s | %.0f | %.0f | %.0f | "
-                "%.0f | %.2fx | %.1e |\n",
-                s.where, long(n), long(c), long(k), long(size), long(size),
-                pd.impl_info_str(), dnnlUs, flops / dnnlUs / 1e3, ownUs,
-                flops / ownUs / 1e3, dnnlUs / ownUs, diff);
+    std::printf("| %s | %ld | %ld | %ld | %ld | %ldx%ld | %s | %.0f | %.0f | "
+                "%.0f | %.0f | %.2fx | %.1e |\n",
+                s.where, long(n), long(c), long(k), long(g), long(size),
+                long(size), pd.impl_info_str(), dnnlUs, flops / dnnlUs / 1e3,
+                ownUs, flops / ownUs / 1e3, dnnlUs / ownUs, diff);
   }
 }

@@ -74,6 +74,28 @@ def windows(out):
           os.path.join(out, "convtranspose_output_padding.onnx"))
 
 
+def resize(out):
+    """Resize by scales that overflow the output's size, that are NaN at
+    import, and that arrive at run time (NaN, or overflowing)."""
+    x, y = _vi("x", [1, 3, 4, 4]), _vi("y", [None, None, None, None])
+
+    def model(scales, name):
+        inits = [] if scales is None else [
+            helper.make_tensor("scales", TensorProto.FLOAT, [4], scales)]
+        inputs = [x] + ([_vi("scales", [4])] if scales is None else [])
+        node = helper.make_node("Resize", ["x", "", "scales"], ["y"],
+                                name="resize", mode="linear")
+        _save(_model([node], inputs, [y], inits), os.path.join(out, name))
+
+    model([1.0, 1.0, 1e9, 1e9], "resize_huge.onnx")
+    model([1.0, 1.0, float("nan"), 2.0], "resize_nan.onnx")
+    model(None, "resize_runtime.onnx")
+    np.save(os.path.join(out, "scales_nan.npy"),
+            np.array([1, 1, np.nan, 2], np.float32))
+    np.save(os.path.join(out, "scales_huge.npy"),
+            np.array([1, 1, 1e9, 1e9], np.float32))
+
+
 def _relu_model(opset):
     return _model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
                   [_vi("x", ["N", 4])], [_vi("y", ["N", 4])], opset=opset)
@@ -280,6 +302,7 @@ def data(out):
 
 KINDS = {
     "windows": windows,
+    "resize": resize,
     "opsets": opsets,
     "names": names,
     "external": external,

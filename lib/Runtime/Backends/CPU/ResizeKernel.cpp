@@ -115,13 +115,19 @@ AxisTaps axisTaps(const ResizeParams &p, int64_t in, int64_t out, double scale,
     double x = sourceCoordinate(p, o, in, outLength, scale, roiBegin, roiEnd);
     int64_t *index = &a.index[o * a.taps];
     float *weight = &a.weight[o * a.taps];
-    if (p.transform == Transform::CropAndResize && (x < 0 || x > in - 1)) {
+    if (p.transform == Transform::CropAndResize && !(x >= 0 && x <= in - 1)) {
       a.outside[o] = true;
       a.identity = false;
       std::fill_n(index, a.taps, 0);
       std::fill_n(weight, a.taps, 0.f);
       continue;
     }
+    // Valid scales keep x within [-1, in]; a plan's extreme or NaN ones
+    // must not reach the integer conversion below.
+    if (!(x >= -1))
+      x = -1;
+    if (!(x <= in))
+      x = in;
     double floor = std::floor(x), r = x - floor;
     int64_t base = static_cast<int64_t>(floor);
     if (p.mode == Mode::Nearest) {
