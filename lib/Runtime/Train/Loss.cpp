@@ -2,6 +2,8 @@
 
 #include "heterps/Runtime/Train/Loss.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -77,7 +79,16 @@ llvm::Error train::checkLossFits(LossKind kind, const Shape &outputShape,
                        dtypeName(targetType) + shapeToString(targetSample));
     return llvm::Error::success();
   }
-  if (numElements(targetSample) != numElements(sample))
+  // Dimensions the model leaves dynamic (-1) take the data's size.
+  bool dynamic = llvm::any_of(sample, [](int64_t d) { return d < 0; });
+  bool fits = dynamic ? targetSample.size() == sample.size() &&
+                            llvm::all_of(llvm::seq<size_t>(0, sample.size()),
+                                         [&](size_t i) {
+                                           return sample[i] < 0 ||
+                                                  sample[i] == targetSample[i];
+                                         })
+                      : numElements(targetSample) == numElements(sample);
+  if (!fits)
     return lossError(llvm::Twine("loss ") + lossName(kind) +
                      " needs targets shaped as the model output per sample " +
                      shapeToString(sample) + ", the data has " +

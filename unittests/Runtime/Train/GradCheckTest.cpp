@@ -1263,3 +1263,37 @@ TEST(GradCheck, ConvTranspose) {
           .ints("output_padding", {1, 1})
           .i("group", 2));
 }
+
+// Resize is linear in its input: each mode and a coordinate transformation
+// that reaches past the edges (clamped taps read twice), upsampling and
+// downsampling, sizes with a dimension copied (0), scales given at run
+// time, and a crop whose outside is the extrapolation constant.
+TEST(GradCheck, Resize) {
+  auto attrs = [](const std::string &mode, const std::string &transform) {
+    return Attrs()
+        .s("mode", mode)
+        .s("coordinate_transformation_mode", transform)
+        .s("nearest_mode", "round_prefer_floor")
+        .f("cubic_coeff_a", -0.75f)
+        .i("exclude_outside", 0)
+        .f("extrapolation_value", 0.f);
+  };
+  gradCheck("Resize", {random({2, 3, 4, 5}, 70)}, {0},
+            attrs("linear", "half_pixel").floats("scales", {1, 1, 2, 1.5f}));
+  gradCheck("Resize", {random({1, 2, 5, 6}, 71)}, {0},
+            attrs("cubic", "align_corners")
+                .floats("scales", {1, 1, 1, 1})
+                .ints("sizes", {0, 0, 3, 8}));
+  gradCheck("Resize", {random({1, 2, 4, 4}, 72)}, {0},
+            attrs("nearest", "asymmetric").floats("scales", {1, 1, 0.5f, 3}));
+  Tensor scales(DType::F32, {4});
+  std::copy_n(std::vector<float>{1, 1, 1.5f, 0.75f}.data(), 4,
+              scales.data<float>());
+  gradCheck("Resize", {random({2, 2, 4, 4}, 73), scales}, {0},
+            attrs("linear", "pytorch_half_pixel"));
+  gradCheck("Resize", {random({1, 1, 4, 4}, 74)}, {0},
+            attrs("linear", "tf_crop_and_resize")
+                .f("extrapolation_value", 5.f)
+                .floats("scales", {1, 1, 1.5f, 1.5f})
+                .floats("roi", {0, 0, -0.2f, 0.1f, 1, 1, 0.9f, 1.3f}));
+}

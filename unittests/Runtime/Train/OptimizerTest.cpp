@@ -237,6 +237,18 @@ TEST(Loss, FitChecksNameShapes) {
   EXPECT_EQ(llvm::toString(std::move(e)),
             "loss mse needs targets shaped as the model output per sample "
             "[10], the data has [3]");
+  // A segmentation output whose sizes the model leaves dynamic: the
+  // data's fill them, its rank and the known ones must match.
+  EXPECT_FALSE(bool(checkLossFits(LossKind::MSE, {-1, 21, -1, -1}, DType::F32,
+                                  {21, 224, 224})));
+  e = checkLossFits(LossKind::MSE, {-1, 21, -1, -1}, DType::F32, {20, 8, 8});
+  EXPECT_EQ(llvm::toString(std::move(e)),
+            "loss mse needs targets shaped as the model output per sample "
+            "[21, -1, -1], the data has [20, 8, 8]");
+  e = checkLossFits(LossKind::BCEWithLogits, {-1, -1}, DType::F32, {4, 4});
+  EXPECT_EQ(llvm::toString(std::move(e)),
+            "loss bce-logits needs targets shaped as the model output per "
+            "sample [-1], the data has [4, 4]");
   EXPECT_FALSE(bool(parseLoss("hinge")));
   llvm::consumeError(parseLoss("hinge").takeError());
 }

@@ -34,6 +34,7 @@ public:
     registerIndexGrad(registry);
     registerMatMulGrad(registry);
     registerAttentionGrad(registry);
+    registerResizeGrad(registry);
   }
 
   llvm::Expected<std::unique_ptr<TrainKernel>>

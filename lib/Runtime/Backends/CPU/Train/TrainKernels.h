@@ -53,6 +53,7 @@ void registerConvTransposeGrad(TrainRegistry &registry);
 void registerIndexGrad(TrainRegistry &registry);
 void registerMatMulGrad(TrainRegistry &registry);
 void registerAttentionGrad(TrainRegistry &registry);
+void registerResizeGrad(TrainRegistry &registry);
 
 /// Runs an inference kernel as the forward (plain inputs unless it takes
 /// layouts); the backward is the subclass's.
