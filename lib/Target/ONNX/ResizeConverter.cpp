@@ -19,8 +19,7 @@ using namespace mlir::hps::onnx_import;
 
 namespace {
 
-/// The values of a constant float input, or of a float attribute before
-/// opset 9 (Upsample's `scales`).
+/// The values of a constant float input.
 FailureOr<SmallVector<float>> constFloats(NodeImporter &n, unsigned i,
                                           StringRef what) {
   const ConstTensor *t = n.constInput(i);
@@ -109,9 +108,7 @@ LogicalResult mlir::hps::onnx_import::convertResize(NodeImporter &n) {
       int64_t axis = a < 0 ? a + rank : a;
       if (axis < 0 || axis >= rank || llvm::is_contained(axes, axis))
         return n.fail("'axes' has " + Twine(a) +
-                      ", out of range or repeated "
-                      "for rank " +
-                      Twine(rank));
+                      ", out of range or repeated for rank " + Twine(rank));
       axes.push_back(axis);
     }
   } else {
@@ -164,6 +161,9 @@ LogicalResult mlir::hps::onnx_import::convertResize(NodeImporter &n) {
       if (size.isKnown()) {
         if (size.value < 0)
           return n.fail("'sizes' has a negative size " + Twine(size.value));
+        // hps.resize's 0 stands for the input's own size.
+        if (size.value == 0)
+          return n.unsupported("Resize to a size of 0");
         sizes[axis] = size.value;
       } else if (!inDims || (*inDims)[axis].symbol != size.symbol) {
         // A dynamic size is allowed only where it is the input's own.
