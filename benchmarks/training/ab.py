@@ -24,6 +24,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from bench import MIN_STEPS, model_path, random_data  # noqa: E402
+from models import image_shape  # noqa: E402
 
 
 def samples_per_s(binary, model, data, batch, steps, threads):
@@ -57,7 +58,7 @@ def main():
         steps = max(a.steps, MIN_STEPS.get(name, 0))
         batch = 32 if name == "fashion_cnn" else a.batch
         data = ("fashion-mnist:train" if name == "fashion_cnn" else
-                random_data(a.work, batch, steps))
+                random_data(a.work, image_shape(name), batch, steps))
         old, new = [], []
         for _ in range(a.rounds):
             old.append(samples_per_s(a.old, model, data, batch, steps,

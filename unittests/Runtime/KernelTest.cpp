@@ -742,38 +742,48 @@ TEST_F(KernelTest, OwnDirectConvsMatchTheirReferences) {
   EXPECT_FALSE(cpu::directConvAVX2Runs(0, {}));
 }
 
-/// `x` (N, C, H, W) in blocks of 8 channels (C a multiple of 8).
-static std::vector<float> blockedBy8(const Tensor &x) {
+/// `x` (N, C, H, W) in blocks of `block` channels (C a multiple of it).
+static std::vector<float> blocked(const Tensor &x, int64_t block) {
   int64_t n = x.dim(0), c = x.dim(1), hw = x.dim(2) * x.dim(3);
   std::vector<float> out(x.numElements());
   for (int64_t i = 0; i < n * c; ++i)
     for (int64_t q = 0; q < hw; ++q)
-      out[((i / 8) * hw + q) * 8 + i % 8] = x.data<float>()[i * hw + q];
+      out[((i / block) * hw + q) * block + i % block] =
+          x.data<float>()[i * hw + q];
   return out;
 }
 
 // Our own Winograd weight gradient (WinogradConv.h) against the sums of
 // its definition: output channels that 16 does not divide, uneven images
-// and pads (partial tiles, a pad of 2 and of 0), many channels, and tiles
-// enough for two blocks. Its error follows the sums' magnitude: 1.3e-5 of
-// the largest on 16384 products a sum (the last case).
+// and pads (partial tiles, a pad of 2 and of 0), many channels, tiles
+// enough for two blocks, and groups in blocks of 16 (as training runs
+// RegNet's and ResNeXt's: each group's slice of the blocks, at another
+// offset in the second item). Its error follows the sums' magnitude:
+// 1.3e-5 of the largest on 16384 products a sum.
 TEST_F(KernelTest, OwnWinogradWeightGradientMatchesItsReference) {
   if (!cpu::winogradConvRuns(8, 8, {}))
     GTEST_SKIP() << "no AVX2 and FMA here: the kernel is not offered";
   struct Case {
     Shape x;
     int64_t k, padTop, padLeft, padBottom, padRight;
+    int64_t groups = 1, block = 8;
   };
   for (const Case &c : {Case{{2, 16, 30, 29}, 24, 1, 0, 1, 1},
                         Case{{2, 8, 9, 10}, 8, 2, 2, 2, 2},
                         Case{{1, 256, 16, 15}, 32, 1, 1, 1, 1},
                         Case{{1, 16, 14, 14}, 16, 0, 0, 0, 0},
-                        Case{{4, 32, 64, 64}, 32, 1, 1, 1, 1}}) {
-    int64_t n = c.x[0], ch = c.x[1], h = c.x[2], w = c.x[3];
+                        Case{{4, 32, 64, 64}, 32, 1, 1, 1, 1},
+                        Case{{2, 96, 13, 11}, 96, 1, 1, 1, 1, 2, 16},
+                        Case{{2, 64, 7, 9}, 64, 1, 0, 1, 2, 4, 16},
+                        Case{{1, 32, 8, 8}, 32, 1, 1, 1, 1, 2, 8}}) {
+    int64_t n = c.x[0], ch = c.x[1] / c.groups, h = c.x[2], w = c.x[3];
+    int64_t k = c.k / c.groups;
     int64_t oh = h + c.padTop + c.padBottom - 2,
             ow = w + c.padLeft + c.padRight - 2;
     Tensor x = random(c.x), dy = random({n, c.k, oh, ow});
-    SCOPED_TRACE(x.typeString() + " to " + dy.typeString());
+    SCOPED_TRACE(x.typeString() + " to " + dy.typeString() + " in " +
+                 std::to_string(c.groups) + " groups, blocks of " +
+                 std::to_string(c.block));
     std::vector<double> want(c.k * ch * 9, 0.), wantBias(c.k, 0.);
     const float *xs = x.data<float>(), *dys = dy.data<float>();
     for (int64_t b = 0; b < n; ++b)
@@ -785,16 +795,18 @@ TEST_F(KernelTest, OwnWinogradWeightGradientMatchesItsReference) {
             for (int64_t q = 0; q < ch; ++q)
               for (int64_t t = 0; t < 9; ++t) {
                 int64_t ih = i + t / 3 - c.padTop, iw = j + t % 3 - c.padLeft;
+                int64_t in = o / k * ch + q;
                 if (ih >= 0 && ih < h && iw >= 0 && iw < w)
                   want[(o * ch + q) * 9 + t] +=
-                      g * xs[((b * ch + q) * h + ih) * w + iw];
+                      g * xs[((b * c.x[1] + in) * h + ih) * w + iw];
               }
           }
-    std::vector<float> xb = blockedBy8(x), dyb = blockedBy8(dy);
+    std::vector<float> xb = blocked(x, c.block), dyb = blocked(dy, c.block);
     Tensor dw(DType::F32, {c.k, ch, 3, 3}), db(DType::F32, {c.k});
-    cpu::winogradWeightGradient(
-        xb.data(), dyb.data(), dw.data<float>(), db.data<float>(),
-        {n, ch, h, w, c.k, oh, ow, c.padTop, c.padLeft});
+    cpu::WinogradShape shape{n,  ch,       h,         w,       k,       oh,
+                             ow, c.padTop, c.padLeft, c.block, c.groups};
+    cpu::winogradWeightGradient(xb.data(), dyb.data(), dw.data<float>(),
+                                db.data<float>(), shape);
     double largest = 0, worst = 0;
     for (double v : want)
       largest = std::max(largest, std::fabs(v));
@@ -808,9 +820,8 @@ TEST_F(KernelTest, OwnWinogradWeightGradientMatchesItsReference) {
     Tensor alone(DType::F32, dw.shape());
     int threads = omp_get_max_threads();
     omp_set_num_threads(1);
-    cpu::winogradWeightGradient(
-        xb.data(), dyb.data(), alone.data<float>(), nullptr,
-        {n, ch, h, w, c.k, oh, ow, c.padTop, c.padLeft});
+    cpu::winogradWeightGradient(xb.data(), dyb.data(), alone.data<float>(),
+                                nullptr, shape);
     omp_set_num_threads(threads);
     EXPECT_TRUE(allClose(alone, dw, 0.f, 0.f));
   }

@@ -249,6 +249,103 @@ TEST(GradCheck, ConvNarrowGroups) {
   }
 }
 
+/// The gradients of a grouped 3x3 convolution of stride 1 and pads 1 with
+/// output gradient `dy`, summed in double: dx, dw and db.
+static std::vector<Tensor> refGroupedConvGrads(const Tensor &x, const Tensor &w,
+                                               const Tensor &dy,
+                                               int64_t groups) {
+  int64_t n = x.dim(0), cin = x.dim(1), h = x.dim(2), wd = x.dim(3);
+  int64_t cout = w.dim(0), c = w.dim(1), k = cout / groups;
+  std::vector<double> dx(x.numElements()), dw(w.numElements()), db(cout);
+  const float *xs = x.data<float>(), *ws = w.data<float>(),
+              *dys = dy.data<float>();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t o = 0; o < cout; ++o)
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t j = 0; j < wd; ++j) {
+          double g = dys[((b * cout + o) * h + i) * wd + j];
+          db[o] += g;
+          for (int64_t q = 0; q < c; ++q)
+            for (int64_t t = 0; t < 9; ++t) {
+              int64_t ih = i + t / 3 - 1, iw = j + t % 3 - 1;
+              if (ih < 0 || ih >= h || iw < 0 || iw >= wd)
+                continue;
+              int64_t at = ((b * cin + o / k * c + q) * h + ih) * wd + iw;
+              dx[at] += g * ws[(o * c + q) * 9 + t];
+              dw[(o * c + q) * 9 + t] += g * xs[at];
+            }
+        }
+  std::vector<Tensor> out;
+  for (auto [sums, shape] :
+       {std::pair(&dx, x.shape()), {&dw, w.shape()}, {&db, Shape{cout}}}) {
+    Tensor t(DType::F32, shape);
+    for (size_t i = 0; i < sums->size(); ++i)
+      t.data<float>()[i] = float((*sums)[i]);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Grouped 3x3 convolutions at stride 1 that on AVX-512 hosts our own
+// Winograd runs in 16-channel blocks (ConvGrad.cpp), each group a slice of
+// the blocks: groups of 16 channels on a 28x28 image (the forward and the
+// backward-data), of 48 on 18x30 (the same) and on 28x28 (the weight
+// gradient too); elsewhere oneDNN's direct kernels. The outputs, with a
+// fused Relu too, and every element of the gradients against sums in
+// double (finite differences over Winograd's rounding are too noisy for
+// thousands of products a sum).
+TEST(GradCheck, ConvGroupedWinogradShape) {
+  struct Case {
+    Shape x, w;
+    int64_t groups;
+    bool relu;
+  };
+  for (const Case &c : {Case{{2, 32, 28, 28}, {32, 16, 3, 3}, 2, false},
+                        Case{{2, 96, 18, 30}, {96, 48, 3, 3}, 2, false},
+                        Case{{1, 96, 28, 28}, {96, 48, 3, 3}, 2, false},
+                        Case{{2, 32, 28, 28}, {32, 16, 3, 3}, 2, true}}) {
+    SCOPED_TRACE(Tensor(DType::F32, c.x).typeString() + " in " +
+                 std::to_string(c.groups) + " groups" +
+                 (c.relu ? ", Relu" : ""));
+    std::vector<Tensor> inputs = {random(c.x, 73), random(c.w, 74),
+                                  random({c.w[0]}, 75)};
+    Attrs attrs = Attrs().i("group", c.groups).ints("pads", {1, 1, 1, 1});
+    if (c.relu)
+      attrs.s("activation", "Relu");
+    std::unique_ptr<TrainBackend> own = cpuTrainBackend();
+    own->enterThread();
+    plan::Op op = makeOp("Conv", 3, inputs, attrs);
+    auto kernel = llvm::cantFail(
+        own->createKernel(OpInfo(op, {nullptr, nullptr, nullptr}), 0));
+    std::vector<const Tensor *> args = {&inputs[0], &inputs[1], &inputs[2]};
+    Tensor y;
+    ASSERT_FALSE(bool(kernel->forward(args, y)));
+    Tensor expected = refConv(inputs[0], inputs[1], &inputs[2],
+                              {{1, 1}, {1, 1}, {1, 1, 1, 1}, c.groups});
+    if (c.relu)
+      for (int64_t i = 0; i < expected.numElements(); ++i)
+        expected.data<float>()[i] = std::max(0.f, expected.data<float>()[i]);
+    EXPECT_TRUE(allClose(llvm::cantFail(y.toPlain()), expected, 1e-4f, 1e-4f));
+    if (c.relu)
+      continue;
+    Tensor dy = random(expected.shape(), 76);
+    std::vector<Tensor> grads(3);
+    ASSERT_FALSE(
+        bool(kernel->backward(args, y, dy, {true, true, true}, grads)));
+    std::vector<Tensor> want =
+        refGroupedConvGrads(inputs[0], inputs[1], dy, c.groups);
+    for (int i = 0; i < 3; ++i) {
+      SCOPED_TRACE("input " + std::to_string(i));
+      // Winograd's error follows the sums' magnitude (432-3528 products).
+      float largest = 0.f;
+      for (int64_t e = 0; e < want[i].numElements(); ++e)
+        largest = std::max(largest, std::fabs(want[i].data<float>()[e]));
+      EXPECT_TRUE(allClose(llvm::cantFail(grads[i].toPlain()), want[i], 0.f,
+                           3e-5f * largest));
+    }
+  }
+}
+
 // Depthwise windows whose weight gradient oneDNN 2.6 leaves to its gemm
 // fallback (5x5, dilated 3x3), computed by DepthwiseWeightGrad.h in the
 // forward's channel-blocked layout; 20 channels pad the last block.

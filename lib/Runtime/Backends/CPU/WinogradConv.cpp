@@ -388,7 +388,6 @@ AVX2 void packTaps(const float *plain, int64_t ins, int64_t outs,
 /// `backwardData`, for its backward-data: C outputs from K inputs, each
 /// filter turned by 180 degrees.
 Tensor packWeights(const Tensor &plain, bool backwardData, int64_t groups) {
-  assert(!backwardData || groups == 1);
   int64_t k = plain.dim(0) / groups, c = plain.dim(1);
   int64_t ins = backwardData ? k : c, outs = backwardData ? c : k;
   int64_t perGroup = kPositions * ceilDiv(outs, kPanel) * ins * kPanel;
@@ -396,12 +395,14 @@ Tensor packWeights(const Tensor &plain, bool backwardData, int64_t groups) {
   // Every lane is written but those of a half-empty last panel.
   if (outs % kPanel)
     std::memset(packed.rawData(), 0, packed.bytes());
-  if (backwardData)
-    packTaps(plain.data<float>(), k, c, c * 9, 9, true, packed.data<float>());
-  else
-    for (int64_t g = 0; g < groups; ++g)
-      packTaps(plain.data<float>() + g * k * c * 9, c, k, 9, c * 9, false,
-               packed.data<float>() + g * perGroup);
+  for (int64_t g = 0; g < groups; ++g) {
+    const float *filters = plain.data<float>() + g * k * c * 9;
+    float *to = packed.data<float>() + g * perGroup;
+    if (backwardData)
+      packTaps(filters, k, c, c * 9, 9, true, to);
+    else
+      packTaps(filters, c, k, 9, c * 9, false, to);
+  }
   return packed;
 }
 
@@ -411,8 +412,8 @@ Tensor cpu::packWinogradWeights(const Tensor &plain, int64_t groups) {
   return packWeights(plain, false, groups);
 }
 
-Tensor cpu::packWinogradBackwardWeights(const Tensor &plain) {
-  return packWeights(plain, true, 1);
+Tensor cpu::packWinogradBackwardWeights(const Tensor &plain, int64_t groups) {
+  return packWeights(plain, true, groups);
 }
 
 bool cpu::winogradConvRuns(int64_t c, int64_t k, ConvEpilogue epilogue,
@@ -535,14 +536,14 @@ AVX2_INLINE void transformGradient(const float *dy, const WinogradShape &s,
                                    int64_t ow0, float *dm,
                                    int64_t positionStride) {
   for (int64_t kb = 0; kb < t.kBlocks; ++kb) {
-    const float *plane = dy + (n * t.kBlocks + kb) * s.oh * s.ow * kLanes;
+    const float *plane = dy + laneBlockOffset(s, n, kb, s.k, s.oh * s.ow);
     __m256 d[kOut][kOut]; // columns
     for (int64_t r = 0; r < kOut; ++r)
       for (int64_t c = 0; c < kOut; ++c)
-        d[c][r] =
-            oh0 + r < s.oh && ow0 + c < s.ow
-                ? _mm256_loadu_ps(plane + ((oh0 + r) * s.ow + ow0 + c) * kLanes)
-                : _mm256_setzero_ps();
+        d[c][r] = oh0 + r < s.oh && ow0 + c < s.ow
+                      ? _mm256_loadu_ps(plane +
+                                        ((oh0 + r) * s.ow + ow0 + c) * s.block)
+                      : _mm256_setzero_ps();
     __m256 ad[kIn][kOut]; // rows of A d
     for (int64_t c = 0; c < kOut; ++c) {
       __m256 col[kIn];
@@ -667,16 +668,16 @@ AVX2 void storeWeightGradient(const float *du, int64_t c, int64_t k, int64_t kp,
   }
 }
 
-/// db[k] = the sum of dy's channel k, in blocks of 8.
+/// db[k] = the sum of dy's channel k, 8 channels a vector.
 AVX2 void biasGradient(const float *dy, const WinogradShape &s, const Tiling &t,
                        float *db) {
 #pragma omp for schedule(static)
   for (int64_t kb = 0; kb < t.kBlocks; ++kb) {
     __m256 sum = _mm256_setzero_ps();
     for (int64_t n = 0; n < s.n; ++n) {
-      const float *plane = dy + (n * t.kBlocks + kb) * s.oh * s.ow * kLanes;
+      const float *plane = dy + laneBlockOffset(s, n, kb, s.k, s.oh * s.ow);
       for (int64_t q = 0; q < s.oh * s.ow; ++q)
-        sum = _mm256_add_ps(sum, _mm256_loadu_ps(plane + q * kLanes));
+        sum = _mm256_add_ps(sum, _mm256_loadu_ps(plane + q * s.block));
     }
     _mm256_storeu_ps(db + kb * kLanes, sum);
   }
@@ -686,8 +687,6 @@ AVX2 void biasGradient(const float *dy, const WinogradShape &s, const Tiling &t,
 
 void cpu::winogradWeightGradient(const float *x, const float *dy, float *dw,
                                  float *db, const WinogradShape &s) {
-  assert(s.block == kLanes && s.groups == 1 &&
-         "the weight gradient reads one group in blocks of 8");
   Tiling t = tilingOf(s, 1);
   int64_t kp = t.panels * kPanel;
   // Tiles per block: their transforms in about 8 MiB; the transformed
@@ -698,26 +697,32 @@ void cpu::winogradWeightGradient(const float *x, const float *dy, float *dw,
   size_t duFloats = kPositions * s.c * kp,
          vFloats = kPositions * perBlock * s.c,
          dmFloats = kPositions * perBlock * kp;
-  // Kept for the next step's call. The sums start at zero, and so do the
-  // output gradients' lanes past K, which the transforms never write.
+  // Kept for the next step's call. The output gradients' lanes past K,
+  // which the transforms never write, stay zero.
   static thread_local std::vector<float> scratch;
   if (scratch.size() < duFloats + vFloats + dmFloats)
     scratch.resize(duFloats + vFloats + dmFloats);
   float *du = scratch.data(), *v = du + duFloats, *dm = v + vFloats;
-  std::fill_n(du, duFloats, 0.f);
   if (kp != s.k)
     std::fill_n(dm, dmFloats, 0.f);
+  // One group at a time (as winogradConv offsets them), its sums from zero.
+  int64_t xGroup = s.c * s.h * s.w, yGroup = s.k * s.oh * s.ow;
+  for (int64_t g = 0; g < s.groups; ++g) {
+    const float *gx = x + g * xGroup, *gdy = dy + g * yGroup;
+    float *gdw = dw + g * s.k * s.c * 9, *gdb = db ? db + g * s.k : nullptr;
+    std::fill_n(du, duFloats, 0.f);
 #pragma omp parallel
-  {
-    for (int64_t first = 0; first < t.tiles; first += perBlock)
-      addGradientBlock(x, dy, s, t, first, std::min(perBlock, t.tiles - first),
-                       v, dm, du);
+    {
+      for (int64_t first = 0; first < t.tiles; first += perBlock)
+        addGradientBlock(gx, gdy, s, t, first,
+                         std::min(perBlock, t.tiles - first), v, dm, du);
 #pragma omp for schedule(static) collapse(2)
-    for (int64_t i = 0; i < s.c; ++i)
-      for (int64_t o = 0; o < s.k; o += kLanes)
-        storeWeightGradient(du, s.c, s.k, kp, i, o, dw);
-    if (db)
-      biasGradient(dy, s, t, db);
+      for (int64_t i = 0; i < s.c; ++i)
+        for (int64_t o = 0; o < s.k; o += kLanes)
+          storeWeightGradient(du, s.c, s.k, kp, i, o, gdw);
+      if (gdb)
+        biasGradient(gdy, s, t, gdb);
+    }
   }
 }
 
@@ -733,7 +738,7 @@ Tensor cpu::packWinogradWeights(const Tensor &, int64_t) {
   llvm_unreachable("winogradConvRuns is false off x86-64");
 }
 
-Tensor cpu::packWinogradBackwardWeights(const Tensor &) {
+Tensor cpu::packWinogradBackwardWeights(const Tensor &, int64_t) {
   llvm_unreachable("winogradConvRuns is false off x86-64");
 }
 

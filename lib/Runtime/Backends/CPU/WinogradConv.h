@@ -28,15 +28,14 @@ namespace heterps::runtime::cpu {
 
 /// One convolution's sizes (NCHW; K output channels) and its leading pads;
 /// the kernel is 3x3, the stride and dilation 1. `block`: the channels per
-/// block of the input's and output's layout, 8 (nChw8c) or, for
-/// winogradConv only, 16 (nChw16c: the layout of its neighbours on
-/// AVX-512 hosts, so no reorders around it and, at batch 1, a Concat's
-/// inputs computed in place; each 16-channel block is two vectors).
-/// `groups` (winogradConv only): c and k are per group, x has c * groups
-/// channels and y k * groups, and each group, a whole number of blocks,
-/// is a convolution of its own (RegNet's and ResNeXt's 3x3 layers of 16-
-/// to 64-channel groups: 0.4-0.8 of oneDNN's direct time on images of
-/// 14x14 and more).
+/// block of the input's and output's layout, 8 (nChw8c) or 16 (nChw16c:
+/// the layout of its neighbours on AVX-512 hosts, so no reorders around
+/// it and, at batch 1, a Concat's inputs computed in place; each
+/// 16-channel block is two vectors). `groups`: c and k are per group, x
+/// has c * groups channels and y k * groups, and each group, a whole
+/// number of blocks, is a convolution of its own (RegNet's and ResNeXt's
+/// 3x3 layers of 16- to 64-channel groups: 0.4-0.8 of oneDNN's direct
+/// time on images of 14x14 and more).
 struct WinogradShape {
   int64_t n, c, h, w, k, oh, ow, padTop, padLeft;
   int64_t block = 8;
@@ -63,9 +62,9 @@ bool winogradChunked(const WinogradShape &shape);
 Tensor packWinogradWeights(const Tensor &plain, int64_t groups = 1);
 
 /// The same for the convolution's backward-data, itself a 3x3 stride-1
-/// convolution of the output gradient (K channels in, C out) with each
-/// filter turned by 180 degrees and pads 2 - pad.
-Tensor packWinogradBackwardWeights(const Tensor &plain);
+/// convolution of the output gradient (K channels in, C out, per group)
+/// with each filter turned by 180 degrees and pads 2 - pad.
+Tensor packWinogradBackwardWeights(const Tensor &plain, int64_t groups = 1);
 
 /// y = epilogue(conv(x, w) + bias), plus y's own values before the
 /// epilogue when `accumulate` (a residual sum); x and y in blocks of
@@ -76,9 +75,10 @@ void winogradConv(const float *x, const float *w, const float *bias, float *y,
                   bool accumulate);
 
 /// The weight gradient of winogradConv's convolution of `shape` (no
-/// epilogue): dw (K, C, 3, 3) plain from its input x and output gradient
-/// dy, both in blocks of 8 channels, and the bias gradient db (K floats)
-/// unless null; on the OpenMP threads. Per tile, the output gradient
+/// epilogue): dw (K * groups, C, 3, 3) plain from its input x and output
+/// gradient dy, both in blocks of shape.block channels, and the bias
+/// gradient db (K * groups floats) unless null; on the OpenMP threads,
+/// one group at a time. Per tile, the output gradient
 /// transformed (A dy A^T) times the transformed input, summed over tiles
 /// a block at a time, is the transformed weights' gradient; G^T of it G
 /// the weights'. The sums' order depends on the shape only, not on the

@@ -28,7 +28,11 @@
 // groups of 4 or 8 channels at stride 1 run on our own AVX-512 kernels in
 // 16-channel blocks (NarrowGroupConv.h: ResNeXt-50's first two stages),
 // other groups of 4 or 8 merged into groups of 16 (GroupWidening.h: its
-// first stage had its weight gradient on oneDNN's gemm fallback); a
+// first stage had its weight gradient on oneDNN's gemm fallback), 3x3
+// ones at stride 1 with groups of whole 16-channel blocks on our own
+// Winograd in those blocks where it pays (wide groups, large images:
+// RegNet's; oneDNN's Winograd takes no groups), the weights transformed
+// each step as on AVX2 hosts; a
 // depthwise one's weight gradient is our own (DepthwiseWeightGrad.h) where
 // oneDNN has only its gemm fallback. A fused Relu (fuseTrainableActivations)
 // is an eltwise post-op of the forward; the
@@ -163,6 +167,57 @@ static bool winogradPays(const cpu::ConvGeometry &geo, int64_t perThread = 32) {
   return tiles >= perThread * omp_get_max_threads();
 }
 
+/// Whether our own Winograd pays for a grouped convolution's forward and
+/// backward-data with `c` channels a group: it runs 8 lanes a vector, as
+/// many FLOPs a cycle as oneDNN's AVX-512 kernels on this AMD EPYC, and
+/// its 4x fewer multiplications pay on wide groups and large images only
+/// (benchmarks/machine/winograd-train.sh, batch 8: 2.2-2.5x oneDNN's speed
+/// on 48-channel groups at 28x28 and 56x56, 1.3x at 14x14, 1.2x at 7x7
+/// but slower in RegNet-X-3.2GF, where transforming 21 groups' weights
+/// each step costs more; 16-channel groups 1.2-2.3x at 28x28 and more,
+/// 0.7x at 14x14).
+static bool groupedWinogradPays(const cpu::ConvGeometry &geo, int64_t c) {
+  const Shape &out = geo.outShape;
+  int64_t side = std::min(out[2], out[3]);
+  return winogradPays(geo, 16) && (side >= 28 || (c >= 48 && side >= 14));
+}
+
+/// Whether it pays for the weight gradient too: 1.7-1.9x on 48-channel
+/// groups at 28x28 and 56x56, 0.6-1.2x at 14x14 and on narrower groups.
+static bool groupedWinogradWeightsPay(const cpu::ConvGeometry &geo, int64_t c) {
+  const Shape &out = geo.outShape;
+  return c >= 48 && out[2] >= 28 && out[3] >= 28;
+}
+
+/// The shape our own Winograd runs a convolution in where oneDNN took its
+/// direct algorithm, if it does (see the file comment): ungrouped ones in
+/// blocks of 8 (oneDNN has no Winograd on AVX2 hosts), grouped ones in
+/// blocks of 16 (its Winograd takes no groups), each group a whole number
+/// of blocks.
+static std::optional<cpu::WinogradShape>
+ownWinograd(const cpu::ConvGeometry &geo, int64_t groups, const Shape &x,
+            int64_t m, const dnnl::convolution_forward::primitive_desc &fwd,
+            const dnnl::convolution_backward_data::primitive_desc &bwdData) {
+  if (!geo.winogradWindow ||
+      llvm::StringRef(fwd.impl_info_str()).contains("wino"))
+    return std::nullopt;
+  int64_t block = groups == 1 ? 8 : 16, c = x[1] / groups, k = m / groups;
+  const Shape &out = geo.outShape;
+  auto blocked = [&](const Shape &shape) {
+    return memory::desc(toDims(shape), memory::data_type::f32,
+                        block == 8 ? Tag::nChw8c : Tag::nChw16c);
+  };
+  bool pays = groups == 1 ? winogradPays(geo, 16) : groupedWinogradPays(geo, c);
+  if (!pays || !cpu::winogradConvRuns(c, k, {}, block) ||
+      fwd.src_desc() != blocked(x) || fwd.dst_desc() != blocked(out) ||
+      bwdData.diff_src_desc() != blocked(x) ||
+      bwdData.diff_dst_desc() != blocked(out))
+    return std::nullopt;
+  return cpu::WinogradShape{x[0],        c,      x[2],   x[3],
+                            k,           out[2], out[3], geo.padL[0],
+                            geo.padL[1], block,  groups};
+}
+
 llvm::Expected<ConvGradEntry>
 ConvGradKernel::make(const Tensor &x, const Tensor &w, bool bias, bool sum) {
   llvm::Expected<cpu::ConvGeometry> geometry = cpu::convGeometry(attrs, x, w);
@@ -250,30 +305,19 @@ ConvGradKernel::make(const Tensor &x, const Tensor &w, bool bias, bool sum) {
                                       geo.dilations[1] + 1};
     entry.depthwiseBlock = *block;
   }
-  // Our own Winograd where oneDNN took the direct algorithm in blocks of 8.
-  auto blocked8 = [](const Shape &shape) {
-    return memory::desc(toDims(shape), memory::data_type::f32, Tag::nChw8c);
-  };
-  int64_t c = x.dim(1);
-  if (geo.winogradShape && winogradPays(geo, 16) &&
-      !llvm::StringRef(fwd.impl_info_str()).contains("wino") &&
-      cpu::winogradConvRuns(c, m, {}) &&
-      fwd.src_desc() == blocked8(x.shape()) &&
-      fwd.dst_desc() == blocked8(geo.outShape) &&
-      bwdData.diff_src_desc() == blocked8(x.shape()) &&
-      bwdData.diff_dst_desc() == blocked8(geo.outShape)) {
-    const Shape &out = geo.outShape;
-    entry.winograd =
-        cpu::WinogradShape{x.dim(0), c,      x.dim(2),    x.dim(3),   m,
-                           out[2],   out[3], geo.padL[0], geo.padL[1]};
+  if (std::optional<cpu::WinogradShape> own =
+          ownWinograd(geo, attrs.group, x.shape(), m, fwd, bwdData)) {
+    const cpu::WinogradShape &s = *own;
+    entry.winograd = s;
     entry.winogradBackward = cpu::WinogradShape{
-        x.dim(0), m,        out[2],          out[3],         c,
-        x.dim(2), x.dim(3), 2 - geo.padL[0], 2 - geo.padL[1]};
-    entry.winogradWeights = winogradPays(geo);
+        s.n, s.k,          s.oh,          s.ow,    s.c,     s.h,
+        s.w, 2 - s.padTop, 2 - s.padLeft, s.block, s.groups};
+    entry.winogradWeights =
+        s.groups > 1 ? groupedWinogradWeightsPay(geo, s.c) : winogradPays(geo);
   }
-  if (!sum && cpu::narrowGroupConvTakes(geo, w.shape(), c, attrs.group))
+  if (!sum && cpu::narrowGroupConvTakes(geo, w.shape(), x.dim(1), attrs.group))
     entry.narrowGroups =
-        cpu::NarrowGroupShape{x.dim(0), c, x.dim(2), x.dim(3), w.dim(1)};
+        cpu::NarrowGroupShape{x.dim(0), x.dim(1), x.dim(2), x.dim(3), w.dim(1)};
   if (relu) {
     auto alg = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
     dnnl::eltwise_forward::primitive_desc hint(
@@ -382,7 +426,8 @@ llvm::Error ConvGradKernel::forward(llvm::ArrayRef<const Tensor *> inputs,
       Tensor bias = b ? cpu::plainOf(*b, ctx) : Tensor();
       cpu::winogradConv(
           src.data<float>(),
-          cpu::packWinogradWeights(plainWeights).data<float>(),
+          cpu::packWinogradWeights(plainWeights, entry->winograd->groups)
+              .data<float>(),
           b ? bias.data<float>() : nullptr, output.data<float>(),
           *entry->winograd,
           {relu ? cpu::ConvEpilogue::Relu : cpu::ConvEpilogue::None},
@@ -415,9 +460,9 @@ llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
       narrowBackward(inputs, dOutput, needGrad, dInputs);
       return llvm::Error::success();
     }
-    // Our own Winograd's backwards read the gradient in 8-channel blocks,
-    // the forward's destination format; not when it (or, for the weights,
-    // the input: then the forward was oneDNN's) holds NaN or infinities.
+    // Our own Winograd's backwards read the gradient in the forward's
+    // destination format; not when it (or, for the weights, the input:
+    // then the forward was oneDNN's) holds NaN or infinities.
     bool own = false;
     if (entry->winograd) {
       dOutput = reorderTo(dOutput, entry->forwardPd.dst_desc(), ctx);
@@ -430,10 +475,11 @@ llvm::Error ConvGradKernel::backward(llvm::ArrayRef<const Tensor *> inputs,
       if (own) {
         Tensor plain = plainWeights.isNull() ? cpu::plainOf(*inputs[1], ctx)
                                              : plainWeights;
-        cpu::winogradConv(dy.data<float>(),
-                          cpu::packWinogradBackwardWeights(plain).data<float>(),
-                          nullptr, dx.data<float>(), *entry->winogradBackward,
-                          {}, false);
+        cpu::winogradConv(
+            dy.data<float>(),
+            cpu::packWinogradBackwardWeights(plain, entry->winograd->groups)
+                .data<float>(),
+            nullptr, dx.data<float>(), *entry->winogradBackward, {}, false);
       } else {
         Tensor weights =
             !packedWeights.isNull() &&
