@@ -440,6 +440,37 @@ def resize_head():
                  inits, "resize_head")
 
 
+def _resize_error(name, inputs, inits, **attrs):
+    """A Resize of x [1, 2, 3, 3] the importer refuses: `inputs` after x
+    ('' for one left out), constant `inits` (name, values, dtype)."""
+    nodes = [helper.make_node("Resize", ["x"] + inputs, ["y"], name="up",
+                              **attrs)]
+    return model(nodes, [vi("x", [1, 2, 3, 3])], [vi("y", list("nchw"))], 13,
+                 [const(n, v, t) for n, v, t in inits], name)
+
+
+F32, I64 = np.float32, np.int64
+RESIZE_ERRORS = {
+    # scales and sizes both given
+    "resize_both": (["", "scales", "sizes"],
+                    [("scales", [1, 1, 2, 2], F32),
+                     ("sizes", [1, 2, 6, 6], I64)], {}),
+    "resize_scales_count": (["", "scales"], [("scales", [2, 2], F32)], {}),
+    "resize_sizes_count": (["", "", "sizes"], [("sizes", [6, 6], I64)], {}),
+    "resize_sizes_float": (["", "", "sizes"],
+                           [("sizes", [1, 2, 6, 6], F32)], {}),
+    "resize_sizes_negative": (["", "", "sizes"],
+                              [("sizes", [1, 2, -6, 6], I64)], {}),
+    "resize_sizes_zero": (["", "", "sizes"], [("sizes", [1, 2, 0, 6], I64)],
+                          {}),
+    "resize_roi_count": (["roi", "scales"],
+                         [("roi", [0, 1], F32),
+                          ("scales", [1, 1, 2, 2], F32)],
+                         {"coordinate_transformation_mode":
+                          "tf_crop_and_resize", "mode": "linear"}),
+}
+
+
 def window_mask():
     """What Swin's export computes around its windows, on x [batch, 4, 6, 8]:
     pads to a multiple of the window (4) from Mod of the shape, through
@@ -766,6 +797,11 @@ MODELS = {
     "empty": _write_bytes(b""),
     "no_graph": _write_bytes(_no_graph_bytes),
 }
+MODELS.update({
+    name: _proto(lambda name=name, spec=spec: _resize_error(name, spec[0],
+                                                            spec[1],
+                                                            **spec[2]))
+    for name, spec in RESIZE_ERRORS.items()})
 
 
 def write(name, out):
