@@ -7,7 +7,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cstring>
 #include <vector>
 
