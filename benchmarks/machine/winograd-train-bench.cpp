@@ -1,13 +1,13 @@
 // Grouped 3x3 stride-1 convolutions as training runs them, one step's
 // three passes: oneDNN 2.6's direct forward, backward-data and
-// backward-weights in 16-channel blocks (plain weights reordered to its
-// format and the weight gradient back to plain, as ConvGrad.cpp does for
-// grouped convolutions) against the runtime's own Winograd (WinogradConv.h:
-// the weights transformed each step, the forward, the backward-data and
-// the weight gradient). Shapes of RegNet's and ResNeXt's stages. GFLOP/s
-// count the direct algorithm's multiply-adds of the three passes. Hot
-// caches (each shape repeated); prints a markdown table with the largest
-// difference of the output, input gradient and weight gradient from
+// backward-weights in 16-channel blocks, or 8 for groups of 24 (plain weights
+// reordered to its format and the weight gradient back to plain, as
+// ConvGrad.cpp does for grouped convolutions) against the runtime's own
+// Winograd (WinogradConv.h: the weights transformed each step, the forward, the
+// backward-data and the weight gradient). Shapes of RegNet's and ResNeXt's
+// stages. GFLOP/s count the direct algorithm's multiply-adds of the three
+// passes. Hot caches (each shape repeated); prints a markdown table with the
+// largest difference of the output, input gradient and weight gradient from
 // oneDNN's, relative to the largest of each. Build and run with
 // winograd-train.sh.
 #include "BenchTiming.h"
@@ -30,6 +30,9 @@ namespace {
 struct Case {
   const char *where;
   memory::dim n, channels, groups, size;
+  /// Channels a block: 16, or 8 where a group is not whole 16-channel
+  /// blocks (oneDNN then runs it in blocks of 8 too).
+  memory::dim block = 16;
 };
 
 /// The largest difference of `a` from `b` relative to b's largest value.
@@ -61,21 +64,25 @@ int main() {
                         {"RegNet-Y-800MF s1", 8, 64, 4, 56},
                         {"32-channel groups", 8, 256, 8, 28},
                         {"64-channel groups", 8, 256, 4, 14},
+                        {"RegNet-Y-3.2GF s2", 8, 216, 9, 28, 8},
+                        {"RegNet-Y-3.2GF s3", 8, 576, 24, 14, 8},
+                        {"RegNet-Y-3.2GF s4", 8, 1512, 63, 7, 8},
                         {"RegNet-X-3.2GF s3", 32, 432, 9, 14},
                         {"RegNet-X-400MF s3", 32, 160, 10, 14},
                         {"ResNeXt-50 s3", 32, 512, 32, 14},
                         {"ResNeXt-50 s4", 32, 1024, 32, 7}};
   std::mt19937 rng(0);
   std::uniform_real_distribution<float> uniform(-1.f, 1.f);
-  std::printf("| shape | batch | channels | groups | image | oneDNN us | "
-              "GFLOP/s | own us | GFLOP/s | speed-up | fwd | bwd-data | "
+  std::printf("| shape | batch | channels | groups | block | image | oneDNN us "
+              "| GFLOP/s | own us | GFLOP/s | speed-up | fwd | bwd-data | "
               "bwd-weights | max diffs |\n"
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---"
-              ":|---|\n");
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:"
+              "|---:|---|\n");
   for (const Case &s : cases) {
     memory::dim n = s.n, ch = s.channels, g = s.groups, size = s.size;
     memory::dim per = ch / g;
-    memory::desc act({n, ch, size, size}, memory::data_type::f32, Tag::nChw16c);
+    memory::desc act({n, ch, size, size}, memory::data_type::f32,
+                     s.block == 8 ? Tag::nChw8c : Tag::nChw16c);
     memory::desc plainWeights({g, per, per, 3, 3}, memory::data_type::f32,
                               Tag::goihw);
     memory::desc anyWeights({g, per, per, 3, 3}, memory::data_type::f32,
@@ -143,7 +150,7 @@ int main() {
       st.wait();
     };
     // The backward-data's pads are 2 - 1.
-    WinogradShape shape{n, per, size, size, per, size, size, 1, 1, 16, g};
+    WinogradShape shape{n, per, size, size, per, size, size, 1, 1, s.block, g};
     auto ownForward = [&] {
       winogradConv(x.data(), packWinogradWeights(w, g).data<float>(), nullptr,
                    yOwn.data(), shape, {}, false);
@@ -176,12 +183,13 @@ int main() {
     us[1][2] = time(ownWeights);
     double dnnlUs = us[0][0] + us[0][1] + us[0][2];
     double ownUs = us[1][0] + us[1][1] + us[1][2];
-    std::printf("| %s | %ld | %ld | %ld | %ldx%ld | %.0f | %.0f | %.0f | %.0f "
-                "| %.2fx | %.2fx | %.2fx | %.2fx | %.0e %.0e %.0e |\n",
-                s.where, long(n), long(ch), long(g), long(size), long(size),
-                dnnlUs, flops / dnnlUs / 1e3, ownUs, flops / ownUs / 1e3,
-                dnnlUs / ownUs, us[0][0] / us[1][0], us[0][1] / us[1][1],
-                us[0][2] / us[1][2], relativeDiff(yOwn, yDnnl),
-                relativeDiff(dxOwn, dxDnnl), relativeDiff(dwOwnVec, dwDnnl));
+    std::printf("| %s | %ld | %ld | %ld | %ld | %ldx%ld | %.0f | %.0f | %.0f | "
+                "%.0f | %.2fx | %.2fx | %.2fx | %.2fx | %.0e %.0e %.0e |\n",
+                s.where, long(n), long(ch), long(g), long(s.block), long(size),
+                long(size), dnnlUs, flops / dnnlUs / 1e3, ownUs,
+                flops / ownUs / 1e3, dnnlUs / ownUs, us[0][0] / us[1][0],
+                us[0][1] / us[1][1], us[0][2] / us[1][2],
+                relativeDiff(yOwn, yDnnl), relativeDiff(dxOwn, dxDnnl),
+                relativeDiff(dwOwnVec, dwDnnl));
   }
 }

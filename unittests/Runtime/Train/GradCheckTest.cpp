@@ -290,7 +290,8 @@ static std::vector<Tensor> refGroupedConvGrads(const Tensor &x, const Tensor &w,
 // Winograd runs in 16-channel blocks (ConvGrad.cpp), each group a slice of
 // the blocks: groups of 16 channels on a 28x28 image (the forward and the
 // backward-data), of 48 on 18x30 (the same) and on 28x28 (the weight
-// gradient too); elsewhere oneDNN's direct kernels. The outputs, with a
+// gradient too), of 24 on 28x28 (in the 8-channel blocks oneDNN chooses
+// for them); elsewhere oneDNN's direct kernels. The outputs, with a
 // fused Relu too, and every element of the gradients against sums in
 // double (finite differences over Winograd's rounding are too noisy for
 // thousands of products a sum).
@@ -303,6 +304,7 @@ TEST(GradCheck, ConvGroupedWinogradShape) {
   for (const Case &c : {Case{{2, 32, 28, 28}, {32, 16, 3, 3}, 2, false},
                         Case{{2, 96, 18, 30}, {96, 48, 3, 3}, 2, false},
                         Case{{1, 96, 28, 28}, {96, 48, 3, 3}, 2, false},
+                        Case{{1, 48, 28, 28}, {48, 24, 3, 3}, 2, false},
                         Case{{2, 32, 28, 28}, {32, 16, 3, 3}, 2, true}}) {
     SCOPED_TRACE(Tensor(DType::F32, c.x).typeString() + " in " +
                  std::to_string(c.groups) + " groups" +

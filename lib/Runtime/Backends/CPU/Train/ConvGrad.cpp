@@ -29,8 +29,8 @@
 // 16-channel blocks (NarrowGroupConv.h: ResNeXt-50's first two stages),
 // other groups of 4 or 8 merged into groups of 16 (GroupWidening.h: its
 // first stage had its weight gradient on oneDNN's gemm fallback), 3x3
-// ones at stride 1 with groups of whole 16-channel blocks on our own
-// Winograd in those blocks where it pays (wide groups, large images:
+// ones at stride 1 with groups of whole channel blocks on our own
+// Winograd in oneDNN's blocks where it pays (wide groups, large images:
 // RegNet's; oneDNN's Winograd takes no groups), the weights transformed
 // each step as on AVX2 hosts; a
 // depthwise one's weight gradient is our own (DepthwiseWeightGrad.h) where
@@ -175,7 +175,8 @@ static bool winogradPays(const cpu::ConvGeometry &geo, int64_t perThread = 32) {
 /// on 48-channel groups at 28x28 and 56x56, 1.3x at 14x14, 1.2x at 7x7
 /// but slower in RegNet-X-3.2GF, where transforming 21 groups' weights
 /// each step costs more; 16-channel groups 1.2-2.3x at 28x28 and more,
-/// 0.7x at 14x14).
+/// 0.7x at 14x14; 24-channel groups in blocks of 8 1.7x at 28x28, 1.1x at
+/// 14x14).
 static bool groupedWinogradPays(const cpu::ConvGeometry &geo, int64_t c) {
   const Shape &out = geo.outShape;
   int64_t side = std::min(out[2], out[3]);
@@ -191,9 +192,9 @@ static bool groupedWinogradWeightsPay(const cpu::ConvGeometry &geo, int64_t c) {
 
 /// The shape our own Winograd runs a convolution in where oneDNN took its
 /// direct algorithm, if it does (see the file comment): ungrouped ones in
-/// blocks of 8 (oneDNN has no Winograd on AVX2 hosts), grouped ones in
-/// blocks of 16 (its Winograd takes no groups), each group a whole number
-/// of blocks.
+/// blocks of 8 (oneDNN has no Winograd on AVX2 hosts), grouped ones (its
+/// Winograd takes no groups) in the blocks oneDNN chose, 16 channels or,
+/// for groups of 24 (RegNet-Y's), 8, each group a whole number of blocks.
 static std::optional<cpu::WinogradShape>
 ownWinograd(const cpu::ConvGeometry &geo, int64_t groups, const Shape &x,
             int64_t m, const dnnl::convolution_forward::primitive_desc &fwd,
@@ -201,7 +202,9 @@ ownWinograd(const cpu::ConvGeometry &geo, int64_t groups, const Shape &x,
   if (!geo.winogradWindow ||
       llvm::StringRef(fwd.impl_info_str()).contains("wino"))
     return std::nullopt;
-  int64_t block = groups == 1 ? 8 : 16, c = x[1] / groups, k = m / groups;
+  std::optional<int64_t> chosen = cpu::channelBlockOf(fwd.src_desc(), x);
+  int64_t block = groups == 1 || !chosen ? 8 : *chosen;
+  int64_t c = x[1] / groups, k = m / groups;
   const Shape &out = geo.outShape;
   auto blocked = [&](const Shape &shape) {
     return memory::desc(toDims(shape), memory::data_type::f32,
