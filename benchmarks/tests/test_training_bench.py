@@ -3,7 +3,7 @@ row per batch, the speed-up the ratio of the two sides' samples/s,
 PyTorch's share of the peak heterps' over the speed-up, and the summary:
 the geometric mean and, for each row below 1.5x, the share of the peak
 1.5x would need), and a failing heterps-run reported with its command line
-and a non-zero exit."""
+and a non-zero exit; benchmarks/training/ab.py: its old/new table."""
 
 import math
 import os
@@ -64,3 +64,25 @@ def test_failing_heterps_run_is_reported(tmp_path):
     assert out.returncode != 0
     assert "bench.py: /bin/false " in out.stderr
     assert "failed" in out.stderr
+
+
+AB = os.path.join(os.path.dirname(__file__), "..", "training", "ab.py")
+
+
+@pytest.mark.skipif(not HETERPS, reason="HETERPS_RUN is not set")
+def test_ab_table_compares_two_builds(tmp_path):
+    # The same binary as both builds: a row with both sides' samples/s and
+    # their ratio (ab.py once broke on bench.py's random_data signature).
+    out = subprocess.run(
+        [sys.executable, AB, HETERPS, HETERPS, "--work", str(tmp_path),
+         "--models", "squeezenet1_1", "--batch", "2", "--steps", "2",
+         "--threads", "1", "--rounds", "1"],
+        capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    row = re.search(r"^\| squeezenet1_1 \| 2 \| ([0-9.]+) \| ([0-9.]+) \| "
+                    r"([0-9.]+) \|$", out.stdout, re.M)
+    assert row, out.stdout
+    old, new, ratio = map(float, row.groups())
+    assert old > 0 and new > 0
+    assert abs(ratio - new / old) <= 0.01 * ratio + 0.001
+    assert "geometric mean new/old: %.3f" % ratio in out.stdout
