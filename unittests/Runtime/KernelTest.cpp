@@ -1873,6 +1873,23 @@ TEST_F(KernelTest, Reductions) {
                        Tensor::fromFloats({}, {-2})));
 }
 
+// Reducing only axes of size 1 reduces nothing (oneDNN refuses such a
+// reduction): S3D ends with a mean over its [N, 400, 1, 1, 1] logits.
+TEST_F(KernelTest, ReductionsOverAxesOfSizeOne) {
+  Tensor x = Tensor::fromFloats({2, 3, 1, 1}, {1, 5, 3, -2, 0, 8});
+  for (const char *type : {"ReduceMean", "ReduceSum", "ReduceMax"}) {
+    EXPECT_TRUE(allClose(runOp(type, {in(x)}, {2, 3},
+                               Attrs().ints("axes", {2, 3}).i("keepdims", 0)),
+                         Tensor::fromFloats({2, 3}, {1, 5, 3, -2, 0, 8})))
+        << type;
+    EXPECT_EQ(runOp(type, {in(x)}, {2, 3, 1, 1},
+                    Attrs().ints("axes", {-1}).i("keepdims", 1))
+                  .shape(),
+              (Shape{2, 3, 1, 1}))
+        << type;
+  }
+}
+
 // Reducing an empty set gives the reduction's identity (NaN for the mean,
 // 0 / 0); an empty batch reduced along other axes stays empty.
 TEST_F(KernelTest, ReductionsOfEmptyTensors) {

@@ -6,13 +6,17 @@
 // training mode normalises with the batch's own statistics (ReduceMean, Sub,
 // Mul, Sqrt, Div) and gives the updated running statistics too; Einsum of
 // one or two operands becomes ReduceSum, Transpose, Reshape and a MatMul
-// (static sizes; batch labels stay dimensions of the MatMul).
+// (static sizes; batch labels stay dimensions of the MatMul);
+// DepthToSpace and SpaceToDepth become Reshape, Transpose, Reshape, and
+// InstanceNormalization a LayerNormalization over the spatial dimensions
+// with a per-channel Mul and Add (each op with its kernels and gradients).
 //
 //===----------------------------------------------------------------------===//
 
 #include "GraphImporter.h"
 
 #include "heterps/Dialect/HPS/HPS.h"
+#include "mlir/IR/Matchers.h"
 
 #include <cctype>
 #include <map>
@@ -357,5 +361,132 @@ LogicalResult mlir::hps::onnx_import::convertEinsum(NodeImporter &n) {
     return n.unsupported("Einsum '" + equation +
                          "' that merges two dimensions of dynamic size");
   n.setOutput(0, e.permute({*y, batch + rows + cols}, out).value);
+  return success();
+}
+
+namespace {
+
+/// `x` reshaped to `dims` (static but for a dynamic batch, dimension 0,
+/// which the target copies).
+Value reshapeKeepingBatch(NodeImporter &n, Value x, ArrayRef<int64_t> dims) {
+  SmallVector<int64_t> target(dims);
+  if (ShapedType::isDynamic(target[0]))
+    target[0] = 0;
+  return n.create<ReshapeOp>(
+      RankedTensorType::get(dims, getElementTypeOrSelf(x.getType())), x,
+      n.builder().getDenseI64ArrayAttr(target), n.builder().getBoolAttr(false));
+}
+
+/// x's type where it is ranked with every dimension but the batch static
+/// and at least `minRank` of them; null otherwise.
+RankedTensorType staticButBatch(Value x, int64_t minRank) {
+  auto type = dyn_cast<RankedTensorType>(x.getType());
+  if (!type || type.getRank() < minRank ||
+      llvm::any_of(type.getShape().drop_front(), ShapedType::isDynamic))
+    return nullptr;
+  return type;
+}
+
+} // namespace
+
+/// DepthToSpace and SpaceToDepth as ONNX defines them: a reshape to six
+/// dimensions, a transpose and a reshape back to four.
+LogicalResult mlir::hps::onnx_import::convertDepthToSpace(NodeImporter &n) {
+  bool toSpace = n.node.op_type() == "DepthToSpace";
+  FailureOr<Value> x = n.input(0);
+  if (failed(x))
+    return failure();
+  RankedTensorType type = staticButBatch(*x, 4);
+  if (!type || type.getRank() != 4)
+    return n.unsupported(n.node.op_type() +
+                         " of an input that is not 4-D with static channels "
+                         "and spatial sizes");
+  if (!n.hasAttr("blocksize"))
+    return n.fail("missing required attribute 'blocksize'");
+  int64_t b = n.attrInt("blocksize", 0);
+  int64_t batch = type.getDimSize(0), c = type.getDimSize(1),
+          h = type.getDimSize(2), w = type.getDimSize(3);
+  if (b <= 0 || b > (int64_t(1) << 16))
+    return n.fail("'blocksize' " + Twine(b) + " is not in [1, 65536]");
+  std::string mode = n.attrString("mode", "DCR");
+  SmallVector<int64_t> split, perm, merged;
+  if (toSpace) {
+    if (c % (b * b) != 0)
+      return n.fail(
+          "DepthToSpace of " + Twine(c) +
+          " channels: not a multiple of blocksize^2 = " + Twine(b * b));
+    if (mode == "DCR") {
+      split = {batch, b, b, c / (b * b), h, w};
+      perm = {0, 3, 4, 1, 5, 2};
+    } else if (mode == "CRD") {
+      split = {batch, c / (b * b), b, b, h, w};
+      perm = {0, 1, 4, 2, 5, 3};
+    } else {
+      return n.fail("DepthToSpace 'mode' must be DCR or CRD, not '" + mode +
+                    "'");
+    }
+    merged = {batch, c / (b * b), h * b, w * b};
+  } else {
+    if (h % b != 0 || w % b != 0)
+      return n.fail("SpaceToDepth of a " + Twine(h) + "x" + Twine(w) +
+                    " image: not a multiple of blocksize " + Twine(b));
+    split = {batch, c, h / b, b, w / b, b};
+    perm = {0, 3, 5, 1, 2, 4};
+    merged = {batch, c * b * b, h / b, w / b};
+  }
+  Value six = reshapeKeepingBatch(n, *x, split);
+  SmallVector<int64_t> permuted;
+  for (int64_t p : perm)
+    permuted.push_back(split[p]);
+  Value moved = n.create<TransposeOp>(
+      RankedTensorType::get(permuted, type.getElementType()), six,
+      n.builder().getDenseI64ArrayAttr(perm));
+  n.setOutput(0, reshapeKeepingBatch(n, moved, merged));
+  return success();
+}
+
+/// InstanceNormalization(x, scale, B): LayerNormalization over dimensions
+/// 2 on (mean and variance per item and channel) with a scale of ones, then
+/// x * scale + B per channel. A constant all-ones scale or all-zeros B (what
+/// GroupNorm's export passes) gives no op.
+LogicalResult mlir::hps::onnx_import::convertInstanceNorm(NodeImporter &n) {
+  FailureOr<SmallVector<Value>> operands = n.inputs(3);
+  if (failed(operands))
+    return failure();
+  Value x = (*operands)[0], scale = (*operands)[1], bias = (*operands)[2];
+  RankedTensorType type = staticButBatch(x, 3);
+  if (!type || !type.getElementType().isF32())
+    return n.unsupported("InstanceNormalization of an input that is not f32 "
+                         "with static channels and spatial sizes");
+  int64_t channels = type.getDimSize(1);
+  for (Value v : {scale, bias}) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || t.getRank() != 1 || t.getDimSize(0) != channels)
+      return n.fail("InstanceNormalization scale and B must be [" +
+                    Twine(channels) + "] for " + Twine(channels) + " channels");
+  }
+  Type f32 = type.getElementType();
+  auto spatialType = RankedTensorType::get(type.getShape().drop_front(2), f32);
+  Value ones = n.create<ConstantOp>(DenseElementsAttr::get(spatialType, 1.f));
+  Value y = n.create<LayerNormOp>(
+      type, x, ones, Value(), n.builder().getI64IntegerAttr(2),
+      n.builder().getF32FloatAttr(n.attrFloat("epsilon", 1e-5f)));
+  SmallVector<int64_t> perChannel(type.getRank() - 1, 1);
+  perChannel[0] = channels;
+  auto isSplat = [](Value v, float value) {
+    DenseElementsAttr attr;
+    return matchPattern(v, m_Constant(&attr)) && attr.isSplat() &&
+           attr.getSplatValue<APFloat>().convertToFloat() == value;
+  };
+  auto asChannel = [&](Value v) -> Value {
+    return n.create<ReshapeOp>(RankedTensorType::get(perChannel, f32), v,
+                               n.builder().getDenseI64ArrayAttr(perChannel),
+                               n.builder().getBoolAttr(false));
+  };
+  if (!isSplat(scale, 1.f))
+    y = n.create<MulOp>(type, y, asChannel(scale));
+  if (!isSplat(bias, 0.f))
+    y = n.create<AddOp>(type, y, asChannel(bias));
+  n.setOutput(0, y);
   return success();
 }

@@ -164,6 +164,10 @@ LogicalResult convertClipOfTensors(NodeImporter &node);
 LogicalResult convertBatchNormTraining(NodeImporter &node);
 /// Einsum of one or two operands (Decompositions.cpp).
 LogicalResult convertEinsum(NodeImporter &node);
+/// DepthToSpace and SpaceToDepth (Decompositions.cpp).
+LogicalResult convertDepthToSpace(NodeImporter &node);
+/// InstanceNormalization (Decompositions.cpp).
+LogicalResult convertInstanceNorm(NodeImporter &node);
 /// Resize and Upsample (ResizeConverter.cpp).
 LogicalResult convertResize(NodeImporter &node);
 /// The target of a Reshape from its folded shape input: dynamic dimensions

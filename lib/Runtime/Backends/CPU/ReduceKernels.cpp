@@ -55,8 +55,10 @@ public:
       outputs[0] = y.reshaped(out);
       return llvm::Error::success();
     }
-    // oneDNN needs at least one dimension.
-    if (x.rank() == 0 || reduced.empty()) {
+    // oneDNN needs at least one dimension, and refuses a reduction that
+    // reduces nothing (every reduced axis of size 1: S3D's mean over its
+    // 1x1x1 classifier output).
+    if (x.rank() == 0 || kept == x.shape()) {
       std::memcpy(y.rawData(), x.rawData(), x.bytes());
       outputs[0] = y.reshaped(out);
       return llvm::Error::success();

@@ -38,6 +38,22 @@ def resize_head():
     return [up, near]
 
 
+def rearrange_norm():
+    n = len(x)
+    crd = x.reshape(n, 2, 2, 2, 4, 6).transpose(0, 1, 4, 2, 5, 3)
+
+    def normed(v, eps):  # over every axis from 2 on
+        axes = tuple(range(2, v.ndim))
+        mean = v.mean(axis=axes, keepdims=True)
+        return (v - mean) / np.sqrt(v.var(axis=axes, keepdims=True) + eps)
+
+    per_channel = weights["scale"][:, None, None], weights["bias"][:, None, None]
+    inorm = normed(x, 1e-3) * per_channel[0] + per_channel[1]
+    group = normed(x.reshape(n, 2, 96), 1e-5).reshape(x.shape)
+    return [crd.reshape(n, 2, 8, 12), inorm,
+            group * weights["gamma"] + weights["beta"]]
+
+
 def output(k):
     tensor = onnx.TensorProto()
     with open(f"{out_dir}/output_{k}.pb", "rb") as f:
@@ -47,7 +63,8 @@ def output(k):
 
 for k, want in enumerate({"window_mask": window_mask,
                           "untyped_layers": untyped_layers,
-                          "resize_head": resize_head}[name]()):
+                          "resize_head": resize_head,
+                          "rearrange_norm": rearrange_norm}[name]()):
     got = output(k)
     assert got.shape == want.shape, (k, got.shape, want.shape)
     assert np.allclose(got, want, rtol=1e-5, atol=1e-5), (k, got, want)

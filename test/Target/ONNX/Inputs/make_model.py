@@ -653,6 +653,59 @@ def unsupported_op():
                  "unsupported_op")
 
 
+def rearrange_norm():
+    """Super-resolution's pixel shuffle and GroupNorm, as PyTorch exports
+    them, on x [batch, 8, 4, 6]: DepthToSpace (DCR and CRD), SpaceToDepth,
+    InstanceNormalization by weights, and GroupNorm(2 groups): a Reshape to
+    [batch, 2, -1], an InstanceNormalization by Constant ones and zeros,
+    a Reshape back and the affine Mul and Add."""
+    nodes = [
+        helper.make_node("DepthToSpace", ["x"], ["dcr"], name="dcr",
+                         blocksize=2),
+        helper.make_node("DepthToSpace", ["x"], ["crd"], name="crd",
+                         blocksize=2, mode="CRD"),
+        helper.make_node("SpaceToDepth", ["dcr"], ["back"], name="back",
+                         blocksize=2),
+        helper.make_node("InstanceNormalization", ["back", "scale", "bias"],
+                         ["inorm"], name="inorm", epsilon=1e-3),
+        helper.make_node("Reshape", ["x", "grouped"], ["xg"], name="xg"),
+        const_node("c_ones", "ones", [1.0, 1.0], np.float32),
+        const_node("c_zeros", "zeros", [0.0, 0.0], np.float32),
+        helper.make_node("InstanceNormalization", ["xg", "ones", "zeros"],
+                         ["gnorm"], name="gnorm"),
+        helper.make_node("Shape", ["x"], ["xshape"], name="xshape"),
+        helper.make_node("Reshape", ["gnorm", "xshape"], ["gback"],
+                         name="gback"),
+        helper.make_node("Mul", ["gback", "gamma"], ["gscaled"],
+                         name="gscaled"),
+        helper.make_node("Add", ["gscaled", "beta"], ["group"], name="group"),
+    ]
+    inits = [weight("scale", [8]), weight("bias", [8]),
+             weight("gamma", [8, 1, 1]), weight("beta", [8, 1, 1]),
+             const("grouped", [0, 2, -1])]
+    return model(nodes, [vi("x", ["batch", 8, 4, 6])],
+                 [vi("crd", ["batch", 2, 8, 12]),
+                  vi("inorm", ["batch", 8, 4, 6]),
+                  vi("group", ["batch", 8, 4, 6])], 13, inits,
+                 "rearrange_norm")
+
+
+def _rearrange_error(name, op, **attrs):
+    """A DepthToSpace or SpaceToDepth of x [1, 8, 3, 3] the importer
+    refuses."""
+    nodes = [helper.make_node(op, ["x"], ["y"], name="move", **attrs)]
+    return model(nodes, [vi("x", [1, 8, 3, 3])], [vi("y", list("nchw"))], 13,
+                 (), name)
+
+
+REARRANGE_ERRORS = {
+    "depth_to_space_mode": ("DepthToSpace", {"blocksize": 2,
+                                             "mode": "RCD"}),
+    "depth_to_space_channels": ("DepthToSpace", {"blocksize": 3}),
+    "space_to_depth_size": ("SpaceToDepth", {"blocksize": 2}),
+}
+
+
 def custom_domain():
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="relu1"),
@@ -781,6 +834,7 @@ MODELS = {
     "computed_bounds": _proto(computed_bounds),
     "reshape_overflow": _proto(reshape_overflow),
     "window_mask": _proto(window_mask),
+    "rearrange_norm": _proto(rearrange_norm),
     "untyped_layers": _proto(untyped_layers),
     "external_data": lambda out: _write_external(out, keep_data=True),
     "external_data_missing": lambda out: _write_external(out, keep_data=False),
@@ -802,6 +856,11 @@ MODELS.update({
                                                             spec[1],
                                                             **spec[2]))
     for name, spec in RESIZE_ERRORS.items()})
+
+MODELS.update({
+    name: _proto(lambda name=name, spec=spec: _rearrange_error(name, spec[0],
+                                                               **spec[1]))
+    for name, spec in REARRANGE_ERRORS.items()})
 
 
 def write(name, out):
