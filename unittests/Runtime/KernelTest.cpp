@@ -22,6 +22,7 @@
 
 #include <omp.h>
 
+#include <array>
 #include <cfloat>
 #include <cmath>
 #include <set>
@@ -1928,6 +1929,129 @@ TEST_F(KernelTest, ConvTransposeStridedWithOutputPadding) {
     for (int j = 0; j < 4; ++j)
       expected[i * 5 + j] += x.data<float>()[(i / 2) * 2 + j / 2];
   EXPECT_TRUE(allClose(y, Tensor::fromFloats({1, 1, 5, 5}, expected)));
+}
+
+/// ConvTranspose in double, by its definition: each input value times
+/// the kernel, added at o = i * stride - padBegin + k * dilation (2-D,
+/// ONNX weights [C, M/group, kh, kw], output [N, M, oh, ow]).
+Tensor refConvTranspose(const Tensor &x, const Tensor &w, const Tensor *b,
+                        int64_t group, std::array<int64_t, 2> stride,
+                        std::array<int64_t, 2> padBegin,
+                        std::array<int64_t, 2> dilation, const Shape &out) {
+  int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), wd = x.dim(3);
+  int64_t mg = w.dim(1), m = mg * group, kh = w.dim(2), kw = w.dim(3);
+  std::vector<double> y(n * m * out[2] * out[3], 0.0);
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t j = 0; j < mg; ++j) {
+        int64_t mo = ci / (c / group) * mg + j;
+        for (int64_t i = 0; i < h; ++i)
+          for (int64_t l = 0; l < wd; ++l)
+            for (int64_t a = 0; a < kh; ++a)
+              for (int64_t bb = 0; bb < kw; ++bb) {
+                int64_t oy = i * stride[0] - padBegin[0] + a * dilation[0];
+                int64_t ox = l * stride[1] - padBegin[1] + bb * dilation[1];
+                if (oy < 0 || oy >= out[2] || ox < 0 || ox >= out[3])
+                  continue;
+                y[((in * m + mo) * out[2] + oy) * out[3] + ox] +=
+                    double(x.data<float>()[((in * c + ci) * h + i) * wd + l]) *
+                    w.data<float>()[((ci * mg + j) * kh + a) * kw + bb];
+              }
+      }
+  Tensor t(DType::F32, out);
+  for (size_t i = 0; i < y.size(); ++i)
+    t.data<float>()[i] =
+        float(y[i] + (b ? b->data<float>()[(i / (out[2] * out[3])) % m] : 0));
+  return t;
+}
+
+// Every ConvTranspose candidate (oneDNN's deconvolution in plain and in
+// blocked layouts, the sub-pixel convolutions where the weights are
+// constants and the geometry has that form) against the definition, on
+// the strides, pads, kernels and groups decoders use; the sub-pixel form
+// on phases of one and of two taps (k5 s3), asymmetric pads, output
+// padding and channels that do not fill a block of 16.
+TEST_F(KernelTest, ConvTransposeCandidatesMatchTheDefinition) {
+  struct Case {
+    int64_t c, m, h, w, k, stride, group, dilation;
+    std::vector<int64_t> pads, outputPadding;
+  };
+  const Case cases[] = {
+      {8, 20, 5, 6, 4, 2, 1, 1, {1, 1, 1, 1}, {}},    // DCGAN, UNet
+      {6, 5, 4, 4, 3, 2, 1, 1, {1, 1, 1, 1}, {1, 1}}, // 2x, output padding
+      {16, 3, 3, 5, 2, 2, 1, 1, {0, 0, 0, 0}, {}},    // no overlap
+      {4, 7, 4, 3, 5, 3, 1, 1, {1, 2, 0, 1}, {}},     // taps 2, 2, 1
+      {8, 6, 4, 4, 4, 2, 2, 1, {1, 1, 1, 1}, {}},     // groups: no sub-pixel
+      {4, 4, 4, 4, 3, 2, 1, 2, {1, 1, 1, 1}, {}},     // dilated: none either
+      {4, 4, 5, 5, 3, 1, 1, 1, {1, 1, 1, 1}, {}}};    // stride 1: none either
+  for (const Case &k : cases) {
+    Tensor x = random({2, k.c, k.h, k.w});
+    Tensor w = random({k.c, k.m / k.group, k.k, k.k});
+    Tensor b = random({k.m});
+    int64_t op[2] = {0, 0};
+    if (!k.outputPadding.empty())
+      op[0] = k.outputPadding[0], op[1] = k.outputPadding[1];
+    auto size = [&](int64_t in, int64_t axis) {
+      return (in - 1) * k.stride - k.pads[axis] - k.pads[axis + 2] +
+             k.dilation * (k.k - 1) + 1 + op[axis];
+    };
+    Shape out{2, k.m, size(k.h, 0), size(k.w, 1)};
+    Tensor want =
+        refConvTranspose(x, w, &b, k.group, {k.stride, k.stride},
+                         {k.pads[0], k.pads[1]}, {k.dilation, k.dilation}, out);
+    Attrs attrs = Attrs()
+                      .ints("strides", {k.stride, k.stride})
+                      .ints("pads", k.pads)
+                      .ints("dilations", {k.dilation, k.dilation})
+                      .i("group", k.group);
+    if (!k.outputPadding.empty())
+      attrs.ints("output_padding", k.outputPadding);
+    for (const char *candidate :
+         {"deconvolution in plain layouts", "deconvolution in blocked layouts",
+          "sub-pixel convolutions"})
+      for (bool constantWeights : {true, false}) {
+        std::set<size_t> runtime = {0};
+        if (!constantWeights)
+          runtime.insert(1);
+        auto y =
+            runOnlyCandidate("ConvTranspose", cpu::registerConvTransposeKernel,
+                             {&x, &w, &b}, runtime, out, attrs, candidate);
+        ASSERT_TRUE(bool(y)) << llvm::toString(y.takeError());
+        EXPECT_TRUE(allClose(llvm::cantFail(y->toPlain()), want, 1e-4f, 1e-4f))
+            << candidate << ", k" << k.k << " s" << k.stride << " g" << k.group
+            << " d" << k.dilation
+            << (constantWeights ? ", constant weights" : "");
+      }
+  }
+}
+
+// Weights given at run time (training's) are read on every run: a second
+// run with other weights gives their output, not the first's.
+TEST_F(KernelTest, ConvTransposeReadsRunTimeWeightsEveryRun) {
+  Tensor x = random({1, 4, 3, 3}), w1 = random({4, 5, 4, 4}),
+         w2 = random({4, 5, 4, 4});
+  PlanBuilder b;
+  b.output("y",
+           b.op("ConvTranspose",
+                {b.input("x", x.shape()), b.input("w", w1.shape())},
+                {1, 5, 6, 6},
+                Attrs().ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1})));
+  plan::Plan plan = b.build();
+  auto ctx = std::make_shared<cpu::CPUContext>();
+  KernelRegistry registry;
+  cpu::registerConvTransposeKernel(registry, ctx);
+  auto kernel = (*registry.lookup("ConvTranspose"))(
+      OpInfo(plan.ops(0), {nullptr, nullptr}));
+  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  for (const Tensor *w : {&w1, &w2}) {
+    const Tensor *args[] = {&x, w};
+    Tensor y;
+    ASSERT_FALSE(bool((*kernel)->run(args, llvm::MutableArrayRef<Tensor>(y))));
+    EXPECT_TRUE(allClose(llvm::cantFail(y.toPlain()),
+                         refConvTranspose(x, *w, nullptr, 1, {2, 2}, {1, 1},
+                                          {1, 1}, {1, 5, 6, 6}),
+                         1e-4f, 1e-4f));
+  }
 }
 
 TEST_F(KernelTest, LayerNormalization) {
