@@ -4,10 +4,11 @@
 Usage: export_torchvision.py OUTDIR [NAME...]
 
 NAME is one of the zoo (the models of the benchmark tables, `Models:` in
---help) or of its variants (`Variants:`, the other sizes of the same
+--help), of its variants (`Variants:`, the other sizes of the same
 families, the transformers Debian's torchvision also has, and a few of
 its segmentation and video models: models the kernels were never tuned
-on, swept for correctness and speed).
+on, swept for correctness and speed) or of the others (`Others:`,
+other_models.py: architectures outside torchvision's classifiers).
 
 Models are built with random weights (weights=None, no network access needed),
 torch.manual_seed(0), eval mode, and exported with opset 13 (the vision
@@ -23,6 +24,8 @@ import time
 import torch
 import torchvision.models as models
 from torchvision.models import segmentation, video
+
+from other_models import OTHERS
 
 OPSET = 13
 
@@ -128,18 +131,24 @@ def vit(ctor):
 
 
 def export(name, path):
-    ctor, size = {**MODELS, **VARIANTS}[name]
+    if name in OTHERS:
+        ctor, shape, opset = OTHERS[name]
+    else:
+        ctor, size = {**MODELS, **VARIANTS}[name]
+        # A side, or the trailing dimensions (frames, height, width).
+        shape = (3, *(size if isinstance(size, tuple) else (size, size)))
+        opset = 17 if name in TRANSFORMERS else OPSET
     torch.manual_seed(0)
     model = ctor().eval()
-    # A side, or the trailing dimensions (frames, height, width).
-    x = torch.randn(1, 3, *(size if isinstance(size, tuple) else (size, size)))
+    x = torch.randn(1, *shape)
     start = time.perf_counter()
-    # Not under no_grad for the transformers: PyTorch's fused attention
-    # path, taken for inference without gradients, has no ONNX export.
-    with torch.set_grad_enabled(name in TRANSFORMERS):
+    # Not under no_grad at opset 17 (the transformers): PyTorch's fused
+    # attention path, taken for inference without gradients, has no ONNX
+    # export.
+    with torch.set_grad_enabled(opset == 17):
         torch.onnx.export(
             model, x, path,
-            opset_version=17 if name in TRANSFORMERS else OPSET,
+            opset_version=opset,
             input_names=["input"],
             output_names=["output"],
             dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
@@ -152,10 +161,12 @@ def main(argv):
         print(__doc__.strip())
         print("Models: " + " ".join(MODELS))
         print("Variants: " + " ".join(VARIANTS))
+        print("Others: " + " ".join(OTHERS))
         return 0 if len(argv) >= 2 else 2
     outdir = argv[1]
     names = argv[2:] or list(MODELS)
-    unknown = [n for n in names if n not in MODELS and n not in VARIANTS]
+    unknown = [n for n in names
+               if n not in MODELS and n not in VARIANTS and n not in OTHERS]
     if unknown:
         print("unknown model(s): " + " ".join(unknown), file=sys.stderr)
         return 2

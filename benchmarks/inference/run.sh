@@ -2,13 +2,14 @@
 # Inference benchmark: heterps-run against ONNX Runtime (CPU, from npm) on
 # torchvision CNNs at batch 1 and 16, 2 threads each, side by side.
 #
-# Usage: benchmarks/inference/run.sh [MODEL_DIR] [--zoo | --variants]
-#                                    [bench.py options]
+# Usage: benchmarks/inference/run.sh [MODEL_DIR]
+#            [--zoo | --variants | --others] [bench.py options]
 #   MODEL_DIR (default /tmp/heterps-tv-models) caches the ONNX exports;
 #   onnxruntime-node is installed once into /tmp/heterps-ort. --zoo: every
 #   model of export_torchvision.py's zoo instead of the eight the kernels
 #   were first tuned on; --variants: its variants (other sizes of the same
-#   families, MaxViT), models no kernel was tuned on.
+#   families, MaxViT), models no kernel was tuned on; --others: models
+#   outside torchvision's classifiers (benchmarks/import/other_models.py).
 # Needs a build in build/, node and npm, and Debian's python3-torch.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -31,6 +32,9 @@ while [[ $# -gt 0 ]]; do
     --variants)
       read -ra models <<<"$(/usr/bin/python3 "$export_py" --help |
         sed -n 's/^Variants: //p')" ;;
+    --others)
+      read -ra models <<<"$(/usr/bin/python3 "$export_py" --help |
+        sed -n 's/^Others: //p')" ;;
     --models) IFS=, read -ra models <<<"$2"; shift ;;
     --models=*) IFS=, read -ra models <<<"${1#--models=}" ;;
     *) args+=("$1") ;;
