@@ -3,8 +3,8 @@
 Written in PyTorch here (random weights) or taken from torchvision's video
 models: architectures no kernel was tuned on, with operators and shapes the
 zoo lacks (GroupNorm and InstanceNorm, ConvTranspose, pixel shuffle, 1-D
-and 3-D convolutions, token-mixing MLPs, Softplus, Mish, ELU, PReLU,
-ceil-mode and adaptive pooling). OTHERS maps a name to (constructor, input
+and 3-D convolutions, token-mixing MLPs, LSTM and GRU, Softplus, Mish,
+ELU, PReLU, ceil-mode and adaptive pooling). OTHERS maps a name to (constructor, input
 shape without the batch, opset).
 """
 
@@ -168,6 +168,23 @@ class Mixer(nn.Module):
         return self.head(self.norm(self.blocks(x)).mean(1))
 
 
+class Recurrent(nn.Module):
+    """A two-layer LSTM and a bidirectional GRU over 20 steps of 16
+    features (ONNX LSTM and GRU, unrolled at import), the last step
+    classified."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(16, 32, num_layers=2, batch_first=True)
+        self.gru = nn.GRU(32, 24, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(48, 3)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        y, _ = self.gru(y)
+        return self.fc(y[:, -1])
+
+
 OTHERS = {
     "unet_gn": (UNet, (3, 64, 64), 13),
     "dcgan_gen": (DCGANGenerator, (100, 1, 1), 13),
@@ -176,6 +193,7 @@ OTHERS = {
     "convnext1d": (ConvNeXt1d, (8, 256), 17),
     "odd_ops": (OddOps, (3, 35, 35), 13),
     "mixer": (Mixer, (3, 224, 224), 17),
+    "lstm_gru": (Recurrent, (20, 16), 13),
     # torchvision's other video models: (2+1)-D and mixed convolutions,
     # S3D's separable 3-D convolutions and a mean over 1x1x1 logits.
     "mc3_18": (lambda: video.mc3_18(weights=None), (3, 8, 112, 112), 13),

@@ -168,6 +168,10 @@ LogicalResult convertEinsum(NodeImporter &node);
 LogicalResult convertDepthToSpace(NodeImporter &node);
 /// InstanceNormalization (Decompositions.cpp).
 LogicalResult convertInstanceNorm(NodeImporter &node);
+/// LSTM, GRU and RNN unrolled over their steps (RecurrentConverters.cpp).
+LogicalResult convertLSTM(NodeImporter &node);
+LogicalResult convertGRU(NodeImporter &node);
+LogicalResult convertRNN(NodeImporter &node);
 /// Resize and Upsample (ResizeConverter.cpp).
 LogicalResult convertResize(NodeImporter &node);
 /// The target of a Reshape from its folded shape input: dynamic dimensions

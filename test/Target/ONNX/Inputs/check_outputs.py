@@ -54,6 +54,54 @@ def rearrange_norm():
             group * weights["gamma"] + weights["beta"]]
 
 
+def recurrent():
+    sig = lambda v: 1 / (1 + np.exp(-v))
+    W = weights
+
+    def lstm(w, r, b, h, c, p):
+        wb, rb = b[:20], b[20:]
+        ys = []
+        for xt in x:
+            g = xt @ w.T + h @ r.T + wb + rb
+            i, o, f, cc = np.split(g, 4, axis=1)
+            i, f = sig(i + p[:5] * c), sig(f + p[10:] * c)
+            c = f * c + i * np.tanh(cc)
+            h = sig(o + p[5:10] * c) * np.tanh(c)
+            ys.append(h)
+        return np.stack(ys)[:, None], h[None], c[None]
+
+    def gru(xs, w, r, b, lbr):
+        h = np.zeros((xs.shape[1], 3), np.float32)
+        wb, rb = b[:9], b[9:]
+        ys = []
+        for xt in xs:
+            xz, xr, xh = np.split(xt @ w.T + wb, 3, axis=1)
+            hz, hr, hh = np.split(h @ r.T + rb, 3, axis=1)
+            z, rr = sig(xz + hz), sig(xr + hr)
+            if lbr:
+                cand = np.tanh(xh + rr * hh)
+            else:
+                cand = np.tanh(xh + (rr * h) @ r[6:].T + rb[6:])
+            h = (1 - z) * cand + z * h
+            ys.append(h)
+        return np.stack(ys)
+
+    ly, lh, lc = lstm(W["lw"][0], W["lr"][0], W["lb"][0], W["lh0"][0],
+                      W["lc0"][0], W["lp"][0])
+    fwd = gru(x, W["gw"][0], W["gr"][0], W["gb"][0], True)
+    bwd = gru(x[::-1], W["gw"][1], W["gr"][1], W["gb"][1], True)[::-1]
+    batch = gru(x, W["bw"][0], W["br"][0], W["bb"][0], False)
+    h = np.zeros((2, 5), np.float32)
+    rnn = [None] * 3
+    for t in (2, 1, 0):
+        h = np.maximum(x[t] @ W["rw"][0].T + h @ W["rr"][0].T +
+                       W["rb"][0][:5] + W["rb"][0][5:], 0)
+        rnn[t] = h
+    return [ly, lh, lc, np.stack([fwd, bwd], 1),
+            np.stack([fwd[-1], bwd[0]]), batch[:, None].transpose(2, 0, 1, 3),
+            np.stack(rnn)[:, None]]
+
+
 def output(k):
     tensor = onnx.TensorProto()
     with open(f"{out_dir}/output_{k}.pb", "rb") as f:
@@ -64,7 +112,8 @@ def output(k):
 for k, want in enumerate({"window_mask": window_mask,
                           "untyped_layers": untyped_layers,
                           "resize_head": resize_head,
-                          "rearrange_norm": rearrange_norm}[name]()):
+                          "rearrange_norm": rearrange_norm,
+                          "recurrent": recurrent}[name]()):
     got = output(k)
     assert got.shape == want.shape, (k, got.shape, want.shape)
     assert np.allclose(got, want, rtol=1e-5, atol=1e-5), (k, got, want)

@@ -690,12 +690,63 @@ def rearrange_norm():
                  "rearrange_norm")
 
 
+def recurrent():
+    """LSTM, GRU and RNN on x [3 steps, 2, 4]: an LSTM with initial states
+    and peepholes (Y, Y_h, Y_c); a bidirectional GRU with
+    linear_before_reset, no initial state; a batch-first (layout 1) GRU
+    without linear_before_reset; a reverse RNN with Relu."""
+    nodes = [
+        helper.make_node("LSTM", ["x", "lw", "lr", "lb", "", "lh0", "lc0",
+                                  "lp"], ["lstm_y", "lstm_h", "lstm_c"],
+                         name="lstm", hidden_size=5),
+        helper.make_node("GRU", ["x", "gw", "gr", "gb"], ["gru_y", "gru_h"],
+                         name="gru", hidden_size=3, direction="bidirectional",
+                         linear_before_reset=1),
+        helper.make_node("Transpose", ["x"], ["xb"], name="xb",
+                         perm=[1, 0, 2]),
+        helper.make_node("GRU", ["xb", "bw", "br", "bb"], ["batch_y"],
+                         name="gru_batch_first", hidden_size=3, layout=1),
+        helper.make_node("RNN", ["x", "rw", "rr", "rb"], ["rnn_y"],
+                         name="rnn", hidden_size=5, direction="reverse",
+                         activations=["Relu"]),
+    ]
+    inits = [weight("lw", [1, 20, 4], 0.5), weight("lr", [1, 20, 5], 0.5),
+             weight("lb", [1, 40], 0.5), weight("lh0", [1, 2, 5], 0.5),
+             weight("lc0", [1, 2, 5], 0.5), weight("lp", [1, 15], 0.5),
+             weight("gw", [2, 9, 4], 0.5), weight("gr", [2, 9, 3], 0.5),
+             weight("gb", [2, 18], 0.5),
+             weight("bw", [1, 9, 4], 0.5), weight("br", [1, 9, 3], 0.5),
+             weight("bb", [1, 18], 0.5),
+             weight("rw", [1, 5, 4], 0.5), weight("rr", [1, 5, 5], 0.5),
+             weight("rb", [1, 10], 0.5)]
+    return model(nodes, [vi("x", [3, 2, 4])],
+                 [vi("lstm_y", [3, 1, 2, 5]), vi("lstm_h", [1, 2, 5]),
+                  vi("lstm_c", [1, 2, 5]), vi("gru_y", [3, 2, 2, 3]),
+                  vi("gru_h", [2, 2, 3]), vi("batch_y", [2, 3, 1, 3]),
+                  vi("rnn_y", [3, 1, 2, 5])], 14, inits, "recurrent")
+
+
 def _rearrange_error(name, op, **attrs):
     """A DepthToSpace or SpaceToDepth of x [1, 8, 3, 3] the importer
     refuses."""
     nodes = [helper.make_node(op, ["x"], ["y"], name="move", **attrs)]
     return model(nodes, [vi("x", [1, 8, 3, 3])], [vi("y", list("nchw"))], 13,
                  (), name)
+
+
+def _recurrent_error(name, steps, **attrs):
+    """An RNN of x [steps, 2, 4] the importer refuses."""
+    nodes = [helper.make_node("RNN", ["x", "w", "r"], ["y"], name="cell",
+                              hidden_size=3, **attrs)]
+    return model(nodes, [vi("x", [steps, 2, 4])], [vi("y", list("tdnh"))], 14,
+                 [weight("w", [1, 3, 4]), weight("r", [1, 3, 3])], name)
+
+
+RECURRENT_ERRORS = {
+    "recurrent_affine": (3, {"activations": ["Affine"]}),
+    "recurrent_clip": (3, {"clip": 1.0}),
+    "recurrent_dynamic": ("steps", {}),
+}
 
 
 REARRANGE_ERRORS = {
@@ -835,6 +886,7 @@ MODELS = {
     "reshape_overflow": _proto(reshape_overflow),
     "window_mask": _proto(window_mask),
     "rearrange_norm": _proto(rearrange_norm),
+    "recurrent": _proto(recurrent),
     "untyped_layers": _proto(untyped_layers),
     "external_data": lambda out: _write_external(out, keep_data=True),
     "external_data_missing": lambda out: _write_external(out, keep_data=False),
@@ -861,6 +913,11 @@ MODELS.update({
     name: _proto(lambda name=name, spec=spec: _rearrange_error(name, spec[0],
                                                                **spec[1]))
     for name, spec in REARRANGE_ERRORS.items()})
+
+MODELS.update({
+    name: _proto(lambda name=name, spec=spec: _recurrent_error(name, spec[0],
+                                                               **spec[1]))
+    for name, spec in RECURRENT_ERRORS.items()})
 
 
 def write(name, out):
