@@ -40,6 +40,9 @@ std::string onnxOpType(Operation *op) {
       {"batch_norm", "BatchNormalization"},
       {"layer_norm", "LayerNormalization"},
       {"scatter_nd", "ScatterND"},
+      {"lstm", "LSTM"},
+      {"gru", "GRU"},
+      {"rnn", "RNN"},
       // Bounds computed at run time: inputs of the same ONNX op.
       {"dynamic_reshape", "Reshape"},
       {"dynamic_slice", "Slice"},

@@ -515,6 +515,59 @@ LogicalResult LRNOp::verify() {
   return success();
 }
 
+/// Whether `a` and `b` have the same rank and agree where both are known.
+static bool sameKnownShape(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  if (a.size() != b.size())
+    return false;
+  for (auto [x, y] : llvm::zip(a, b))
+    if (!isDyn(x) && !isDyn(y) && x != y)
+      return false;
+  return true;
+}
+
+/// The shapes of a recurrent op: the input [T, N, I], weights
+/// [D, G*H, I], recurrence [D, G*H, H], bias [D, 2*G*H], initial state
+/// [D or 2D (LSTM), N, H], result [T, D, N, H].
+template <typename OpTy> static LogicalResult verifyRecurrent(OpTy op) {
+  int64_t h = op.getHiddenSize(), g = OpTy::kGates;
+  if (h <= 0)
+    return op.emitOpError("expects a positive 'hidden_size', got ") << h;
+  StringRef dir = op.getDirection();
+  if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
+    return op.emitOpError("expects 'direction' forward, reverse or "
+                          "bidirectional, got '")
+           << dir << "'";
+  int64_t d = dir == "bidirectional" ? 2 : 1;
+  std::optional<Shape> in = rankedShape(op.getInput());
+  if (!in)
+    return success();
+  if (in->size() != 3)
+    return op.emitOpError("expects a 3-D input [T, N, I], got ")
+           << formatShape(*in);
+  int64_t t = (*in)[0], n = (*in)[1], i = (*in)[2];
+  int64_t states = std::is_same_v<OpTy, LSTMOp> ? 2 * d : d;
+  const std::pair<StringRef, Value> operands[] = {
+      {"weights", op.getWeights()},
+      {"recurrence", op.getRecurrence()},
+      {"bias", op.getBias()},
+      {"initial_state", op.getInitialState()}};
+  const Shape expected[] = {
+      {d, g * h, i}, {d, g * h, h}, {d, 2 * g * h}, {states, n, h}};
+  for (auto [k, named] : llvm::enumerate(operands)) {
+    std::optional<Shape> shape =
+        named.second ? rankedShape(named.second) : std::nullopt;
+    if (shape && !sameKnownShape(*shape, expected[k]))
+      return op.emitOpError("expects '")
+             << named.first << "' of shape " << formatShape(expected[k])
+             << ", got " << formatShape(*shape);
+  }
+  return verifyResultShape(op, op.getOutput(), Shape{t, d, n, h});
+}
+
+LogicalResult LSTMOp::verify() { return verifyRecurrent(*this); }
+LogicalResult GRUOp::verify() { return verifyRecurrent(*this); }
+LogicalResult RNNOp::verify() { return verifyRecurrent(*this); }
+
 LogicalResult LayerNormOp::verify() {
   if (failed(verifyNonNegative(*this, "epsilon", getEpsilon())))
     return failure();

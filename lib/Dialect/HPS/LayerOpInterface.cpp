@@ -106,6 +106,20 @@ int64_t ConvTransposeOp::getFlops() {
   return 2 * in * weightWindow(getWeight()) + (getBias() ? out : 0);
 }
 
+/// Per step and direction, the input's and the state's products with the
+/// gates' weights: 2 * N * G*H * (I + H).
+template <typename OpTy> static int64_t recurrentFlops(OpTy op) {
+  auto in = dyn_cast<RankedTensorType>(op.getInput().getType());
+  if (!in || in.getRank() != 3)
+    return 0;
+  int64_t i = in.getDimSize(2), h = op.getHiddenSize();
+  int64_t out = elementsOf(op.getOutput()); // T * D * N * H
+  return isDyn(i) ? 0 : 2 * out * OpTy::kGates * (i + h);
+}
+int64_t LSTMOp::getFlops() { return recurrentFlops(*this); }
+int64_t GRUOp::getFlops() { return recurrentFlops(*this); }
+int64_t RNNOp::getFlops() { return recurrentFlops(*this); }
+
 int64_t GemmOp::getFlops() {
   auto a = dyn_cast<RankedTensorType>(getA().getType());
   if (!a || a.getRank() != 2)

@@ -1,8 +1,11 @@
 //===- RecurrentConverters.cpp - LSTM, GRU and RNN, unrolled
 //---------------===//
 //
-// ONNX's recurrent operators over a sequence of static length T, written
-// as the hps ops of their equations, step by step: the input projection of
+// ONNX's recurrent operators over a sequence of static length T. With
+// the default activations (and for LSTM no peepholes, its cells not an
+// output) as hps.lstm, hps.gru or hps.rnn, whose kernels run the whole
+// sequence; otherwise written as the hps ops of their equations, step by
+// step: the input projection of
 // every step is one MatMul (X [T, N, I] by W^T, biases added), then each
 // step a MatMul of the previous hidden state by R^T, a Split into the
 // gates, their activations and the element-wise updates; the steps' states
@@ -185,6 +188,22 @@ public:
   Type f32;
 };
 
+/// ONNX's activations for `cell`, per direction: LSTM Sigmoid, Tanh, Tanh;
+/// GRU Sigmoid, Tanh; RNN Tanh.
+SmallVector<std::string> defaultActivations(Cell cell, int64_t directions) {
+  SmallVector<std::string> one;
+  if (cell == Cell::RNN)
+    one = {"Tanh"};
+  else if (cell == Cell::GRU)
+    one = {"Sigmoid", "Tanh"};
+  else
+    one = {"Sigmoid", "Tanh", "Tanh"};
+  SmallVector<std::string> all;
+  for (int64_t d = 0; d < directions; ++d)
+    all.append(one.begin(), one.end());
+  return all;
+}
+
 /// The node's `activations` (names), or the defaults for `cell`, per
 /// direction; failure (node error set) on an unsupported one.
 FailureOr<SmallVector<std::string>> activations(NodeImporter &n, Cell cell,
@@ -195,14 +214,8 @@ FailureOr<SmallVector<std::string>> activations(NodeImporter &n, Cell cell,
       for (const std::string &s : a.strings())
         names.push_back(s);
   size_t per = cell == Cell::LSTM ? 3 : cell == Cell::GRU ? 2 : 1;
-  if (names.empty()) {
-    const char *defaults[] = {"Sigmoid", "Tanh", "Tanh"};
-    for (int64_t d = 0; d < directions; ++d)
-      for (size_t i = 0; i < per; ++i)
-        names.push_back(cell == Cell::RNN             ? "Tanh"
-                        : cell == Cell::GRU && i == 1 ? "Tanh"
-                                                      : defaults[i]);
-  }
+  if (names.empty())
+    names = defaultActivations(cell, directions);
   if (names.size() != per * directions) {
     (void)n.fail("'activations' has " + Twine(names.size()) + " names for " +
                  Twine(directions) + " direction(s) of " + Twine(per));
@@ -216,11 +229,75 @@ FailureOr<SmallVector<std::string>> activations(NodeImporter &n, Cell cell,
   return names;
 }
 
+/// The node as hps.lstm, hps.gru or hps.rnn over `x` [T, N, I]: zeros for
+/// an absent bias, LSTM's initial states stacked, Y_h taken from Y.
+LogicalResult convertFused(NodeImporter &n, Unroller &u, Cell cell, Value x,
+                           Value w, Value r, StringRef dir, bool batchFirst) {
+  auto xType = cast<RankedTensorType>(x.getType());
+  int64_t steps = xType.getDimSize(0), batch = xType.getDimSize(1),
+          directions = dir == "bidirectional" ? 2 : 1, hidden = u.hidden,
+          gates = cell == Cell::LSTM  ? 4
+                  : cell == Cell::GRU ? 3
+                                      : 1;
+  Value bias;
+  if (n.hasInput(3)) {
+    FailureOr<Value> b = n.input(3);
+    if (failed(b))
+      return failure();
+    bias = *b;
+  } else {
+    bias = n.create<ConstantOp>(
+        DenseElementsAttr::get(u.type({directions, 2 * gates * hidden}), 0.f));
+  }
+  Value state;
+  if (n.hasInput(5)) {
+    SmallVector<Value> parts;
+    for (unsigned i : {5u, 6u}) {
+      if (i == 6 && cell != Cell::LSTM)
+        break;
+      FailureOr<Value> v = n.input(i);
+      if (failed(v))
+        return failure();
+      parts.push_back(*v);
+    }
+    state = u.concat(parts, 0);
+  }
+  OpBuilder &b = n.builder();
+  RankedTensorType type = u.type({steps, directions, batch, hidden});
+  IntegerAttr hiddenAttr = b.getI64IntegerAttr(hidden);
+  StringAttr dirAttr = b.getStringAttr(dir);
+  BoolAttr lbr = b.getBoolAttr(n.attrInt("linear_before_reset", 0) != 0);
+  Value y;
+  if (cell == Cell::LSTM)
+    y = n.create<LSTMOp>(type, x, w, r, bias, state, hiddenAttr, dirAttr, lbr);
+  else if (cell == Cell::GRU)
+    y = n.create<GRUOp>(type, x, w, r, bias, state, hiddenAttr, dirAttr, lbr);
+  else
+    y = n.create<RNNOp>(type, x, w, r, bias, state, hiddenAttr, dirAttr, lbr);
+  if (n.outputUsed(0))
+    n.setOutput(0, batchFirst ? u.transpose(y, {2, 0, 1, 3}) : y);
+  if (n.outputUsed(1)) {
+    // Each direction's last state: step T-1 forward, step 0 in reverse.
+    SmallVector<Value> last;
+    for (int64_t d = 0; d < directions; ++d) {
+      int64_t t = dir == "reverse" || d == 1 ? 0 : steps - 1;
+      Value slice = n.create<SliceOp>(
+          u.type({1, 1, batch, hidden}), y, b.getDenseI64ArrayAttr({t, d}),
+          b.getDenseI64ArrayAttr({t + 1, d + 1}),
+          b.getDenseI64ArrayAttr({0, 1}), b.getDenseI64ArrayAttr({1, 1}));
+      last.push_back(u.squeeze0(slice));
+    }
+    Value yh = u.concat(last, 0);
+    n.setOutput(1, batchFirst ? u.transpose(yh, {1, 0, 2}) : yh);
+  }
+  return success();
+}
+
 LogicalResult convertRecurrent(NodeImporter &n, Cell cell) {
   int64_t gates = cell == Cell::LSTM ? 4 : cell == Cell::GRU ? 3 : 1;
   int64_t hidden = n.attrInt("hidden_size", 0);
-  if (hidden <= 0)
-    return n.fail("'hidden_size' must be given and positive");
+  if (hidden <= 0 || hidden > (int64_t(1) << 30))
+    return n.fail("'hidden_size' must be given, in [1, 2^30]");
   if (n.hasAttr("clip"))
     return n.unsupported("'clip'");
   if (n.attrInt("input_forget", 0) != 0)
@@ -268,6 +345,13 @@ LogicalResult convertRecurrent(NodeImporter &n, Cell cell) {
 
   Unroller u(n, cell, hidden);
   Value x = batchFirst ? u.transpose(*xIn, {1, 0, 2}) : *xIn;
+  // The whole sequence as one op where it has that op's form: the default
+  // activations; LSTM without peepholes, with both initial states or
+  // neither, its cells not an output. Otherwise unrolled below.
+  if (*acts == defaultActivations(cell, directions) &&
+      (cell != Cell::LSTM ||
+       (!n.hasInput(7) && !n.outputUsed(2) && n.hasInput(5) == n.hasInput(6))))
+    return convertFused(n, u, cell, x, *w, *r, dir, batchFirst);
   auto perDirection = [&](Value v) {
     SmallVector<Value> out;
     auto t = cast<RankedTensorType>(v.getType());

@@ -915,6 +915,69 @@ func.func @lrn_rank(%x: tensor<1x4xf32>) {
 
 // -----
 
+func.func @lstm_hidden(%x: tensor<3x2x4xf32>, %w: tensor<1x0x4xf32>,
+                       %r: tensor<1x0x0xf32>, %b: tensor<1x0xf32>) {
+  // expected-error @+1 {{'hps.lstm' op expects a positive 'hidden_size', got 0}}
+  %0 = hps.lstm %x, %w, %r, %b {direction = "forward", hidden_size = 0 : i64,
+                                linear_before_reset = false}
+      : (tensor<3x2x4xf32>, tensor<1x0x4xf32>, tensor<1x0x0xf32>,
+         tensor<1x0xf32>) -> tensor<3x1x2x0xf32>
+  return
+}
+
+// -----
+
+func.func @gru_direction(%x: tensor<3x2x4xf32>, %w: tensor<1x6x4xf32>,
+                         %r: tensor<1x6x2xf32>, %b: tensor<1x12xf32>) {
+  // expected-error @+1 {{'hps.gru' op expects 'direction' forward, reverse or bidirectional, got 'both'}}
+  %0 = hps.gru %x, %w, %r, %b {direction = "both", hidden_size = 2 : i64,
+                               linear_before_reset = true}
+      : (tensor<3x2x4xf32>, tensor<1x6x4xf32>, tensor<1x6x2xf32>,
+         tensor<1x12xf32>) -> tensor<3x1x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @lstm_weights(%x: tensor<3x2x4xf32>, %w: tensor<1x8x4xf32>,
+                        %r: tensor<1x8x2xf32>, %b: tensor<1x16xf32>) {
+  // expected-error @+1 {{'hps.lstm' op expects 'weights' of shape [2, 8, 4], got [1, 8, 4]}}
+  %0 = hps.lstm %x, %w, %r, %b {direction = "bidirectional",
+                                hidden_size = 2 : i64,
+                                linear_before_reset = false}
+      : (tensor<3x2x4xf32>, tensor<1x8x4xf32>, tensor<1x8x2xf32>,
+         tensor<1x16xf32>) -> tensor<3x2x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @lstm_state(%x: tensor<3x2x4xf32>, %w: tensor<1x8x4xf32>,
+                      %r: tensor<1x8x2xf32>, %b: tensor<1x16xf32>,
+                      %s: tensor<1x2x2xf32>) {
+  // expected-error @+1 {{'hps.lstm' op expects 'initial_state' of shape [2, 2, 2], got [1, 2, 2]}}
+  %0 = hps.lstm %x, %w, %r, %b, %s {direction = "forward",
+                                    hidden_size = 2 : i64,
+                                    linear_before_reset = false}
+      : (tensor<3x2x4xf32>, tensor<1x8x4xf32>, tensor<1x8x2xf32>,
+         tensor<1x16xf32>, tensor<1x2x2xf32>) -> tensor<3x1x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @rnn_result(%x: tensor<3x2x4xf32>, %w: tensor<1x2x4xf32>,
+                      %r: tensor<1x2x2xf32>, %b: tensor<1x4xf32>) {
+  // expected-error @+1 {{'hps.rnn' op result shape [3, 1, 2, 3] does not match the computed shape [3, 1, 2, 2]}}
+  %0 = hps.rnn %x, %w, %r, %b {direction = "reverse", hidden_size = 2 : i64,
+                               linear_before_reset = false}
+      : (tensor<3x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x2xf32>,
+         tensor<1x4xf32>) -> tensor<3x1x2x3xf32>
+  return
+}
+
+// -----
+
 func.func @layer_norm_axis(%x: tensor<2x5x8xf32>, %g: tensor<8xf32>) {
   // expected-error @+1 {{'hps.layer_norm' op expects 'axis' in [-3, 2], got 3}}
   %0 = hps.layer_norm %x, %g {axis = 3 : i64, epsilon = 1.0e-5 : f32}

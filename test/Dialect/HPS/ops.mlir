@@ -583,6 +583,28 @@ func.func @lrn(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32> {
   return %0 : tensor<1x4x8x8xf32>
 }
 
+// Recurrent layers over a whole sequence: Y [T, D, N, H]; LSTM's initial
+// state stacks the hidden states and the cells.
+// CHECK-LABEL: func.func @recurrent(
+// CHECK: hps.lstm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {direction = "bidirectional", hidden_size = 2 : i64, linear_before_reset = false} : (tensor<3x?x4xf32>, tensor<2x8x4xf32>, tensor<2x8x2xf32>, tensor<2x16xf32>, tensor<4x?x2xf32>) -> tensor<3x2x?x2xf32>
+// CHECK: hps.gru %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {direction = "reverse", hidden_size = 2 : i64, linear_before_reset = true} : (tensor<3x?x4xf32>, tensor<1x6x4xf32>, tensor<1x6x2xf32>, tensor<1x12xf32>) -> tensor<3x1x?x2xf32>
+func.func @recurrent(%x: tensor<3x?x4xf32>, %w: tensor<2x8x4xf32>,
+                     %r: tensor<2x8x2xf32>, %b: tensor<2x16xf32>,
+                     %s: tensor<4x?x2xf32>, %gw: tensor<1x6x4xf32>,
+                     %gr: tensor<1x6x2xf32>, %gb: tensor<1x12xf32>)
+    -> (tensor<3x2x?x2xf32>, tensor<3x1x?x2xf32>) {
+  %0 = hps.lstm %x, %w, %r, %b, %s {direction = "bidirectional",
+                                    hidden_size = 2 : i64,
+                                    linear_before_reset = false}
+      : (tensor<3x?x4xf32>, tensor<2x8x4xf32>, tensor<2x8x2xf32>,
+         tensor<2x16xf32>, tensor<4x?x2xf32>) -> tensor<3x2x?x2xf32>
+  %1 = hps.gru %x, %gw, %gr, %gb {direction = "reverse", hidden_size = 2 : i64,
+                                  linear_before_reset = true}
+      : (tensor<3x?x4xf32>, tensor<1x6x4xf32>, tensor<1x6x2xf32>,
+         tensor<1x12xf32>) -> tensor<3x1x?x2xf32>
+  return %0, %1 : tensor<3x2x?x2xf32>, tensor<3x1x?x2xf32>
+}
+
 // Scale and bias broadcast to the normalised dimensions input[axis:].
 // CHECK-LABEL: func.func @layer_norm(
 // CHECK-SAME: %[[X:[^:]+]]: tensor<?x5x8xf32>, %[[G:[^:]+]]: tensor<8xf32>,

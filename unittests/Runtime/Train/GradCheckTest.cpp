@@ -1396,3 +1396,42 @@ TEST(GradCheck, Resize) {
                 .floats("scales", {1, 1, 1.5f, 1.5f})
                 .floats("roi", {0, 0, -0.2f, 0.1f, 1, 1, 0.9f, 1.3f}));
 }
+
+// LSTM, GRU (both linear_before_reset forms) and RNN through time: every
+// input, W, R, B and the initial state, forward, reverse and
+// bidirectional; T 3, batch 2, input 3, hidden 2. A backward that dropped
+// the state's gradient between steps, or R's bias for GRU, fails it.
+TEST(GradCheck, RecurrentLayers) {
+  struct Case {
+    const char *type;
+    int64_t gates;
+    const char *direction;
+    int64_t lbr;
+    bool state;
+  };
+  const Case cases[] = {
+      {"LSTM", 4, "forward", 0, true}, {"LSTM", 4, "bidirectional", 0, false},
+      {"GRU", 3, "reverse", 1, true},  {"GRU", 3, "bidirectional", 0, true},
+      {"GRU", 3, "forward", 0, false}, {"RNN", 1, "bidirectional", 0, true}};
+  unsigned seed = 100;
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::string(c.type) + " " + c.direction + " lbr " +
+                 std::to_string(c.lbr));
+    int64_t d = std::string(c.direction) == "bidirectional" ? 2 : 1, h = 2,
+            gh = c.gates * h;
+    int64_t rows = std::string(c.type) == "LSTM" ? 2 * d : d;
+    std::vector<Tensor> inputs = {
+        random({3, 2, 3}, seed++), random({d, gh, 3}, seed++),
+        random({d, gh, h}, seed++), random({d, 2 * gh}, seed++)};
+    std::vector<int> check = {0, 1, 2, 3};
+    if (c.state) {
+      inputs.push_back(random({rows, 2, h}, seed++));
+      check.push_back(4);
+    }
+    gradCheck(c.type, inputs, check,
+              Attrs()
+                  .i("hidden_size", h)
+                  .s("direction", c.direction)
+                  .i("linear_before_reset", c.lbr));
+  }
+}

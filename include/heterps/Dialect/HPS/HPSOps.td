@@ -326,6 +326,46 @@ def HPS_LayerNormOp : HPS_Op<"layer_norm", "norm", [], ["getFlops"]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Recurrent layers
+//===----------------------------------------------------------------------===//
+
+class HPS_RecurrentOp<string mnemonic, string onnxName, int gates>
+    : HPS_Op<mnemonic, "fc", [], ["getFlops"]> {
+  let summary = "ONNX " # onnxName # " over a whole sequence: its Y output";
+  let description = [{
+    `input` is [T, N, I] (sequence first), `weights` [D, G*H, I],
+    `recurrence` [D, G*H, H] and `bias` [D, 2*G*H] (the input's biases,
+    then the recurrence's), G the gates (LSTM 4, GRU 3, RNN 1) in ONNX's
+    order; D is 2 for `direction` "bidirectional", else 1 ("forward" or
+    "reverse"). `initial_state` is [D, N, H], or for LSTM the initial
+    hidden states then the initial cell states, [2D, N, H]; zeros when
+    absent. The result Y is [T, D, N, H]; the importer takes ONNX's Y_h
+    from it and writes the forms this op does not have (peepholes, other
+    activations, the cell states as an output) as ops, unrolled over the
+    steps. The activations are ONNX's defaults.
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$weights,
+                       AnyTensor:$recurrence, AnyTensor:$bias,
+                       Optional<AnyTensor>:$initial_state,
+                       I64Attr:$hidden_size, StrAttr:$direction,
+                       BoolAttr:$linear_before_reset);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $weights `,` $recurrence `,` $bias (`,` $initial_state^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = !strconcat(
+      "static constexpr ::mlir::hps::LayerKind kLayerKind = "
+      "::mlir::hps::LayerKind::fc;\n",
+      "static constexpr int64_t kGates = ", !cast<string>(gates), ";");
+}
+
+def HPS_LSTMOp : HPS_RecurrentOp<"lstm", "LSTM", 4>;
+def HPS_GRUOp : HPS_RecurrentOp<"gru", "GRU", 3>;
+def HPS_RNNOp : HPS_RecurrentOp<"rnn", "RNN", 1>;
+
+//===----------------------------------------------------------------------===//
 // Shape manipulation and data movement
 //===----------------------------------------------------------------------===//
 

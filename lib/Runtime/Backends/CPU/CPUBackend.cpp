@@ -22,6 +22,7 @@ CPUBackend::CPUBackend(BackendOptions options)
   registerLogicKernels(registry, context);
   registerConvTransposeKernel(registry, context);
   registerLayerNormKernel(registry, context);
+  registerRecurrentKernels(registry, context);
   registerReduceKernels(registry, context);
   registerRollKernel(registry, context);
   registerResizeKernel(registry, context);

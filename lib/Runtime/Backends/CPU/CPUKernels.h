@@ -108,6 +108,7 @@ void registerEltwiseKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerGatherKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerConvTransposeKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerLayerNormKernel(KernelRegistry &registry, CPUContextPtr ctx);
+void registerRecurrentKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerReduceKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerRollKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerResizeKernel(KernelRegistry &registry, CPUContextPtr ctx);

@@ -58,10 +58,10 @@ def recurrent():
     sig = lambda v: 1 / (1 + np.exp(-v))
     W = weights
 
-    def lstm(w, r, b, h, c, p):
+    def lstm(w, r, b, h, c, p, xs=x):
         wb, rb = b[:20], b[20:]
         ys = []
-        for xt in x:
+        for xt in xs:
             g = xt @ w.T + h @ r.T + wb + rb
             i, o, f, cc = np.split(g, 4, axis=1)
             i, f = sig(i + p[:5] * c), sig(f + p[10:] * c)
@@ -97,9 +97,15 @@ def recurrent():
         h = np.maximum(x[t] @ W["rw"][0].T + h @ W["rr"][0].T +
                        W["rb"][0][:5] + W["rb"][0][5:], 0)
         rnn[t] = h
+    p0 = np.zeros(15, np.float32)
+    pf, pfh, _ = lstm(W["pw"][0], W["pr"][0], W["pb"][0], W["ph0"][0],
+                      W["pc0"][0], p0)
+    pb, pbh, _ = lstm(W["pw"][1], W["pr"][1], W["pb"][1], W["ph0"][1],
+                      W["pc0"][1], p0, x[::-1])
     return [ly, lh, lc, np.stack([fwd, bwd], 1),
             np.stack([fwd[-1], bwd[0]]), batch[:, None].transpose(2, 0, 1, 3),
-            np.stack(rnn)[:, None]]
+            np.stack(rnn)[:, None],
+            np.concatenate([pf, pb[::-1]], 1), np.concatenate([pfh, pbh])]
 
 
 def output(k):

@@ -692,9 +692,10 @@ def rearrange_norm():
 
 def recurrent():
     """LSTM, GRU and RNN on x [3 steps, 2, 4]: an LSTM with initial states
-    and peepholes (Y, Y_h, Y_c); a bidirectional GRU with
+    and peepholes (Y, Y_h, Y_c; unrolled); a bidirectional GRU with
     linear_before_reset, no initial state; a batch-first (layout 1) GRU
-    without linear_before_reset; a reverse RNN with Relu."""
+    without linear_before_reset; a reverse RNN with Relu (unrolled); a
+    bidirectional LSTM with initial states (Y, Y_h)."""
     nodes = [
         helper.make_node("LSTM", ["x", "lw", "lr", "lb", "", "lh0", "lc0",
                                   "lp"], ["lstm_y", "lstm_h", "lstm_c"],
@@ -709,6 +710,9 @@ def recurrent():
         helper.make_node("RNN", ["x", "rw", "rr", "rb"], ["rnn_y"],
                          name="rnn", hidden_size=5, direction="reverse",
                          activations=["Relu"]),
+        helper.make_node("LSTM", ["x", "pw", "pr", "pb", "", "ph0", "pc0"],
+                         ["plain_y", "plain_h"], name="lstm_plain",
+                         hidden_size=5, direction="bidirectional"),
     ]
     inits = [weight("lw", [1, 20, 4], 0.5), weight("lr", [1, 20, 5], 0.5),
              weight("lb", [1, 40], 0.5), weight("lh0", [1, 2, 5], 0.5),
@@ -718,12 +722,16 @@ def recurrent():
              weight("bw", [1, 9, 4], 0.5), weight("br", [1, 9, 3], 0.5),
              weight("bb", [1, 18], 0.5),
              weight("rw", [1, 5, 4], 0.5), weight("rr", [1, 5, 5], 0.5),
-             weight("rb", [1, 10], 0.5)]
+             weight("rb", [1, 10], 0.5),
+             weight("pw", [2, 20, 4], 0.5), weight("pr", [2, 20, 5], 0.5),
+             weight("pb", [2, 40], 0.5), weight("ph0", [2, 2, 5], 0.5),
+             weight("pc0", [2, 2, 5], 0.5)]
     return model(nodes, [vi("x", [3, 2, 4])],
                  [vi("lstm_y", [3, 1, 2, 5]), vi("lstm_h", [1, 2, 5]),
                   vi("lstm_c", [1, 2, 5]), vi("gru_y", [3, 2, 2, 3]),
                   vi("gru_h", [2, 2, 3]), vi("batch_y", [2, 3, 1, 3]),
-                  vi("rnn_y", [3, 1, 2, 5])], 14, inits, "recurrent")
+                  vi("rnn_y", [3, 1, 2, 5]), vi("plain_y", [3, 2, 2, 5]),
+                  vi("plain_h", [2, 2, 5])], 14, inits, "recurrent")
 
 
 def _rearrange_error(name, op, **attrs):

@@ -35,6 +35,7 @@ public:
     registerMatMulGrad(registry);
     registerAttentionGrad(registry);
     registerResizeGrad(registry);
+    registerRecurrentGrad(registry);
   }
 
   llvm::Expected<std::unique_ptr<TrainKernel>>

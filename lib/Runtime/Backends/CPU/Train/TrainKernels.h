@@ -54,6 +54,7 @@ void registerIndexGrad(TrainRegistry &registry);
 void registerMatMulGrad(TrainRegistry &registry);
 void registerAttentionGrad(TrainRegistry &registry);
 void registerResizeGrad(TrainRegistry &registry);
+void registerRecurrentGrad(TrainRegistry &registry);
 
 /// Runs an inference kernel as the forward (plain inputs unless it takes
 /// layouts); the backward is the subclass's.
