@@ -1435,3 +1435,31 @@ TEST(GradCheck, RecurrentLayers) {
                   .i("linear_before_reset", c.lbr));
   }
 }
+
+// Training hands kernels the parameters as their constants (Backprop.cpp)
+// and updates them in place each step: a forward that kept what it made
+// from the first step's weights (ConvTranspose reordered them once) would
+// train the layers before it only. The forward after an in-place update
+// gives the updated weights' output.
+TEST(ConvTransposeTraining, ForwardReadsWeightsUpdatedInPlace) {
+  std::unique_ptr<TrainBackend> backend = cpuTrainBackend();
+  backend->enterThread();
+  std::vector<Tensor> inputs = {random({2, 8, 5, 5}, 301),
+                                random({8, 4, 4, 4}, 302)};
+  Attrs attrs = Attrs().ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1});
+  plan::Op op = makeOp("ConvTranspose", 2, inputs, attrs);
+  OpInfo info(op, {nullptr, &inputs[1]});
+  auto kernel = backend->createKernel(info, 0);
+  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  const Tensor *args[] = {&inputs[0], &inputs[1]};
+  Tensor first, second;
+  ASSERT_FALSE(bool((*kernel)->forward(args, first)));
+  for (int64_t i = 0; i < inputs[1].numElements(); ++i)
+    inputs[1].data<float>()[i] *= 2.f;
+  ASSERT_FALSE(bool((*kernel)->forward(args, second)));
+  Tensor a = llvm::cantFail(first.toPlain()),
+         b = llvm::cantFail(second.toPlain());
+  ASSERT_EQ(a.numElements(), b.numElements());
+  for (int64_t i = 0; i < a.numElements(); ++i)
+    EXPECT_NEAR(b.data<float>()[i], 2.f * a.data<float>()[i], 1e-4f) << i;
+}

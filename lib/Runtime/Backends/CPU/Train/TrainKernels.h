@@ -81,11 +81,15 @@ protected:
 };
 
 /// A factory for an InferenceForward subclass `K` constructed from the
-/// inference kernel, the context and the op's info.
+/// inference kernel, the context and the op's info. The inference kernel
+/// is told of no constants: in training the weights change every step, and
+/// a kernel that keeps what it makes from constant weights (the reordered
+/// weights of ConvTranspose) would run on the first step's.
 template <typename K> TrainKernelFactory inferenceForward() {
   return [](const OpInfo &info, const TrainKernelEnv &env)
              -> llvm::Expected<std::unique_ptr<TrainKernel>> {
-    auto kernel = env.inference->createKernel(info);
+    auto kernel = env.inference->createKernel(
+        OpInfo(info.op, std::vector<const Tensor *>(info.constants.size())));
     if (!kernel)
       return kernel.takeError();
     return K::create(std::move(*kernel), env.ctx, info);
