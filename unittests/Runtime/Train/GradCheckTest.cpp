@@ -729,6 +729,11 @@ TEST(GradCheck, BatchNormTraining) {
             {random({4, 20, 3, 3}, 35), random({20}, 36, 0.5f, 1.5f),
              random({20}, 37), random({20}, 38), random({20}, 39, 0.5f, 2.f)},
             {0, 1, 2});
+  // 1-D (BatchNorm1d): run by the 4-D kernel on a [N, C, 1, W] view.
+  gradCheck("BatchNormalization",
+            {random({3, 20, 7}, 40), random({20}, 41, 0.5f, 1.5f),
+             random({20}, 42), random({20}, 43), random({20}, 44, 0.5f, 2.f)},
+            {0, 1, 2});
 }
 
 /// A fused Relu (fuseTrainableActivations) trains exactly as the op and a
