@@ -1,17 +1,15 @@
-//===- RecurrentConverters.cpp - LSTM, GRU and RNN, unrolled
-//---------------===//
+//===- RecurrentConverters.cpp - LSTM, GRU and RNN ------------------------===//
 //
 // ONNX's recurrent operators over a sequence of static length T. With
 // the default activations (and for LSTM no peepholes, its cells not an
 // output) as hps.lstm, hps.gru or hps.rnn, whose kernels run the whole
 // sequence; otherwise written as the hps ops of their equations, step by
-// step: the input projection of
-// every step is one MatMul (X [T, N, I] by W^T, biases added), then each
-// step a MatMul of the previous hidden state by R^T, a Split into the
-// gates, their activations and the element-wise updates; the steps' states
-// are concatenated into Y. Every op has its kernels and gradients, so the
-// recurrent layers run and train as the rest of the graph does; the graph
-// grows by some 15 ops a step and direction.
+// step: the input projection of every step is one MatMul (X [T, N, I] by
+// W^T, biases added), then each step a MatMul of the previous hidden state
+// by R^T, a Split into the gates, their activations and the element-wise
+// updates; the steps' states are concatenated into Y. Every op has its
+// kernels and gradients, so those forms run and train too, at some 15 ops
+// a step and direction.
 //
 // Supported: directions forward, reverse and bidirectional; layout 0 and
 // 1; initial states (zeros when absent); LSTM peepholes; GRU with and

@@ -5,9 +5,9 @@
 // stride-1 convolution per output phase (SubPixelConvTranspose.h),
 // whichever autotuning finds fastest. The deconvolution's input is
 // reordered to the chosen layout, its output left in it (a batch norm
-// after it ran 7x slower on plain NCHW, oneDNN's generic kernel); the weights,
-// read as ConvTransposeGeometry.h describes, are reordered once where they
-// are constants and on every run where training updates them.
+// after it ran 20x slower on plain NCHW, on oneDNN's generic kernel); the
+// weights, read as ConvTransposeGeometry.h describes, are reordered once
+// where they are constants and on every run otherwise.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,10 +79,10 @@ private:
 
   /// The fastest candidate where autotuning times them, else the blocked
   /// deconvolution. On a UNet at batch 16 (2 threads) its k4 s2 upsampling
-  /// ran 4.96 ms in plain layouts, 4.3-4.5 blocked and 2.6 as sub-pixel
-  /// convolutions; its k2 s2 one (no overlap: one GEMM) 1.0 ms plain and
-  /// 1.3 blocked. The sub-pixel form reads its weights once, so it is a
-  /// candidate only where they are constants.
+  /// ran 4.96 ms in plain layouts, 4.3-4.5 blocked and 3.9 as sub-pixel
+  /// convolutions; its k2 s2 one (no overlap: one GEMM) 1.0 ms plain, 1.3
+  /// blocked and 0.4-1.0 sub-pixel. The sub-pixel form packs its weights
+  /// once, so it is a candidate only where they are constants.
   Entry choose(const ConvTransposeGeometry &g, const Tensor &x, const Tensor &w,
                const Tensor *b) {
     const CPUContextPtr &ctx = cache.context();

@@ -1,5 +1,4 @@
-//===- SubPixelConvTranspose.h - ConvTranspose as strided phases -*- C++
-//-*-===//
+//===- SubPixelConvTranspose.h - ConvTranspose by output phases -*- C++ -*-===//
 //
 // A 2-D ConvTranspose of stride s writes each output position o from the
 // kernel taps k = (o + pad) mod s, s apart: output phase by output phase
