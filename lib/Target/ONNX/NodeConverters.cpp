@@ -1009,6 +1009,7 @@ const llvm::StringMap<NodeConverter> &converters() {
       {"Min", convertVariadicMinMax<MinOp>},
       {"Relu", convertPlainUnary<ReluOp>},
       {"HardSigmoid", convertHardSigmoid},
+      {"HardSwish", convertPlainUnary<HardSwishOp>},
       {"Softplus", convertPlainUnary<SoftplusOp>},
       {"Softsign", convertPlainUnary<SoftsignOp>},
       {"Erf", convertPlainUnary<ErfOp>},

@@ -412,14 +412,16 @@ func.func @activations(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
 // CHECK: %[[R1:.*]] = hps.softplus %[[R0]] : tensor<2x?xf32>
 // CHECK: %[[R2:.*]] = hps.softsign %[[R1]] : tensor<2x?xf32>
 // CHECK: %[[R3:.*]] = hps.erf %[[R2]] : tensor<2x?xf32>
-// CHECK: return %[[R3]]
+// CHECK: %[[R4:.*]] = hps.hard_swish %[[R3]] : tensor<2x?xf32>
+// CHECK: return %[[R4]]
 func.func @activations_more(%x: tensor<2x?xf32>) -> tensor<2x?xf32> {
   %0 = hps.hard_sigmoid %x {alpha = 0.25 : f32, beta = 0.5 : f32}
       : tensor<2x?xf32>
   %1 = hps.softplus %0 : tensor<2x?xf32>
   %2 = hps.softsign %1 : tensor<2x?xf32>
   %3 = hps.erf %2 : tensor<2x?xf32>
-  return %3 : tensor<2x?xf32>
+  %4 = hps.hard_swish %3 : tensor<2x?xf32>
+  return %4 : tensor<2x?xf32>
 }
 
 // CHECK-LABEL: func.func @unary_math(

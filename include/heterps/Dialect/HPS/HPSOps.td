@@ -201,6 +201,9 @@ def HPS_ClipOp : HPS_UnaryOp<"clip", "activation", "Clip",
 def HPS_HardSigmoidOp : HPS_UnaryOp<"hard_sigmoid", "activation",
                                     "HardSigmoid",
                                     (ins F32Attr:$alpha, F32Attr:$beta)>;
+// x * HardSigmoid(x) with alpha 1/6 and beta 1/2 (opset 14; earlier exports
+// write the two ops, which the CPU backend fuses into this one).
+def HPS_HardSwishOp : HPS_UnaryOp<"hard_swish", "activation", "HardSwish">;
 def HPS_SoftplusOp : HPS_UnaryOp<"softplus", "activation", "Softplus">;
 def HPS_SoftsignOp : HPS_UnaryOp<"softsign", "activation", "Softsign">;
 def HPS_ErfOp : HPS_UnaryOp<"erf", "activation", "Erf">;

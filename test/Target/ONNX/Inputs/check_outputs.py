@@ -108,6 +108,10 @@ def recurrent():
             np.concatenate([pf, pb[::-1]], 1), np.concatenate([pfh, pbh])]
 
 
+def hard_swish():
+    return [x * np.clip(x / 6 + 0.5, 0, 1)]
+
+
 def output(k):
     tensor = onnx.TensorProto()
     with open(f"{out_dir}/output_{k}.pb", "rb") as f:
@@ -119,7 +123,8 @@ for k, want in enumerate({"window_mask": window_mask,
                           "untyped_layers": untyped_layers,
                           "resize_head": resize_head,
                           "rearrange_norm": rearrange_norm,
-                          "recurrent": recurrent}[name]()):
+                          "recurrent": recurrent,
+                          "hard_swish": hard_swish}[name]()):
     got = output(k)
     assert got.shape == want.shape, (k, got.shape, want.shape)
     assert np.allclose(got, want, rtol=1e-5, atol=1e-5), (k, got, want)

@@ -734,6 +734,15 @@ def recurrent():
                   vi("plain_h", [2, 2, 5])], 14, inits, "recurrent")
 
 
+def hard_swish():
+    """HardSwish, an operator since opset 14 (PyTorch 1.13's default export
+    opset): MobileNetV3 exported there has it instead of HardSigmoid and
+    Mul."""
+    nodes = [helper.make_node("HardSwish", ["x"], ["y"], name="hswish")]
+    return model(nodes, [vi("x", ["batch", 3, 4])], [vi("y", ["batch", 3, 4])],
+                 14, (), "hard_swish")
+
+
 def _rearrange_error(name, op, **attrs):
     """A DepthToSpace or SpaceToDepth of x [1, 8, 3, 3] the importer
     refuses."""
@@ -895,6 +904,7 @@ MODELS = {
     "window_mask": _proto(window_mask),
     "rearrange_norm": _proto(rearrange_norm),
     "recurrent": _proto(recurrent),
+    "hard_swish": _proto(hard_swish),
     "untyped_layers": _proto(untyped_layers),
     "external_data": lambda out: _write_external(out, keep_data=True),
     "external_data_missing": lambda out: _write_external(out, keep_data=False),
