@@ -442,8 +442,33 @@ LogicalResult convertHardSigmoid(NodeImporter &n) {
                                      f32(n, n.attrFloat("beta", 0.5f)));
 }
 
-/// Max and Min take one or more inputs: a chain of binary ops.
-template <typename OpTy> LogicalResult convertVariadicMinMax(NodeImporter &n) {
+/// The numpy broadcast of two ranked types (a dimension known on one side
+/// and 1 or unknown on the other takes the known size), else unranked: the
+/// type of an intermediate result of a chain of binary ops.
+Type broadcastType(Type a, Type b) {
+  auto ra = dyn_cast<RankedTensorType>(a), rb = dyn_cast<RankedTensorType>(b);
+  if (!ra || !rb)
+    return UnrankedTensorType::get(getElementTypeOrSelf(a));
+  int64_t rank = std::max(ra.getRank(), rb.getRank());
+  Ints dims(rank, 1);
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t da =
+        i < rank - ra.getRank() ? 1 : ra.getDimSize(i - (rank - ra.getRank()));
+    int64_t db =
+        i < rank - rb.getRank() ? 1 : rb.getDimSize(i - (rank - rb.getRank()));
+    if (ShapedType::isDynamic(da) || ShapedType::isDynamic(db))
+      dims[i] = da == 1                     ? db
+                : db == 1                   ? da
+                : ShapedType::isDynamic(da) ? db
+                                            : da;
+    else
+      dims[i] = da == 1 ? db : da;
+  }
+  return RankedTensorType::get(dims, ra.getElementType());
+}
+
+/// Max, Min and Sum take one or more inputs: a chain of binary ops.
+template <typename OpTy> LogicalResult convertVariadic(NodeImporter &n) {
   FailureOr<Value> acc = n.input(0);
   if (failed(acc))
     return failure();
@@ -455,7 +480,7 @@ template <typename OpTy> LogicalResult convertVariadicMinMax(NodeImporter &n) {
       return failure();
     Type type = i + 1 == n.node.input_size()
                     ? resultType(n)
-                    : UnrankedTensorType::get(n.inputElementType(0));
+                    : broadcastType(acc->getType(), next->getType());
     acc = n.create<OpTy>(type, *acc, *next).getResult();
   }
   n.setOutput(0, *acc);
@@ -924,15 +949,23 @@ LogicalResult convertGather(NodeImporter &n) {
   return success();
 }
 
+/// What ReduceL1, ReduceL2, ReduceSumSquare and ReduceLogSum add around a
+/// ReduceSum: an element-wise op before it (|x|, x * x) and after (sqrt,
+/// log); none for the plain reductions.
+enum class ReduceForm { Plain, Abs, Square, SquareSqrt, Log };
+
 template <typename OpTy>
-LogicalResult convertReduce(NodeImporter &n, int axesInputSince) {
+LogicalResult convertReduce(NodeImporter &n, int axesInputSince,
+                            ReduceForm form = ReduceForm::Plain) {
   FailureOr<Value> x = n.input(0);
   FailureOr<std::optional<Ints>> axes = axesAttrOrInput(n, axesInputSince, 1);
   if (failed(x) || failed(axes))
     return failure();
   bool noop = n.attrInt("noop_with_empty_axes", 0) != 0;
-  if (noop && (!*axes || (*axes)->empty()))
+  if (noop && (!*axes || (*axes)->empty()) && form == ReduceForm::Plain)
     return convertUnary<IdentityOp>(n);
+  if (noop && (!*axes || (*axes)->empty()))
+    return n.unsupported("'noop_with_empty_axes' on " + n.node.op_type());
   // Where ONNX inferred no type: the input's, reduced axes kept as 1 (or
   // dropped).
   Type type = resultType(n);
@@ -953,8 +986,18 @@ LogicalResult convertReduce(NodeImporter &n, int axesInputSince) {
         shape.push_back(1);
     type = RankedTensorType::get(shape, in.getElementType());
   }
-  n.setOutput(0, n.create<OpTy>(type, *x, ints(n, axes->value_or(Ints())),
-                                boolean(n, keep)));
+  Value in = *x;
+  if (form == ReduceForm::Abs)
+    in = n.create<AbsOp>(in.getType(), in);
+  else if (form == ReduceForm::Square || form == ReduceForm::SquareSqrt)
+    in = n.create<MulOp>(in.getType(), in, in);
+  Value y = n.create<OpTy>(type, in, ints(n, axes->value_or(Ints())),
+                           boolean(n, keep));
+  if (form == ReduceForm::SquareSqrt)
+    y = n.create<SqrtOp>(type, y);
+  else if (form == ReduceForm::Log)
+    y = n.create<LogOp>(type, y);
+  n.setOutput(0, y);
   return success();
 }
 
@@ -963,6 +1006,18 @@ LogicalResult convertReduceMean(NodeImporter &n) {
 }
 LogicalResult convertReduceSum(NodeImporter &n) {
   return convertReduce<ReduceSumOp>(n, 13);
+}
+LogicalResult convertReduceL1(NodeImporter &n) {
+  return convertReduce<ReduceSumOp>(n, 18, ReduceForm::Abs);
+}
+LogicalResult convertReduceL2(NodeImporter &n) {
+  return convertReduce<ReduceSumOp>(n, 18, ReduceForm::SquareSqrt);
+}
+LogicalResult convertReduceSumSquare(NodeImporter &n) {
+  return convertReduce<ReduceSumOp>(n, 18, ReduceForm::Square);
+}
+LogicalResult convertReduceLogSum(NodeImporter &n) {
+  return convertReduce<ReduceSumOp>(n, 18, ReduceForm::Log);
 }
 LogicalResult convertReduceMax(NodeImporter &n) {
   return convertReduce<ReduceMaxOp>(n, 18);
@@ -1005,8 +1060,8 @@ const llvm::StringMap<NodeConverter> &converters() {
       {"Div", convertBinary<DivOp>},
       {"Pow", convertBinary<PowOp>},
       {"PRelu", convertPRelu},
-      {"Max", convertVariadicMinMax<MaxOp>},
-      {"Min", convertVariadicMinMax<MinOp>},
+      {"Max", convertVariadic<MaxOp>},
+      {"Min", convertVariadic<MinOp>},
       {"Relu", convertPlainUnary<ReluOp>},
       {"HardSigmoid", convertHardSigmoid},
       {"HardSwish", convertPlainUnary<HardSwishOp>},
@@ -1027,6 +1082,11 @@ const llvm::StringMap<NodeConverter> &converters() {
       {"GRU", convertGRU},
       {"RNN", convertRNN},
       {"ReduceMax", convertReduceMax},
+      {"ReduceL1", convertReduceL1},
+      {"ReduceL2", convertReduceL2},
+      {"ReduceSumSquare", convertReduceSumSquare},
+      {"ReduceLogSum", convertReduceLogSum},
+      {"Sum", convertVariadic<AddOp>},
       {"ReduceMin", convertReduceMin},
       {"Sigmoid", convertPlainUnary<SigmoidOp>},
       {"Tanh", convertPlainUnary<TanhOp>},

@@ -112,6 +112,12 @@ def hard_swish():
     return [x * np.clip(x / 6 + 0.5, 0, 1)]
 
 
+def reduce_forms():
+    return [np.sqrt((x * x).sum(2)), np.abs(x).sum(1, keepdims=True),
+            (x * x).sum(2, keepdims=True), np.log(np.abs(x).sum((1, 2))),
+            2 * x + np.abs(x)]
+
+
 def output(k):
     tensor = onnx.TensorProto()
     with open(f"{out_dir}/output_{k}.pb", "rb") as f:
@@ -124,7 +130,8 @@ for k, want in enumerate({"window_mask": window_mask,
                           "resize_head": resize_head,
                           "rearrange_norm": rearrange_norm,
                           "recurrent": recurrent,
-                          "hard_swish": hard_swish}[name]()):
+                          "hard_swish": hard_swish,
+                          "reduce_forms": reduce_forms}[name]()):
     got = output(k)
     assert got.shape == want.shape, (k, got.shape, want.shape)
     assert np.allclose(got, want, rtol=1e-5, atol=1e-5), (k, got, want)

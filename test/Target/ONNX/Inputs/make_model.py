@@ -743,6 +743,27 @@ def hard_swish():
                  14, (), "hard_swish")
 
 
+def reduce_forms():
+    """The reductions written around a ReduceSum, on x [batch, 3, 4]: L2
+    (F.normalize's), L1, the sum of squares, the log of the sum of |x|,
+    and Sum of three tensors."""
+    nodes = [
+        helper.make_node("ReduceL2", ["x"], ["l2"], name="l2", axes=[2],
+                         keepdims=0),
+        helper.make_node("ReduceL1", ["x"], ["l1"], name="l1", axes=[1]),
+        helper.make_node("ReduceSumSquare", ["x"], ["sq"], name="sq",
+                         axes=[-1]),
+        helper.make_node("Abs", ["x"], ["ax"], name="ax"),
+        helper.make_node("ReduceLogSum", ["ax"], ["ls"], name="ls",
+                         axes=[1, 2], keepdims=0),
+        helper.make_node("Sum", ["x", "ax", "x"], ["sum"], name="sum"),
+    ]
+    return model(nodes, [vi("x", ["batch", 3, 4])],
+                 [vi("l2", ["batch", 3]), vi("l1", ["batch", 1, 4]),
+                  vi("sq", ["batch", 3, 1]), vi("ls", ["batch"]),
+                  vi("sum", ["batch", 3, 4])], 13, (), "reduce_forms")
+
+
 def _rearrange_error(name, op, **attrs):
     """A DepthToSpace or SpaceToDepth of x [1, 8, 3, 3] the importer
     refuses."""
@@ -905,6 +926,7 @@ MODELS = {
     "rearrange_norm": _proto(rearrange_norm),
     "recurrent": _proto(recurrent),
     "hard_swish": _proto(hard_swish),
+    "reduce_forms": _proto(reduce_forms),
     "untyped_layers": _proto(untyped_layers),
     "external_data": lambda out: _write_external(out, keep_data=True),
     "external_data_missing": lambda out: _write_external(out, keep_data=False),
