@@ -1874,6 +1874,27 @@ TEST_F(KernelTest, Reductions) {
                        Tensor::fromFloats({}, {-2})));
 }
 
+// ArgMax and ArgMin: the first of equal values, or the last with
+// select_last_index; a NaN is the extreme either way.
+TEST_F(KernelTest, ArgMaxAndArgMinTiesAndNaN) {
+  Tensor x = Tensor::fromFloats({2, 4}, {1, 7, 7, -2, 3, NAN, 9, NAN});
+  auto arg = [&](const char *type, int64_t last) {
+    Tensor y = runOp(
+        type, {in(x)}, {2},
+        Attrs().i("axis", 1).i("keepdims", 0).i("select_last_index", last),
+        DType::I64);
+    return std::vector<int64_t>(y.data<int64_t>(), y.data<int64_t>() + 2);
+  };
+  EXPECT_EQ(arg("ArgMax", 0), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(arg("ArgMax", 1), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(arg("ArgMin", 0), (std::vector<int64_t>{3, 1}));
+  Tensor columns = runOp("ArgMin", {in(x)}, {1, 4},
+                         Attrs().i("axis", 0).i("keepdims", 1), DType::I64);
+  EXPECT_EQ(std::vector<int64_t>(columns.data<int64_t>(),
+                                 columns.data<int64_t>() + 4),
+            (std::vector<int64_t>{0, 1, 0, 1}));
+}
+
 // Reducing only axes of size 1 reduces nothing (oneDNN refuses such a
 // reduction): S3D ends with a mean over its [N, 400, 1, 1, 1] logits.
 TEST_F(KernelTest, ReductionsOverAxesOfSizeOne) {

@@ -988,6 +988,24 @@ static LogicalResult verifyReduce(Operation *op, Value input, Value output,
   return verifyResultShape(op, output, expected);
 }
 
+template <typename OpTy> static LogicalResult verifyArg(OpTy op) {
+  std::optional<Shape> in = rankedShape(op.getInput());
+  if (!in)
+    return success();
+  FailureOr<int64_t> axis = verifyAxis(op, "axis", op.getAxis(), in->size());
+  if (failed(axis))
+    return failure();
+  Shape expected;
+  for (auto [i, d] : llvm::enumerate(*in))
+    if (static_cast<int64_t>(i) != *axis)
+      expected.push_back(d);
+    else if (op.getKeepdims())
+      expected.push_back(1);
+  return verifyResultShape(op, op.getOutput(), expected);
+}
+LogicalResult ArgMaxOp::verify() { return verifyArg(*this); }
+LogicalResult ArgMinOp::verify() { return verifyArg(*this); }
+
 LogicalResult ReduceMeanOp::verify() {
   return verifyReduce(*this, getInput(), getOutput(), getAxes(), getKeepdims());
 }

@@ -603,6 +603,34 @@ LogicalResult convertBatchNorm(NodeImporter &n) {
   return success();
 }
 
+/// ArgMax and ArgMin: the result type from the input's where ONNX inferred
+/// none.
+template <typename OpTy> LogicalResult convertArg(NodeImporter &n) {
+  FailureOr<Value> x = n.input(0);
+  if (failed(x))
+    return failure();
+  int64_t axis = n.attrInt("axis", 0);
+  bool keep = n.attrInt("keepdims", 1) != 0;
+  Type i64Type = n.builder().getI64Type();
+  Type type = resultType(n);
+  if (auto in = dyn_cast<RankedTensorType>(x->getType());
+      in && !isa<RankedTensorType>(type) && axis >= -in.getRank() &&
+      axis < in.getRank()) {
+    int64_t a = axis < 0 ? axis + in.getRank() : axis;
+    Ints shape;
+    for (int64_t d = 0; d < in.getRank(); ++d)
+      if (d != a)
+        shape.push_back(in.getDimSize(d));
+      else if (keep)
+        shape.push_back(1);
+    type = RankedTensorType::get(shape, i64Type);
+  }
+  n.setOutput(
+      0, n.create<OpTy>(type, *x, i64(n, axis), boolean(n, keep),
+                        boolean(n, n.attrInt("select_last_index", 0) != 0)));
+  return success();
+}
+
 LogicalResult convertLRN(NodeImporter &n) {
   if (!n.hasAttr("size"))
     return n.fail("missing required attribute 'size'");
@@ -1104,6 +1132,8 @@ const llvm::StringMap<NodeConverter> &converters() {
       {"GlobalMaxPool", convertGlobalPool<GlobalMaxPoolOp>},
       {"BatchNormalization", convertBatchNorm},
       {"LRN", convertLRN},
+      {"ArgMax", convertArg<ArgMaxOp>},
+      {"ArgMin", convertArg<ArgMinOp>},
       {"Flatten", convertFlatten},
       {"Reshape", convertReshape},
       {"Transpose", convertTranspose},

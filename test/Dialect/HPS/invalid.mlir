@@ -915,6 +915,26 @@ func.func @lrn_rank(%x: tensor<1x4xf32>) {
 
 // -----
 
+func.func @arg_max_axis(%x: tensor<2x5xf32>) {
+  // expected-error @+1 {{'hps.arg_max' op expects 'axis' in [-2, 1], got 2}}
+  %0 = hps.arg_max %x {axis = 2 : i64, keepdims = true,
+                       select_last_index = false}
+      : (tensor<2x5xf32>) -> tensor<2x1xi64>
+  return
+}
+
+// -----
+
+func.func @arg_min_result(%x: tensor<2x5xf32>) {
+  // expected-error @+1 {{'hps.arg_min' op result shape [2, 1] does not match the computed shape [2]}}
+  %0 = hps.arg_min %x {axis = 1 : i64, keepdims = false,
+                       select_last_index = false}
+      : (tensor<2x5xf32>) -> tensor<2x1xi64>
+  return
+}
+
+// -----
+
 func.func @lstm_hidden(%x: tensor<3x2x4xf32>, %w: tensor<1x0x4xf32>,
                        %r: tensor<1x0x0xf32>, %b: tensor<1x0xf32>) {
   // expected-error @+1 {{'hps.lstm' op expects a positive 'hidden_size', got 0}}

@@ -585,6 +585,21 @@ func.func @lrn(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32> {
   return %0 : tensor<1x4x8x8xf32>
 }
 
+// The index of the extreme along an axis, i64.
+// CHECK-LABEL: func.func @arg_extremes(
+// CHECK: hps.arg_max %{{.*}} {axis = 1 : i64, keepdims = false, select_last_index = false} : (tensor<?x5x3xf32>) -> tensor<?x3xi64>
+// CHECK: hps.arg_min %{{.*}} {axis = -1 : i64, keepdims = true, select_last_index = true} : (tensor<?x5x3xf32>) -> tensor<?x5x1xi64>
+func.func @arg_extremes(%x: tensor<?x5x3xf32>)
+    -> (tensor<?x3xi64>, tensor<?x5x1xi64>) {
+  %0 = hps.arg_max %x {axis = 1 : i64, keepdims = false,
+                       select_last_index = false}
+      : (tensor<?x5x3xf32>) -> tensor<?x3xi64>
+  %1 = hps.arg_min %x {axis = -1 : i64, keepdims = true,
+                       select_last_index = true}
+      : (tensor<?x5x3xf32>) -> tensor<?x5x1xi64>
+  return %0, %1 : tensor<?x3xi64>, tensor<?x5x1xi64>
+}
+
 // Recurrent layers over a whole sequence: Y [T, D, N, H]; LSTM's initial
 // state stacks the hidden states and the cells.
 // CHECK-LABEL: func.func @recurrent(

@@ -524,6 +524,23 @@ def HPS_ReduceSumOp : HPS_ReduceOp<"reduce_sum", "ReduceSum">;
 def HPS_ReduceMaxOp : HPS_ReduceOp<"reduce_max", "ReduceMax">;
 def HPS_ReduceMinOp : HPS_ReduceOp<"reduce_min", "ReduceMin">;
 
+class HPS_ArgOp<string mnemonic, string onnxName>
+    : HPS_Op<mnemonic, "reduce"> {
+  let summary = "ONNX " # onnxName # ": the index of the extreme along `axis`";
+  let description = [{
+    An i64 tensor: the input's shape with `axis` kept as 1 (`keepdims`) or
+    dropped. Ties give the first index, or the last with
+    `select_last_index`; a NaN is the extreme, as in ONNX Runtime.
+  }];
+  let arguments = (ins AnyTensor:$input, I64Attr:$axis, BoolAttr:$keepdims,
+                       BoolAttr:$select_last_index);
+  let results = (outs TensorOf<[I64]>:$output);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+def HPS_ArgMaxOp : HPS_ArgOp<"arg_max", "ArgMax">;
+def HPS_ArgMinOp : HPS_ArgOp<"arg_min", "ArgMin">;
+
 //===----------------------------------------------------------------------===//
 // Run-time shapes, index tensors and masks
 //

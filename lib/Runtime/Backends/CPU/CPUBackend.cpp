@@ -13,6 +13,7 @@ CPUBackend::CPUBackend(BackendOptions options)
     : options(options), context(std::make_shared<CPUContext>()) {
   context->autotune = options.autotune;
   context->propagateNaN = options.propagateNaN;
+  registerArgKernels(registry, context);
   registerBinaryKernels(registry, context);
   registerConcatKernel(registry, context);
   registerConvKernel(registry, context);

@@ -101,6 +101,7 @@ llvm::Expected<Tensor> integerArithmetic(llvm::StringRef opType,
 /// error naming the index out of range.
 llvm::Expected<int64_t> scatterSliceOffset(const int64_t *row, int64_t k,
                                            const Tensor &data);
+void registerArgKernels(KernelRegistry &registry, CPUContextPtr ctx);
 void registerAttentionKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerConcatKernel(KernelRegistry &registry, CPUContextPtr ctx);
 void registerConvKernel(KernelRegistry &registry, CPUContextPtr ctx);
