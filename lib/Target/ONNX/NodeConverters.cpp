@@ -1047,6 +1047,53 @@ LogicalResult convertReduceSumSquare(NodeImporter &n) {
 LogicalResult convertReduceLogSum(NodeImporter &n) {
   return convertReduce<ReduceSumOp>(n, 18, ReduceForm::Log);
 }
+/// log(sum(exp(x))) as m + log(sum(exp(x - m))), m the maximum over the
+/// same axes (kept as 1), so that large values do not overflow; the axes
+/// squeezed after where keepdims is 0.
+LogicalResult convertReduceLogSumExp(NodeImporter &n) {
+  FailureOr<Value> x = n.input(0);
+  FailureOr<std::optional<Ints>> axes = axesAttrOrInput(n, 18, 1);
+  if (failed(x) || failed(axes))
+    return failure();
+  auto in = dyn_cast<RankedTensorType>(x->getType());
+  if (!in)
+    return n.unsupported("ReduceLogSumExp of a tensor of unknown rank");
+  if (n.attrInt("noop_with_empty_axes", 0) != 0 && (!*axes || (*axes)->empty()))
+    return n.unsupported("'noop_with_empty_axes' on ReduceLogSumExp");
+  Ints reduced;
+  for (int64_t a : axes->value_or(Ints())) {
+    if (a < -in.getRank() || a >= in.getRank())
+      return n.fail("axis " + Twine(a) + " is out of range for rank " +
+                    Twine(in.getRank()));
+    reduced.push_back(a < 0 ? a + in.getRank() : a);
+  }
+  if (reduced.empty())
+    for (int64_t d = 0; d < in.getRank(); ++d)
+      reduced.push_back(d);
+  llvm::sort(reduced);
+  reduced.erase(std::unique(reduced.begin(), reduced.end()), reduced.end());
+  Ints kept(in.getShape());
+  for (int64_t a : reduced)
+    kept[a] = 1;
+  auto keptType = RankedTensorType::get(kept, in.getElementType());
+  Value m =
+      n.create<ReduceMaxOp>(keptType, *x, ints(n, reduced), boolean(n, true));
+  Value e = n.create<ExpOp>(in, n.create<SubOp>(in, *x, m));
+  Value s =
+      n.create<ReduceSumOp>(keptType, e, ints(n, reduced), boolean(n, true));
+  Value y = n.create<AddOp>(keptType, n.create<LogOp>(keptType, s), m);
+  if (n.attrInt("keepdims", 1) == 0) {
+    Ints rest;
+    for (int64_t d = 0; d < in.getRank(); ++d)
+      if (!llvm::is_contained(reduced, d))
+        rest.push_back(in.getDimSize(d));
+    y = n.create<SqueezeOp>(RankedTensorType::get(rest, in.getElementType()), y,
+                            ints(n, reduced));
+  }
+  n.setOutput(0, y);
+  return success();
+}
+
 LogicalResult convertReduceMax(NodeImporter &n) {
   return convertReduce<ReduceMaxOp>(n, 18);
 }
@@ -1114,6 +1161,7 @@ const llvm::StringMap<NodeConverter> &converters() {
       {"ReduceL2", convertReduceL2},
       {"ReduceSumSquare", convertReduceSumSquare},
       {"ReduceLogSum", convertReduceLogSum},
+      {"ReduceLogSumExp", convertReduceLogSumExp},
       {"Sum", convertVariadic<AddOp>},
       {"ReduceMin", convertReduceMin},
       {"Sigmoid", convertPlainUnary<SigmoidOp>},

@@ -746,7 +746,8 @@ def hard_swish():
 def reduce_forms():
     """The reductions written around a ReduceSum, on x [batch, 3, 4]: L2
     (F.normalize's), L1, the sum of squares, the log of the sum of |x|,
-    and Sum of three tensors."""
+    Sum of three tensors, and log-sum-exp (of 200 x too, where exp alone
+    overflows)."""
     nodes = [
         helper.make_node("ReduceL2", ["x"], ["l2"], name="l2", axes=[2],
                          keepdims=0),
@@ -757,11 +758,18 @@ def reduce_forms():
         helper.make_node("ReduceLogSum", ["ax"], ["ls"], name="ls",
                          axes=[1, 2], keepdims=0),
         helper.make_node("Sum", ["x", "ax", "x"], ["sum"], name="sum"),
+        helper.make_node("ReduceLogSumExp", ["x"], ["lse"], name="lse",
+                         axes=[1], keepdims=0),
+        const_node("c_big", "big", 200.0, np.float32),
+        helper.make_node("Mul", ["x", "big"], ["xbig"], name="xbig"),
+        helper.make_node("ReduceLogSumExp", ["xbig"], ["lse_big"],
+                         name="lse_big", axes=[1, 2]),
     ]
     return model(nodes, [vi("x", ["batch", 3, 4])],
                  [vi("l2", ["batch", 3]), vi("l1", ["batch", 1, 4]),
                   vi("sq", ["batch", 3, 1]), vi("ls", ["batch"]),
-                  vi("sum", ["batch", 3, 4])], 13, (), "reduce_forms")
+                  vi("sum", ["batch", 3, 4]), vi("lse", ["batch", 4]),
+                  vi("lse_big", ["batch", 1, 1])], 13, (), "reduce_forms")
 
 
 def _rearrange_error(name, op, **attrs):
