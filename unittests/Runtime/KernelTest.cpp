@@ -2899,3 +2899,11 @@ TEST_F(KernelTest, ShuffleAndChannelSlicesKeepChannelsLast) {
     EXPECT_EQ(k, got.numElements());
   }
 }
+
+// ArgMax over an empty axis has no extreme: one error naming it.
+TEST_F(KernelTest, ArgMaxOverAnEmptyAxisIsAnError) {
+  EXPECT_NE(opError("ArgMax", {Tensor(DType::F32, {2, 0})}, {2},
+                    Attrs().i("axis", 1).i("keepdims", 0))
+                .find("ArgMax over the empty axis 1 of f32[2, 0]"),
+            std::string::npos);
+}

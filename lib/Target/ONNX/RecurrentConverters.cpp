@@ -322,13 +322,20 @@ LogicalResult convertRecurrent(NodeImporter &n, Cell cell) {
                          "over its steps)");
   auto wType = dyn_cast<RankedTensorType>(w->getType());
   auto rType = dyn_cast<RankedTensorType>(r->getType());
-  if (!wType || !rType ||
-      wType.getShape() !=
-          ArrayRef<int64_t>{directions, gates * hidden, inputSize} ||
-      rType.getShape() != ArrayRef<int64_t>{directions, gates * hidden, hidden})
-    return n.fail("W " + Twine(gates) + "x" + Twine(hidden) +
-                  " rows by the input size and R by hidden_size, per "
-                  "direction, expected");
+  SmallVector<int64_t> wShape{directions, gates * hidden, inputSize},
+      rShape{directions, gates * hidden, hidden};
+  if (!wType || !rType || wType.getShape() != ArrayRef<int64_t>(wShape) ||
+      rType.getShape() != ArrayRef<int64_t>(rShape)) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "W must be [";
+    llvm::interleaveComma(wShape, os);
+    os << "] and R [";
+    llvm::interleaveComma(rShape, os);
+    os << "] for hidden_size " << hidden << ", got " << w->getType() << " and "
+       << r->getType();
+    return n.fail(os.str());
+  }
   if (n.hasInput(4)) {
     const ConstTensor *lens = n.constInput(4);
     if (!lens || lens->isFloat() || !lens->allKnown())

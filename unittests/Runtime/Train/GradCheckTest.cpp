@@ -1468,3 +1468,29 @@ TEST(ConvTransposeTraining, ForwardReadsWeightsUpdatedInPlace) {
   for (int64_t i = 0; i < a.numElements(); ++i)
     EXPECT_NEAR(b.data<float>()[i], 2.f * a.data<float>()[i], 1e-4f) << i;
 }
+
+// A recurrent layer's input may come in a backend layout (a Conv's output
+// before an LSTM): its forward gives the plain input's output; inputs that
+// do not fit are named in one error.
+TEST(RecurrentTraining, TakesLayoutsAndNamesMismatchedShapes) {
+  LayoutCase c;
+  Tensor x = random({3, 16, 4}, 401), w = random({1, 8, 4}, 402),
+         r = random({1, 8, 2}, 403), b = random({1, 16}, 404);
+  Attrs attrs = Attrs().i("hidden_size", 2).s("direction", "forward");
+  plan::Op op = makeOp("LSTM", 4, {x, w, r, b}, attrs);
+  auto kernel = c.backend->createKernel(
+      OpInfo(op, std::vector<const Tensor *>(4, nullptr)), 0);
+  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  Tensor xb = c.blocked(x, cpu::Tag::aBc16b), plain, fromBlocked;
+  const Tensor *plainArgs[] = {&x, &w, &r, &b},
+               *blockedArgs[] = {&xb, &w, &r, &b};
+  ASSERT_FALSE(bool((*kernel)->forward(plainArgs, plain)));
+  ASSERT_FALSE(bool((*kernel)->forward(blockedArgs, fromBlocked)));
+  EXPECT_TRUE(allClose(fromBlocked, plain, 0.f, 0.f));
+  Tensor r3 = random({1, 8, 3}, 405), y;
+  const Tensor *bad[] = {&x, &w, &r3, &b};
+  llvm::Error e = (*kernel)->forward(bad, y);
+  EXPECT_EQ(llvm::toString(std::move(e)),
+            "LSTM of input f32[3, 16, 4] with W f32[1, 8, 4], R f32[1, 8, 3], "
+            "B f32[1, 16] and hidden_size 2: the shapes do not fit");
+}

@@ -76,10 +76,8 @@ int64_t stepAt(const RecurrentDims &d, int64_t dir, int64_t s) {
 
 } // namespace
 
-llvm::Expected<RecurrentDims>
-cpu::recurrentDims(llvm::StringRef type, const OpAttributes &attrs,
-                   const Tensor &x, const Tensor &w, const Tensor &r,
-                   const Tensor &b, const Tensor *state) {
+llvm::Expected<RecurrentDims> cpu::recurrentAttrs(llvm::StringRef type,
+                                                  const OpAttributes &attrs) {
   RecurrentDims d;
   d.cell = type == "LSTM"  ? RecurrentCell::LSTM
            : type == "GRU" ? RecurrentCell::GRU
@@ -97,6 +95,12 @@ cpu::recurrentDims(llvm::StringRef type, const OpAttributes &attrs,
   d.directions = *direction == "bidirectional" ? 2 : 1;
   d.reverse = *direction == "reverse";
   d.linearBeforeReset = *lbr != 0;
+  return d;
+}
+
+llvm::Error cpu::fitRecurrentDims(RecurrentDims &d, const Tensor &x,
+                                  const Tensor &w, const Tensor &r,
+                                  const Tensor &b, const Tensor *state) {
   if (x.rank() == 3) {
     d.steps = x.dim(0);
     d.batch = x.dim(1);
@@ -104,15 +108,17 @@ cpu::recurrentDims(llvm::StringRef type, const OpAttributes &attrs,
   }
   int64_t gh = d.gates() * d.hidden, dirs = d.directions;
   auto is = [](const Tensor &t, Shape s) { return t.shape() == s; };
-  if (x.rank() != 3 || d.hidden <= 0 || !is(w, {dirs, gh, d.input}) ||
-      !is(r, {dirs, gh, d.hidden}) || !is(b, {dirs, 2 * gh}) ||
-      (state && !is(*state, {d.stateRows(), d.batch, d.hidden})))
-    return kernelError(
-        type + " of input " + x.typeString() + " with W " + w.typeString() +
-        ", R " + r.typeString() + ", B " + b.typeString() +
-        (state ? ", state " + state->typeString() : "") + " and hidden_size " +
-        llvm::Twine(d.hidden) + ": the shapes do not fit");
-  return d;
+  if (x.rank() == 3 && d.hidden > 0 && is(w, {dirs, gh, d.input}) &&
+      is(r, {dirs, gh, d.hidden}) && is(b, {dirs, 2 * gh}) &&
+      (!state || is(*state, {d.stateRows(), d.batch, d.hidden})))
+    return llvm::Error::success();
+  const char *names[] = {"LSTM", "GRU", "RNN"};
+  return kernelError(
+      llvm::Twine(names[static_cast<int>(d.cell)]) + " of input " +
+      x.typeString() + " with W " + w.typeString() + ", R " + r.typeString() +
+      ", B " + b.typeString() +
+      (state ? ", state " + state->typeString() : "") + " and hidden_size " +
+      llvm::Twine(d.hidden) + ": the shapes do not fit");
 }
 
 void cpu::recurrentForward(const RecurrentDims &d, const float *x,

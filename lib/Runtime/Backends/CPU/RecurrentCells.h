@@ -44,13 +44,15 @@ struct RecurrentDims {
   }
 };
 
-/// The dims of op `type` (LSTM, GRU or RNN) with `attrs` on these inputs
-/// (state null when absent), or an error naming the mismatch.
-llvm::Expected<RecurrentDims> recurrentDims(llvm::StringRef type,
-                                            const OpAttributes &attrs,
-                                            const Tensor &x, const Tensor &w,
-                                            const Tensor &r, const Tensor &b,
-                                            const Tensor *state);
+/// The cell, hidden size, directions and GRU form of op `type` (LSTM, GRU
+/// or RNN) from its attributes: read once, when its kernel is made.
+llvm::Expected<RecurrentDims> recurrentAttrs(llvm::StringRef type,
+                                             const OpAttributes &attrs);
+/// Fills `d`'s steps, batch and input size from these inputs (state null
+/// when absent), or an error naming the mismatch.
+llvm::Error fitRecurrentDims(RecurrentDims &d, const Tensor &x, const Tensor &w,
+                             const Tensor &r, const Tensor &b,
+                             const Tensor *state);
 
 /// What a direction's forward keeps for its backward: the activated gates
 /// [T, N, G*H], LSTM's cells [T, N, H], GRU's state products with R's bias

@@ -15,21 +15,19 @@ namespace {
 
 class RecurrentKernel : public Kernel {
 public:
-  RecurrentKernel(std::string type, const plan::Op &op)
-      : type(std::move(type)), op(op) {}
+  explicit RecurrentKernel(RecurrentDims dims) : dims(dims) {}
 
   llvm::Error run(llvm::ArrayRef<const Tensor *> inputs,
                   llvm::MutableArrayRef<Tensor> outputs) override {
     if (llvm::Error e = checkF32(inputs))
       return e;
     const Tensor *state = inputs.size() > 4 ? inputs[4] : nullptr;
-    llvm::Expected<RecurrentDims> d =
-        recurrentDims(type, OpAttributes(op), *inputs[0], *inputs[1],
-                      *inputs[2], *inputs[3], state);
-    if (!d)
-      return d.takeError();
-    Tensor y(DType::F32, {d->steps, d->directions, d->batch, d->hidden});
-    recurrentForward(*d, inputs[0]->data<float>(), inputs[1]->data<float>(),
+    RecurrentDims d = dims;
+    if (llvm::Error e = fitRecurrentDims(d, *inputs[0], *inputs[1], *inputs[2],
+                                         *inputs[3], state))
+      return e;
+    Tensor y(DType::F32, {d.steps, d.directions, d.batch, d.hidden});
+    recurrentForward(d, inputs[0]->data<float>(), inputs[1]->data<float>(),
                      inputs[2]->data<float>(), inputs[3]->data<float>(),
                      state ? state->data<float>() : nullptr, y.data<float>(),
                      nullptr);
@@ -38,8 +36,7 @@ public:
   }
 
 private:
-  std::string type;
-  plan::Op op;
+  RecurrentDims dims;
 };
 
 } // namespace
@@ -52,6 +49,9 @@ void cpu::registerRecurrentKernels(KernelRegistry &registry,
         [type](const OpInfo &info) -> llvm::Expected<std::unique_ptr<Kernel>> {
           if (llvm::Error e = info.checkArity(4, 5))
             return e;
-          return std::make_unique<RecurrentKernel>(type, info.op);
+          auto dims = recurrentAttrs(type, info.attrs);
+          if (!dims)
+            return dims.takeError();
+          return std::make_unique<RecurrentKernel>(*dims);
         });
 }

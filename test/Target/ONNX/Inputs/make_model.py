@@ -780,19 +780,50 @@ def _rearrange_error(name, op, **attrs):
                  (), name)
 
 
-def _recurrent_error(name, steps, **attrs):
-    """An RNN of x [steps, 2, 4] the importer refuses."""
-    nodes = [helper.make_node("RNN", ["x", "w", "r"], ["y"], name="cell",
-                              hidden_size=3, **attrs)]
-    return model(nodes, [vi("x", [steps, 2, 4])], [vi("y", list("tdnh"))], 14,
-                 [weight("w", [1, 3, 4]), weight("r", [1, 3, 3])], name)
+def _recurrent_error(name, steps, lens=None, **attrs):
+    """An RNN of x [steps, 2, 4] (hidden size 3 unless `attrs` say) the
+    importer refuses; `lens`: sequence_lens as a graph input ("input") or
+    these constant values."""
+    attrs.setdefault("hidden_size", 3)
+    inputs, inits = [vi("x", [steps, 2, 4])], [weight("w", [1, 3, 4]),
+                                                weight("r", [1, 3, 3])]
+    names = ["x", "w", "r"]
+    if lens is not None:
+        names += ["", "lens"]
+        if lens == "input":
+            inputs.append(vi("lens", [2], onnx.TensorProto.INT32))
+        else:
+            inits.append(const("lens", lens, np.int32))
+    nodes = [helper.make_node("RNN", names, ["y"], name="cell", **attrs)]
+    return model(nodes, inputs, [vi("y", list("tdnh"))], 14, inits, name)
 
 
 RECURRENT_ERRORS = {
     "recurrent_affine": (3, {"activations": ["Affine"]}),
     "recurrent_clip": (3, {"clip": 1.0}),
     "recurrent_dynamic": ("steps", {}),
+    "recurrent_hidden": (3, {"hidden_size": 0}),
+    "recurrent_direction": (3, {"direction": "sideways"}),
+    "recurrent_weights": (3, {"hidden_size": 4}),
+    "recurrent_lens_input": (3, {"lens": "input"}),
+    "recurrent_lens_short": (3, {"lens": [3, 2]}),
 }
+
+
+def instance_norm_scale():
+    """An InstanceNormalization of 8 channels with a scale of 4."""
+    nodes = [helper.make_node("InstanceNormalization", ["x", "s", "b"],
+                              ["y"], name="norm")]
+    return model(nodes, [vi("x", [1, 8, 3, 3])], [vi("y", [1, 8, 3, 3])], 13,
+                 [weight("s", [4]), weight("b", [8])], "instance_norm_scale")
+
+
+def reduce_log_sum_exp_axis():
+    """A ReduceLogSumExp of x [2, 3] over axis 5."""
+    nodes = [helper.make_node("ReduceLogSumExp", ["x"], ["y"], name="lse",
+                              axes=[5])]
+    return model(nodes, [vi("x", [2, 3])], [vi("y", ["a", "b"])], 13, (),
+                 "reduce_log_sum_exp_axis")
 
 
 REARRANGE_ERRORS = {
@@ -935,6 +966,8 @@ MODELS = {
     "recurrent": _proto(recurrent),
     "hard_swish": _proto(hard_swish),
     "reduce_forms": _proto(reduce_forms),
+    "instance_norm_scale": _proto(instance_norm_scale),
+    "reduce_log_sum_exp_axis": _proto(reduce_log_sum_exp_axis),
     "untyped_layers": _proto(untyped_layers),
     "external_data": lambda out: _write_external(out, keep_data=True),
     "external_data_missing": lambda out: _write_external(out, keep_data=False),

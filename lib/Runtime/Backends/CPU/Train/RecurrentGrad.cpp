@@ -19,14 +19,15 @@ namespace {
 
 class RecurrentGradKernel : public TrainKernel {
 public:
-  RecurrentGradKernel(std::string type, const plan::Op &op)
-      : type(std::move(type)), op(op) {}
+  RecurrentGradKernel(RecurrentDims attrs, CPUContextPtr ctx)
+      : attrs(attrs), ctx(std::move(ctx)) {}
 
   /// The input, W, R, B and the initial state.
   bool differentiable(int i) const override { return i <= 4; }
 
-  llvm::Error forward(llvm::ArrayRef<const Tensor *> inputs,
+  llvm::Error forward(llvm::ArrayRef<const Tensor *> given,
                       Tensor &output) override {
+    Plain inputs(given, ctx);
     llvm::Expected<RecurrentDims> d = dims(inputs);
     if (!d)
       return d.takeError();
@@ -37,10 +38,11 @@ public:
     return llvm::Error::success();
   }
 
-  llvm::Error backward(llvm::ArrayRef<const Tensor *> inputs,
+  llvm::Error backward(llvm::ArrayRef<const Tensor *> given,
                        const Tensor &output, const Tensor &dOutput,
                        llvm::ArrayRef<bool> needGrad,
                        llvm::MutableArrayRef<Tensor> dInputs) override {
+    Plain inputs(given, ctx);
     llvm::Expected<RecurrentDims> d = dims(inputs);
     if (!d)
       return d.takeError();
@@ -65,25 +67,36 @@ public:
     return llvm::Error::success();
   }
 
-  cpu::CPUContextPtr ctx;
-
 private:
+  /// The inputs, those in a backend layout (a Conv's output before an LSTM)
+  /// as plain copies.
+  struct Plain : std::vector<const Tensor *> {
+    Plain(llvm::ArrayRef<const Tensor *> given, const CPUContextPtr &ctx)
+        : std::vector<const Tensor *>(given.begin(), given.end()) {
+      copies.reserve(size());
+      for (const Tensor *&t : *this)
+        if (t && !t->isPlain())
+          t = &copies.emplace_back(cpu::plainOf(*t, ctx));
+    }
+    std::vector<Tensor> copies;
+  };
+
   llvm::Expected<RecurrentDims> dims(llvm::ArrayRef<const Tensor *> inputs) {
     if (llvm::Error e = checkF32(inputs))
       return std::move(e);
-    for (const Tensor *t : inputs)
-      if (t && !t->isPlain())
-        return kernelError(type + " takes plain tensors");
-    return recurrentDims(type, OpAttributes(op), *inputs[0], *inputs[1],
-                         *inputs[2], *inputs[3],
-                         inputs.size() > 4 ? inputs[4] : nullptr);
+    RecurrentDims d = attrs;
+    if (llvm::Error e =
+            fitRecurrentDims(d, *inputs[0], *inputs[1], *inputs[2], *inputs[3],
+                             inputs.size() > 4 ? inputs[4] : nullptr))
+      return std::move(e);
+    return d;
   }
   static const float *data(llvm::ArrayRef<const Tensor *> inputs, size_t i) {
     return i < inputs.size() && inputs[i] ? inputs[i]->data<float>() : nullptr;
   }
 
-  std::string type;
-  plan::Op op;
+  RecurrentDims attrs;
+  CPUContextPtr ctx;
 };
 
 } // namespace
@@ -94,8 +107,9 @@ void train::registerRecurrentGrad(TrainRegistry &registry) {
         -> llvm::Expected<std::unique_ptr<TrainKernel>> {
       if (llvm::Error e = info.checkArity(4, 5))
         return std::move(e);
-      auto kernel = std::make_unique<RecurrentGradKernel>(type, info.op);
-      kernel->ctx = env.ctx;
-      return std::move(kernel);
+      auto attrs = recurrentAttrs(type, info.attrs);
+      if (!attrs)
+        return attrs.takeError();
+      return std::make_unique<RecurrentGradKernel>(*attrs, env.ctx);
     };
 }
